@@ -1,0 +1,48 @@
+# The two set-up commands a newcomer needs are `make demo` and `make test`;
+# every target does its own set-up (dependencies, configure, build).
+JOBS      ?= $(shell nproc)
+BUILD     ?= build
+ASAN      ?= build-asan
+TSAN      ?= build-tsan
+CMAKE_GEN := -DCMAKE_BUILD_TYPE=RelWithDebInfo
+CTEST     := ctest --output-on-failure --timeout 300 -j $(JOBS)
+SOURCES    = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null)
+
+.PHONY: deps build test test-plain test-asan test-tsan bench demo format format-check clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) $(CMAKE_GEN)
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: test-plain test-asan
+
+test-plain: build
+	cd $(BUILD) && $(CTEST)
+
+test-asan: deps
+	cmake -S . -B $(ASAN) $(CMAKE_GEN) -DLIFEBOAT_SANITIZE=address,undefined -DLIFEBOAT_BUILD_BENCH=OFF
+	cmake --build $(ASAN) -j $(JOBS)
+	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(CTEST) -LE no-sanitize
+
+test-tsan: deps
+	cmake -S . -B $(TSAN) $(CMAKE_GEN) -DLIFEBOAT_SANITIZE=thread -DLIFEBOAT_BUILD_BENCH=OFF
+	cmake --build $(TSAN) -j $(JOBS)
+	cd $(TSAN) && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/scripts/tsan.supp" $(CTEST) -L actors
+
+bench: build
+	scripts/bench.sh $(BUILD)
+
+demo: build
+	scripts/demo.sh $(BUILD)
+
+format:
+	clang-format -i $(SOURCES)
+
+format-check: deps
+	clang-format --dry-run --Werror $(SOURCES)
+
+clean:
+	rm -rf $(BUILD) $(ASAN) $(TSAN)

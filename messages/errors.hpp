@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+
+namespace lifeboat {
+
+/// Every expected failure in lifeboat, as a CAF error category. Callers tell
+/// them apart with `err == make_error(errc::already_exists)` or `err.code()`.
+enum class errc : uint8_t {
+  ok = 0,
+  already_exists,    // insert-if-absent found the key
+  not_found,         // try-get / manifest / shard missing
+  timeout,           // a blocking call ran past its deadline
+  cancelled,         // a blocking call was cancelled
+  refused,           // authentication, duplicate rank, stale incarnation
+  version_mismatch,  // wire or file schema versions differ
+  peer_error,        // a peer reported an error
+  peer_lost,         // a peer stopped heartbeating
+  corrupt,           // a checksum or parse failure on restore
+  io_error,          // a file-system call failed
+  invalid_config,    // bad environment, flags or TerminationConfig
+  invalid_argument,  // a malformed request
+  unavailable,       // a service or device is not there (no GPU, no coordinator)
+  shutting_down,     // the actor system is going away
+};
+
+/// The category atom under which lifeboat errors are registered with CAF.
+using error_category_atom = caf::atom_constant<caf::atom("lifeboat")>;
+
+const char* to_string(errc x);
+
+caf::error make_error(errc x);
+caf::error make_error(errc x, std::string context);
+
+/// Renders a CAF error readably, whichever category it belongs to.
+std::string describe(const caf::error& err);
+
+}  // namespace lifeboat

@@ -1,0 +1,64 @@
+#include "messages/log.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace lifeboat {
+
+namespace {
+
+std::atomic<int> log_rank{-1};
+
+log_level initial_level() {
+  const char* env = std::getenv("LIFEBOAT_LOG_LEVEL");
+  if (env == nullptr) return log_level::info;
+  if (std::strcmp(env, "debug") == 0) return log_level::debug;
+  if (std::strcmp(env, "warning") == 0) return log_level::warning;
+  if (std::strcmp(env, "error") == 0) return log_level::error;
+  return log_level::info;
+}
+
+std::atomic<log_level>& min_level() {
+  static std::atomic<log_level> level{initial_level()};
+  return level;
+}
+
+const char* prefix(log_level level) {
+  switch (level) {
+    case log_level::debug:
+      return "debug: ";
+    case log_level::warning:
+      return "warning: ";
+    case log_level::error:
+      return "error: ";
+    case log_level::info:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
+
+void set_log_rank(int rank) { log_rank = rank; }
+
+void set_log_level(log_level level) { min_level() = level; }
+
+void log_line(log_level level, const char* component, const std::string& text) {
+  if (level < min_level().load()) return;
+  std::string line = "lifeboat";
+  if (auto rank = log_rank.load(); rank >= 0) line += "[rank " + std::to_string(rank) + "]";
+  line += " ";
+  line += component;
+  line += ": ";
+  line += prefix(level);
+  line += text;
+  line += '\n';
+  // One write(2) per line: lines from several threads or processes never interleave.
+  auto rc = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)rc;
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,30 @@
+#include "runtime/config_check.hpp"
+
+#include "messages/errors.hpp"
+#include "platform/signal_names.hpp"
+
+namespace lifeboat {
+
+caf::error check_config(const termination_config& config) {
+  auto bad = [](std::string what) { return make_error(errc::invalid_config, std::move(what)); };
+  if (config.grace_period && config.grace_period->count() < 0)
+    return bad("grace_period must be >= 0, got " + std::to_string(config.grace_period->count()) +
+               " ms");
+  for (auto& name : config.signals)
+    if (!signal_number(name))
+      return bad("unknown signal '" + name + "' (known: " + known_signal_names() + ")");
+  if (config.restart_code &&
+      (*config.restart_code <= 0 || *config.restart_code > 255 || *config.restart_code == 3))
+    return bad("restart_code must be in 1..255 and not 3 (the failure code), got " +
+               std::to_string(*config.restart_code));
+  if (config.poll_interval.count() <= 0) return bad("poll_interval must be > 0");
+  if (config.safety_factor < 1.0) return bad("safety_factor must be >= 1");
+  if (config.max_to_keep < 1)
+    return bad("max_to_keep must be >= 1, got " + std::to_string(config.max_to_keep));
+  if (config.save_every_steps < 0 || config.save_every.count() < 0)
+    return bad("save_every_steps and save_every must be >= 0");
+  if (config.heartbeat_timeout.count() <= 0) return bad("heartbeat_timeout must be > 0");
+  return caf::none;
+}
+
+}  // namespace lifeboat

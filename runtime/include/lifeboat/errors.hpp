@@ -1,0 +1,33 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace lifeboat {
+
+/// Bad configuration or environment, raised by the handler's constructor
+/// before anything is written.
+class config_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Raised by `run` on every worker when any worker (this one included) failed
+/// or was lost; `what()` names the origin as "rank N".
+class peer_error : public std::runtime_error {
+ public:
+  peer_error(int origin_rank, const std::string& message, bool lost)
+      : std::runtime_error("rank " + std::to_string(origin_rank) + (lost ? " lost: " : ": ") +
+                           message),
+        origin_rank_(origin_rank),
+        lost_(lost) {}
+
+  int origin_rank() const { return origin_rank_; }
+  bool lost() const { return lost_; }
+
+ private:
+  int origin_rank_;
+  bool lost_;
+};
+
+}  // namespace lifeboat

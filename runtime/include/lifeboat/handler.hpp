@@ -1,0 +1,111 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "lifeboat/checkpoint_state.hpp"
+#include "lifeboat/errors.hpp"
+#include "lifeboat/termination_config.hpp"
+
+namespace lifeboat {
+
+class worker_runtime;
+
+/// The training thread's view of a preemption-aware worker. Construction
+/// reads the cluster from the environment (LIFEBOAT_*, TF_CONFIG, torchrun,
+/// SLURM; alone otherwise), joins it, and restores the latest complete
+/// checkpoint into `state`. From then on, a termination notice anywhere in
+/// the cluster makes every worker save at one agreed step and exit with the
+/// restart code; an error on any worker makes `run` raise `peer_error` on all.
+class preemption_checkpoint_handler {
+ public:
+  /// Throws config_error on bad configuration or environment.
+  preemption_checkpoint_handler(checkpoint_state& state, std::string checkpoint_dir,
+                                termination_config config = {});
+  ~preemption_checkpoint_handler();
+
+  preemption_checkpoint_handler(const preemption_checkpoint_handler&) = delete;
+  preemption_checkpoint_handler& operator=(const preemption_checkpoint_handler&) = delete;
+
+  /// Runs one training step `fn(xs...)` and returns its result. An exception
+  /// from `fn` is reported to every worker and rethrown.
+  template <class F, class... Ts>
+  decltype(auto) run(F&& fn, Ts&&... xs) {
+    check_alert();
+    try {
+      if constexpr (std::is_void_v<std::invoke_result_t<F, Ts...>>) {
+        std::forward<F>(fn)(std::forward<Ts>(xs)...);
+        step_completed(total_run_calls() + 1);
+      } else {
+        decltype(auto) result = std::forward<F>(fn)(std::forward<Ts>(xs)...);
+        step_completed(total_run_calls() + 1);
+        return result;
+      }
+    } catch (const peer_error&) {
+      throw;
+    } catch (...) {
+      report_error(std::current_exception());
+      throw;
+    }
+  }
+
+  /// For loops that call their steps themselves: counts one completed step
+  /// and, if it is the agreed step of a save, saves (and exits if final).
+  void save_checkpoint_if_preempted() { step_completed(total_run_calls() + 1); }
+
+  /// Lowest level: `step` (monotonic) has completed. Costs one atomic store
+  /// and one load while no notice is active.
+  void step_completed(int64_t step) {
+    completed_step_.store(step, std::memory_order_seq_cst);
+    if (step >= action_step_.load(std::memory_order_seq_cst)) on_action_step(step);
+  }
+
+  /// Number of completed steps, restored across restarts.
+  int64_t total_run_calls() const { return completed_step_.load(std::memory_order_relaxed); }
+
+  /// RAII guard: when it is left by an exception caused by a peer's failure
+  /// or by this worker's preemption, the process exits with the matching code.
+  class scope {
+   public:
+    explicit scope(preemption_checkpoint_handler& h)
+        : handler_(h), exceptions_(std::uncaught_exceptions()) {}
+    ~scope() noexcept(false);
+    scope(const scope&) = delete;
+    scope& operator=(const scope&) = delete;
+
+   private:
+    preemption_checkpoint_handler& handler_;
+    int exceptions_;
+  };
+  scope watch_preemption_scope() { return scope{*this}; }
+
+  int rank() const;
+  int world_size() const;
+
+  /// Reports `error` to every worker (as `run` does for a throwing step).
+  void report_error(std::exception_ptr error);
+
+ private:
+  void check_alert() {
+    if (completed_step_.load(std::memory_order_relaxed) >=
+        action_step_.load(std::memory_order_seq_cst))
+      on_action_step(completed_step_.load(std::memory_order_relaxed));
+  }
+  void on_action_step(int64_t step);
+
+  // The hot path: the step resolver sets action_step_ to the agreed step (or
+  // to 0 on a peer error); the training thread compares after every step.
+  // Both sides store and then load with seq_cst, so either the trainer sees
+  // the new target or the resolver sees that the trainer already passed it.
+  alignas(64) std::atomic<int64_t> completed_step_{0};
+  alignas(64) std::atomic<int64_t> action_step_{std::numeric_limits<int64_t>::max()};
+  std::unique_ptr<worker_runtime> runtime_;
+};
+
+}  // namespace lifeboat

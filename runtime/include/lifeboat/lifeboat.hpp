@@ -1,0 +1,7 @@
+#pragma once
+
+// Everything a trainer may call.
+#include "lifeboat/checkpoint_state.hpp"
+#include "lifeboat/errors.hpp"
+#include "lifeboat/handler.hpp"
+#include "lifeboat/termination_config.hpp"

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lifeboat {
+
+/// How a worker learns of its end and what it does then; mirrors the
+/// reference's TerminationConfig, with the knobs it lacks made explicit.
+/// Anything left unset takes the platform's default (GCE, AWS, Azure,
+/// Kubernetes, SLURM or generic; see platform/).
+struct termination_config {
+  /// Polled every `poll_interval`; returning true is a termination notice.
+  /// Runs on its own thread, so a slow function never stalls the runtime.
+  std::function<bool()> termination_watcher_fn;
+
+  /// Called instead of exiting with `restart_code` once the checkpoint is
+  /// committed. The process exits with `restart_code` if it returns.
+  std::function<void()> exit_fn;
+
+  /// Time from the notice until the machine goes away. With a grace period,
+  /// training goes on after the first save and a final save is made just in time.
+  std::optional<std::chrono::milliseconds> grace_period;
+
+  /// When set, lifeboat writes no checkpoint files: it calls this on every
+  /// worker once per save, with the agreed step and the checkpoint directory.
+  std::function<void(int64_t step, const std::string& checkpoint_dir)> save_fn;
+
+  /// Signals that are termination notices ("SIGTERM", "SIGUSR1", ...).
+  std::vector<std::string> signals{"SIGTERM"};
+
+  /// Notice sources by name ("gce", "aws", "azure", "file:/path"); empty: the platform's.
+  std::optional<std::vector<std::string>> notice_sources;
+
+  /// Exit code after a committed preemption checkpoint ("restart me").
+  std::optional<int> restart_code;
+
+  std::chrono::milliseconds poll_interval{1000};
+
+  /// The final save of a grace period starts at
+  /// deadline - safety_factor * (step time + checkpoint time).
+  double safety_factor = 2.0;
+
+  /// Complete checkpoints kept on disk (>= 1); 2 leaves a fallback for a corrupt newest one.
+  int max_to_keep = 2;
+
+  /// Periodic backup saves, for failures that come without notice (0: off).
+  int64_t save_every_steps = 0;
+  std::chrono::milliseconds save_every{0};
+
+  /// A peer whose heartbeats stop for this long is lost.
+  std::chrono::milliseconds heartbeat_timeout{10000};
+};
+
+}  // namespace lifeboat
