@@ -1,0 +1,206 @@
+#include "actors/step_resolver_state.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lifeboat {
+
+namespace {
+
+template <class Body>
+outgoing make_outgoing(int32_t to, Body* (wire::ProtocolMessage::*mutable_body)(),
+                       const Body& body) {
+  outgoing out{to, {}};
+  *(out.message.*mutable_body)() = body;
+  return out;
+}
+
+}  // namespace
+
+step_resolver_state::step_resolver_state(config cfg, step_gate& gate) : cfg_(cfg), gate_(gate) {}
+
+void step_resolver_state::record_step_seconds(double seconds) { step_seconds_ = seconds; }
+
+void step_resolver_state::record_checkpoint_seconds(double seconds) {
+  // The slowest recent save matters for the deadline; decay it slowly.
+  checkpoint_seconds_ = std::max(seconds, checkpoint_seconds_ * 0.8);
+}
+
+int64_t step_resolver_state::save_cycle_ms() const {
+  auto step = std::max(step_seconds_, cluster_step_seconds_);
+  auto ckpt = std::max(checkpoint_seconds_, cluster_checkpoint_seconds_);
+  return static_cast<int64_t>(std::ceil(cfg_.safety_factor * (step + ckpt) * 1000.0));
+}
+
+void step_resolver_state::schedule_final_save(int64_t now_ms) {
+  final_due_ms_ = std::max(now_ms, deadline_ms_ - save_cycle_ms());
+}
+
+std::vector<outgoing> step_resolver_state::on_local_notice(wire::Notice notice, int64_t now_ms) {
+  notice.set_rank(cfg_.rank);
+  if (notice.deadline_unix_ms() == 0) notice.set_deadline_unix_ms(now_ms + cfg_.grace_period_ms);
+  auto out = learn_notice(notice, now_ms);
+  if (deadline_ms_ == notice.deadline_unix_ms())
+    out.push_back(make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_notice, notice));
+  return out;
+}
+
+// Step 1: the earliest deadline wins, wherever it came from. A notice that
+// does not move the deadline earlier changes nothing (repeated signals).
+std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& notice,
+                                                        int64_t now_ms) {
+  if (deadline_ms_ != 0 && notice.deadline_unix_ms() >= deadline_ms_) return {};
+  deadline_ms_ = notice.deadline_unix_ms();
+  if (phase_ == phase::training) phase_ = phase::notice_received;
+  if (!is_leader() || final_save_decided_) return {};
+  bool too_close = cfg_.grace_period_ms == 0 || deadline_ms_ - now_ms <= save_cycle_ms();
+  if (round_open_) {
+    round_final_ = round_final_ || too_close;
+    return {};
+  }
+  if (!first_save_decided_) return start_round(too_close);
+  // Step 7: an earlier deadline during the countdown moves the final save.
+  schedule_final_save(now_ms);
+  return {};
+}
+
+std::vector<outgoing> step_resolver_state::start_round(bool final_save) {
+  ++round_;
+  round_open_ = true;
+  round_final_ = final_save;
+  reports_.clear();
+  acks_.clear();
+  wire::StepQuery query;
+  query.set_round(round_);
+  query.set_final_save(final_save);
+  return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_query, query)};
+}
+
+std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessage& msg,
+                                                      int64_t now_ms) {
+  switch (msg.body_case()) {
+    case wire::ProtocolMessage::kNotice:
+      return learn_notice(msg.notice(), now_ms);
+    case wire::ProtocolMessage::kQuery:
+      return on_query(msg.query());
+    case wire::ProtocolMessage::kReport:
+      return on_report(msg.report(), now_ms);
+    case wire::ProtocolMessage::kProposal:
+      return on_proposal(msg.proposal());
+    case wire::ProtocolMessage::kAck:
+      return on_ack(msg.ack());
+    case wire::ProtocolMessage::kCommit:
+      on_commit(msg.commit(), now_ms);
+      return {};
+    case wire::ProtocolMessage::kCommitted:
+      on_save_committed(msg.committed().final_save());
+      return {};
+    case wire::ProtocolMessage::BODY_NOT_SET:
+      break;
+  }
+  return {};
+}
+
+// Step 3: report the completed step to the leader.
+std::vector<outgoing> step_resolver_state::on_query(const wire::StepQuery& query) {
+  if (phase_ == phase::training) phase_ = phase::notice_received;
+  wire::StepReport report;
+  report.set_round(query.round());
+  report.set_rank(cfg_.rank);
+  report.set_completed_step(gate_.completed_step());
+  report.set_step_seconds(step_seconds_);
+  report.set_checkpoint_seconds(checkpoint_seconds_);
+  return {make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_report, report)};
+}
+
+// Step 4: with every report in, propose max + 1.
+std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& report,
+                                                     int64_t now_ms) {
+  if (!is_leader() || !round_open_ || report.round() != round_) return {};
+  reports_[report.rank()] = report;
+  if (static_cast<int32_t>(reports_.size()) < cfg_.world_size) return {};
+  int64_t max_step = 0;
+  for (auto& [rank, r] : reports_) {
+    max_step = std::max(max_step, r.completed_step());
+    cluster_step_seconds_ = std::max(cluster_step_seconds_, r.step_seconds());
+    cluster_checkpoint_seconds_ = std::max(cluster_checkpoint_seconds_, r.checkpoint_seconds());
+  }
+  if (!round_final_ && deadline_ms_ - now_ms <= save_cycle_ms()) round_final_ = true;
+  return propose(max_step + 1);
+}
+
+std::vector<outgoing> step_resolver_state::propose(int64_t step) {
+  proposed_step_ = step;
+  acks_.clear();
+  wire::StepProposal proposal;
+  proposal.set_round(round_);
+  proposal.set_step(step);
+  proposal.set_final_save(round_final_);
+  return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_proposal, proposal)};
+}
+
+// Step 5: stop the trainer at the proposed step, or say it already passed it.
+std::vector<outgoing> step_resolver_state::on_proposal(const wire::StepProposal& proposal) {
+  auto probe = gate_.propose(proposal.step());
+  wire::StepAck ack;
+  ack.set_round(proposal.round());
+  ack.set_rank(cfg_.rank);
+  ack.set_accepted(probe.accepted);
+  ack.set_completed_step(probe.completed);
+  return {make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_ack, ack)};
+}
+
+// Step 6: commit when all accepted; otherwise propose after the furthest.
+std::vector<outgoing> step_resolver_state::on_ack(const wire::StepAck& ack) {
+  if (!is_leader() || !round_open_ || ack.round() != round_) return {};
+  acks_[ack.rank()] = ack;
+  if (static_cast<int32_t>(acks_.size()) < cfg_.world_size) return {};
+  int64_t furthest = -1;
+  for (auto& [rank, a] : acks_)
+    if (!a.accepted()) furthest = std::max(furthest, a.completed_step());
+  if (furthest >= 0) {
+    ++round_;
+    return propose(furthest + 1);
+  }
+  round_open_ = false;
+  if (round_final_)
+    final_save_decided_ = true;
+  else
+    first_save_decided_ = true;
+  wire::StepCommit commit;
+  commit.set_round(round_);
+  commit.set_step(proposed_step_);
+  commit.set_final_save(round_final_);
+  commit.set_deadline_unix_ms(deadline_ms_);
+  return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_commit, commit)};
+}
+
+void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_ms) {
+  gate_.commit(commit.step(), commit.final_save());
+  agreed_step_ = commit.step();
+  if (deadline_ms_ == 0 || commit.deadline_unix_ms() < deadline_ms_)
+    deadline_ms_ = commit.deadline_unix_ms();
+  phase_ = phase::checkpoint_scheduled;
+  if (is_leader() && !commit.final_save()) schedule_final_save(now_ms);
+}
+
+std::vector<outgoing> step_resolver_state::on_final_save_due() {
+  if (!is_leader() || !first_save_decided_ || final_save_decided_ || round_open_) return {};
+  final_due_ms_.reset();
+  return start_round(true);
+}
+
+void step_resolver_state::on_save_started() {
+  if (phase_ != phase::exiting) phase_ = phase::saving;
+}
+
+void step_resolver_state::on_save_committed(bool final_save) {
+  if (final_save)
+    phase_ = phase::exiting;
+  else if (deadline_ms_ != 0)
+    phase_ = phase::grace_countdown;
+  else
+    phase_ = phase::training;
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,116 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "actors/phase.hpp"
+#include "actors/step_gate.hpp"
+#include "messages/preemption.pb.h"
+
+namespace lifeboat {
+
+/// A protocol message and its destination rank (`all_ranks`: every worker).
+struct outgoing {
+  int32_t to;
+  wire::ProtocolMessage message;
+};
+
+constexpr int32_t leader_rank = 0;
+constexpr int32_t all_ranks = -1;
+
+/// The step resolver's logic, without actors, sockets or clocks: every input
+/// carries the current time and every output is a message to send, so tests
+/// drive it directly.
+///
+/// The protocol, in the order it runs:
+///   1. A worker gets a notice and sends it to every worker; the earliest
+///      deadline known anywhere wins.
+///   2. The leader (rank 0) asks every worker for its completed step (StepQuery).
+///   3. Every worker reports its completed step and its measured step and
+///      checkpoint times (StepReport).
+///   4. The leader proposes max + 1 (StepProposal); it is final when there is
+///      no grace period or the deadline is too close for another round.
+///   5. Every worker sets its stop step and answers whether its trainer will
+///      stop there (StepAck); a trainer that already passed it refuses, and the
+///      leader proposes again after the furthest one.
+///   6. When all accept, the leader commits (StepCommit); every worker saves
+///      at that step.
+///   7. With a grace period the first save is not final: the leader schedules
+///      the final round at deadline - safety * (step time + checkpoint time),
+///      earlier if an earlier deadline arrives, and runs 2-6 again with final set.
+class step_resolver_state {
+ public:
+  struct config {
+    int32_t rank = 0;
+    int32_t world_size = 1;
+    int64_t grace_period_ms = 0;
+    double safety_factor = 2.0;
+  };
+
+  step_resolver_state(config cfg, step_gate& gate);
+
+  /// Step 1: a notice from this worker's own watchers.
+  std::vector<outgoing> on_local_notice(wire::Notice notice, int64_t now_ms);
+
+  /// Any protocol message from a peer (or from itself through the service).
+  std::vector<outgoing> on_message(const wire::ProtocolMessage& msg, int64_t now_ms);
+
+  /// Step 7: the leader's timer for the final save fired.
+  std::vector<outgoing> on_final_save_due();
+
+  /// The trainer measured a step / the writer measured a checkpoint (seconds).
+  void record_step_seconds(double seconds);
+  void record_checkpoint_seconds(double seconds);
+
+  /// The trainer began saving the committed step / the save was committed.
+  void on_save_started();
+  void on_save_committed(bool final_save);
+
+  /// When the leader wants on_final_save_due called (unix ms), if at all.
+  std::optional<int64_t> final_save_due_ms() const { return final_due_ms_; }
+
+  lifeboat::phase phase() const { return phase_; }
+  int64_t deadline_ms() const { return deadline_ms_; }
+  int64_t agreed_step() const { return agreed_step_; }
+  uint64_t rounds() const { return round_; }
+  bool is_leader() const { return cfg_.rank == leader_rank; }
+
+ private:
+  std::vector<outgoing> learn_notice(const wire::Notice& notice, int64_t now_ms);
+  std::vector<outgoing> start_round(bool final_save);
+  std::vector<outgoing> on_query(const wire::StepQuery& query);
+  std::vector<outgoing> on_report(const wire::StepReport& report, int64_t now_ms);
+  std::vector<outgoing> on_proposal(const wire::StepProposal& proposal);
+  std::vector<outgoing> on_ack(const wire::StepAck& ack);
+  void on_commit(const wire::StepCommit& commit, int64_t now_ms);
+  std::vector<outgoing> propose(int64_t step);
+
+  // The time one more save cycle needs, with the safety factor applied.
+  int64_t save_cycle_ms() const;
+  void schedule_final_save(int64_t now_ms);
+
+  config cfg_;
+  step_gate& gate_;
+  lifeboat::phase phase_ = phase::training;
+  int64_t deadline_ms_ = 0;  // earliest known deadline; 0: no notice
+  double step_seconds_ = 0;
+  double checkpoint_seconds_ = 0;
+  int64_t agreed_step_ = -1;
+
+  // Leader only.
+  uint64_t round_ = 0;
+  bool round_open_ = false;
+  bool round_final_ = false;
+  bool first_save_decided_ = false;
+  bool final_save_decided_ = false;
+  std::map<int32_t, wire::StepReport> reports_;
+  std::map<int32_t, wire::StepAck> acks_;
+  int64_t proposed_step_ = -1;
+  double cluster_step_seconds_ = 0;
+  double cluster_checkpoint_seconds_ = 0;
+  std::optional<int64_t> final_due_ms_;
+};
+
+}  // namespace lifeboat
