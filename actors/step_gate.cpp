@@ -102,6 +102,11 @@ step_gate::exit_decision step_gate::await_exit(std::chrono::milliseconds bound) 
   return {false, 0};
 }
 
+int64_t step_gate::waiting_at() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return stopped_at_;
+}
+
 step_gate::failure_info step_gate::failure() const {
   std::lock_guard<std::mutex> guard{mtx_};
   return failure_;

@@ -73,6 +73,9 @@ class step_gate {
   /// After handing the final save over: waits until it is committed.
   exit_decision await_exit(std::chrono::milliseconds bound);
 
+  /// The step the trainer waits at for a decision, or -1.
+  int64_t waiting_at() const;
+
   struct failure_info {
     bool failed = false;
     int32_t origin_rank = -1;

@@ -1,0 +1,167 @@
+#include "actors/step_resolver_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+
+namespace lifeboat {
+namespace {
+
+constexpr int64_t t0 = 1'000'000;  // a fixed "now" in unix ms
+
+// A cluster of step resolvers wired by an in-memory bus: what one sends, the
+// addressees receive in order. Each worker has a gate whose trainer is
+// simulated by setting its completed step.
+struct cluster {
+  struct worker {
+    std::atomic<int64_t> completed{0};
+    std::atomic<int64_t> action{step_gate::no_step};
+    step_gate gate{completed, action};
+    std::unique_ptr<step_resolver_state> logic;
+  };
+
+  std::vector<std::unique_ptr<worker>> workers;
+  std::deque<outgoing> in_flight;
+  int64_t now = t0;
+
+  cluster(int n, int64_t grace_ms, double safety = 2.0) {
+    for (int r = 0; r < n; ++r) {
+      auto w = std::make_unique<worker>();
+      w->logic = std::make_unique<step_resolver_state>(
+          step_resolver_state::config{r, n, grace_ms, safety}, w->gate);
+      workers.push_back(std::move(w));
+    }
+  }
+
+  step_resolver_state& at(int r) { return *workers[r]->logic; }
+
+  void post(std::vector<outgoing> out) {
+    for (auto& m : out) in_flight.push_back(std::move(m));
+  }
+
+  // Delivers until quiet, letting `before_delivery` play the trainers.
+  void run(const std::function<void(const outgoing&)>& before_delivery = {}) {
+    while (!in_flight.empty()) {
+      auto msg = std::move(in_flight.front());
+      in_flight.pop_front();
+      if (before_delivery) before_delivery(msg);
+      for (int r = 0; r < static_cast<int>(workers.size()); ++r)
+        if (msg.to == all_ranks || msg.to == r) post(at(r).on_message(msg.message, now));
+    }
+  }
+
+  wire::Notice notice(int64_t deadline) {
+    wire::Notice n;
+    n.set_source("test");
+    n.set_deadline_unix_ms(deadline);
+    return n;
+  }
+};
+
+TEST(step_resolver_state, without_grace_every_worker_commits_max_plus_one_as_final) {
+  cluster c{4, 0};
+  for (int r = 0; r < 4; ++r) c.workers[r]->completed = 10 + r;  // several steps apart
+  c.post(c.at(2).on_local_notice(c.notice(0), c.now));
+  c.run();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(c.at(r).agreed_step(), 14) << "rank " << r;
+    EXPECT_EQ(c.workers[r]->action.load(), 14);
+    EXPECT_EQ(c.at(r).phase(), phase::checkpoint_scheduled);
+  }
+  EXPECT_FALSE(c.at(0).final_save_due_ms()) << "no grace period: the first save is final";
+}
+
+TEST(step_resolver_state, a_trainer_that_runs_past_the_proposal_gets_a_later_step) {
+  cluster c{2, 0};
+  c.workers[0]->completed = 5;
+  c.workers[1]->completed = 5;
+  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  // Rank 1's trainer completes two more steps before the proposal reaches it.
+  c.run([&](const outgoing& m) {
+    if (m.message.has_proposal() && m.message.proposal().step() == 6) c.workers[1]->completed = 7;
+  });
+  EXPECT_EQ(c.at(0).agreed_step(), 8);
+  EXPECT_EQ(c.at(1).agreed_step(), 8);
+  EXPECT_GE(c.at(0).rounds(), 2u);
+}
+
+TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_one_is_scheduled) {
+  const int64_t grace = 60'000;
+  cluster c{2, grace};
+  c.at(0).record_step_seconds(0.5);
+  c.at(0).record_checkpoint_seconds(1.5);
+  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).agreed_step(), 1);
+  ASSERT_TRUE(c.at(0).final_save_due_ms());
+  // deadline - safety * (step + checkpoint) = t0 + 60 s - 2 * 2 s
+  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 4000);
+
+  for (int r = 0; r < 2; ++r) c.workers[r]->completed = 20;
+  c.post(c.at(0).on_final_save_due());
+  c.run();
+  EXPECT_EQ(c.at(1).agreed_step(), 21);
+  EXPECT_EQ(c.workers[1]->action.load(), 21);
+}
+
+TEST(step_resolver_state, an_earlier_deadline_during_the_countdown_moves_the_final_save) {
+  cluster c{2, 60'000};
+  c.post(c.at(0).on_local_notice(c.notice(0), c.now));
+  c.run();
+  auto first_due = *c.at(0).final_save_due_ms();
+  c.post(c.at(1).on_local_notice(c.notice(t0 + 10'000), c.now));
+  c.run();
+  ASSERT_TRUE(c.at(0).final_save_due_ms());
+  EXPECT_LT(*c.at(0).final_save_due_ms(), first_due);
+  EXPECT_EQ(c.at(0).deadline_ms(), t0 + 10'000);
+  EXPECT_EQ(c.at(1).deadline_ms(), t0 + 10'000);
+}
+
+TEST(step_resolver_state, a_later_deadline_changes_nothing) {
+  cluster c{2, 60'000};
+  c.post(c.at(0).on_local_notice(c.notice(t0 + 30'000), c.now));
+  c.run();
+  auto rounds = c.at(0).rounds();
+  auto due = c.at(0).final_save_due_ms();
+  c.post(c.at(1).on_local_notice(c.notice(t0 + 50'000), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).rounds(), rounds);
+  EXPECT_EQ(c.at(0).final_save_due_ms(), due);
+  EXPECT_EQ(c.at(1).deadline_ms(), t0 + 30'000);
+}
+
+TEST(step_resolver_state, a_deadline_too_close_for_another_round_makes_the_first_save_final) {
+  cluster c{2, 60'000};
+  c.at(0).record_checkpoint_seconds(10);
+  c.post(c.at(0).on_local_notice(c.notice(t0 + 5'000), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).agreed_step(), 1);
+  EXPECT_FALSE(c.at(0).final_save_due_ms());
+}
+
+TEST(step_resolver_state, repeated_notices_make_exactly_one_decision) {
+  cluster c{3, 0};
+  for (int i = 0; i < 5; ++i)
+    for (int r = 0; r < 3; ++r) c.post(c.at(r).on_local_notice(c.notice(t0 + 1000), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).rounds(), 1u);
+  EXPECT_EQ(c.at(2).agreed_step(), 1);
+}
+
+TEST(step_resolver_state, phases_follow_the_save) {
+  cluster c{1, 60'000};
+  EXPECT_EQ(c.at(0).phase(), phase::training);
+  c.post(c.at(0).on_local_notice(c.notice(0), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).phase(), phase::checkpoint_scheduled);
+  c.at(0).on_save_started();
+  EXPECT_EQ(c.at(0).phase(), phase::saving);
+  c.at(0).on_save_committed(false);
+  EXPECT_EQ(c.at(0).phase(), phase::grace_countdown);
+  c.at(0).on_save_committed(true);
+  EXPECT_EQ(c.at(0).phase(), phase::exiting);
+}
+
+}  // namespace
+}  // namespace lifeboat
