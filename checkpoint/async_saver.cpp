@@ -1,0 +1,125 @@
+#include "checkpoint/async_saver.hpp"
+
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat::checkpoint {
+
+namespace {
+
+constexpr const char* component = "checkpoint";
+constexpr const char* shards_barrier_prefix = "checkpoint-shards-";
+constexpr const char* commit_barrier_prefix = "checkpoint-committed-";
+
+}  // namespace
+
+async_saver::async_saver(store& st, barrier* ready, std::chrono::milliseconds barrier_timeout)
+    : store_(st), ready_(ready), barrier_timeout_(barrier_timeout), thread_([this] { run(); }) {}
+
+async_saver::~async_saver() {
+  {
+    std::unique_lock<std::mutex> lock{mtx_};
+    wait_idle(lock);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void async_saver::wait_idle(std::unique_lock<std::mutex>& lock) {
+  cv_.wait(lock, [this] { return !pending_ && !in_flight_step_; });
+}
+
+caf::error async_saver::save(const state_registry& registry, int64_t step, int64_t total_run_calls,
+                             save_callback done) {
+  {
+    // Waiting before the snapshot lets it reuse the staging memory that the
+    // previous save returns to the pool.
+    std::unique_lock<std::mutex> lock{mtx_};
+    wait_idle(lock);
+  }
+  auto snap = store_.take_snapshot(registry);
+  if (!snap) return std::move(snap.error());
+  submit(std::move(*snap), step, total_run_calls, std::move(done));
+  return {};
+}
+
+void async_saver::submit(snapshot&& snap, int64_t step, int64_t total_run_calls,
+                         save_callback done) {
+  {
+    std::unique_lock<std::mutex> lock{mtx_};
+    wait_idle(lock);
+    pending_ = job{std::move(snap), step, total_run_calls, std::move(done)};
+  }
+  cv_.notify_all();
+}
+
+caf::error async_saver::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock{mtx_};
+  if (cv_.wait_for(lock, timeout, [this] { return !pending_ && !in_flight_step_; })) return {};
+  auto step = pending_ ? pending_->step : *in_flight_step_;
+  return make_error(errc::timeout, "checkpoint of step " + std::to_string(step) +
+                                       " still being written after " +
+                                       std::to_string(timeout.count()) + " ms");
+}
+
+bool async_saver::busy() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return pending_ || in_flight_step_;
+}
+
+void async_saver::run() {
+  for (;;) {
+    std::optional<job> next;
+    {
+      std::unique_lock<std::mutex> lock{mtx_};
+      cv_.wait(lock, [this] { return stopping_ || pending_; });
+      if (!pending_) return;
+      next = std::move(pending_);
+      pending_.reset();
+      in_flight_step_ = next->step;
+    }
+    auto result = execute(*next);
+    if (!result)
+      log(log_level::error, component, "checkpoint of step ", next->step,
+          " failed: ", describe(result.error()));
+    if (next->done) next->done(result);
+    next.reset();
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      in_flight_step_.reset();
+    }
+    cv_.notify_all();
+  }
+}
+
+caf::expected<checkpoint_info> async_saver::execute(job& next) {
+  auto start = std::chrono::steady_clock::now();
+  auto& cfg = store_.config();
+  if (ready_ == nullptr && cfg.world_size > 1)
+    return make_error(errc::invalid_config, "checkpoint of " + std::to_string(cfg.world_size) +
+                                                " workers without a checkpoint-ready barrier");
+  auto info = store_.write_shard(next.snap, next.step);
+  // The staging memory goes back to the pool as soon as it is on disk.
+  next.snap = snapshot{};
+  if (!info) return info;
+  auto step_text = std::to_string(next.step);
+  if (ready_ != nullptr) {
+    if (auto err = ready_->arrive_and_wait(shards_barrier_prefix + step_text, barrier_timeout_))
+      return err;
+  }
+  if (cfg.rank == cfg.commit_rank) {
+    if (auto err = store_.commit(next.step, next.total_run_calls)) return err;
+  }
+  if (ready_ != nullptr) {
+    if (auto err = ready_->arrive_and_wait(commit_barrier_prefix + step_text, barrier_timeout_))
+      return err;
+  }
+  info->total_run_calls = next.total_run_calls;
+  info->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log(log_level::info, component, "checkpoint of step ", next.step, " committed in ", info->path,
+      " (", info->bytes, " bytes, ", info->seconds, " s)");
+  return info;
+}
+
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "checkpoint/barrier.hpp"
+#include "checkpoint/snapshot.hpp"
+#include "checkpoint/store.hpp"
+
+namespace lifeboat::checkpoint {
+
+/// Told on the I/O thread how a save ended: on the commit rank, committed; on
+/// the others, their shard durable and (with a barrier) the commit done.
+using save_callback = std::function<void(const caf::expected<checkpoint_info>&)>;
+
+constexpr auto default_barrier_timeout = std::chrono::minutes{5};
+
+/// Saves in the background: the training thread is blocked only while the
+/// state is copied into staging memory; the I/O thread writes the shard, waits
+/// at the checkpoint-ready barrier, lets the commit rank commit, and waits at
+/// a second barrier so that no rank reports success before the commit.
+/// One save at a time: a save submitted while another is in flight waits for
+/// it to finish (so every rank saves every step it was asked to, in order,
+/// and the staging memory of the previous save is reused).
+class async_saver {
+ public:
+  /// `ready` may be null only for a world of one.
+  async_saver(store& st, barrier* ready,
+              std::chrono::milliseconds barrier_timeout = default_barrier_timeout);
+
+  /// Waits for the save in flight, then stops the I/O thread.
+  ~async_saver();
+
+  async_saver(const async_saver&) = delete;
+  async_saver& operator=(const async_saver&) = delete;
+
+  /// Training thread: waits for a save in flight, snapshots `registry` (the
+  /// stall) and hands the snapshot to the I/O thread. `done` runs on the I/O
+  /// thread and must not submit another save.
+  caf::error save(const state_registry& registry, int64_t step, int64_t total_run_calls,
+                  save_callback done);
+
+  /// Hands a snapshot taken with the store to the I/O thread (waits for a save in flight).
+  void submit(snapshot&& snap, int64_t step, int64_t total_run_calls, save_callback done);
+
+  /// Waits until no save is in flight; errc::timeout naming the step otherwise.
+  caf::error wait(std::chrono::milliseconds timeout);
+
+  bool busy() const;
+
+ private:
+  struct job {
+    snapshot snap;
+    int64_t step;
+    int64_t total_run_calls;
+    save_callback done;
+  };
+
+  void run();
+  caf::expected<checkpoint_info> execute(job& next);
+  void wait_idle(std::unique_lock<std::mutex>& lock);
+
+  store& store_;
+  barrier* ready_;
+  std::chrono::milliseconds barrier_timeout_;
+  mutable std::mutex mtx_;
+  std::condition_variable cv_;
+  std::optional<job> pending_;
+  std::optional<int64_t> in_flight_step_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,207 @@
+#include "checkpoint/file_io.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+
+#include "checkpoint/layout.hpp"
+#include "messages/errors.hpp"
+
+namespace lifeboat::checkpoint {
+
+unique_fd::~unique_fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+unique_fd& unique_fd::operator=(unique_fd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+int unique_fd::release() {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+caf::error unique_fd::close(const std::string& path) {
+  if (fd_ < 0) return {};
+  int rc = ::close(release());
+  if (rc != 0 && errno != EINTR) return io_error("close", path, errno);
+  return {};
+}
+
+caf::error io_error(const char* op, const std::string& path, int err) {
+  std::string text = op;
+  text += " ";
+  text += path;
+  text += ": ";
+  text += std::strerror(err);
+  return make_error(errc::io_error, std::move(text));
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty() || dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+caf::expected<unique_fd> open_file(const std::string& path, int flags, mode_t mode) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return io_error("open", path, errno);
+  return unique_fd{fd};
+}
+
+caf::error write_all(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    auto n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error("write", path, errno);
+    }
+    // A zero-byte write means the device accepts nothing more.
+    if (n == 0) return io_error("write", path, ENOSPC);
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return {};
+}
+
+caf::error preadv_all(int fd, std::vector<iovec> iov, off_t offset, const std::string& path) {
+  size_t first = 0;
+  while (first < iov.size()) {
+    int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    auto n = ::preadv(fd, iov.data() + first, count, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error("read", path, errno);
+    }
+    if (n == 0) return make_error(errc::corrupt, "file " + path + " is truncated");
+    offset += n;
+    // Advance over the filled part of the vector.
+    auto left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) {
+      left -= iov[first].iov_len;
+      ++first;
+    }
+    if (left > 0) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return {};
+}
+
+caf::expected<std::string> read_whole_file(const std::string& path) {
+  auto fd = open_file(path, O_RDONLY);
+  if (!fd) return std::move(fd.error());
+  struct stat st;
+  if (::fstat(fd->get(), &st) != 0) return io_error("stat", path, errno);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  if (!bytes.empty()) {
+    if (auto err = preadv_all(fd->get(), {iovec{bytes.data(), bytes.size()}}, 0, path)) return err;
+  }
+  return bytes;
+}
+
+caf::error fsync_fd(int fd, const std::string& path) {
+  int rc;
+  do {
+    rc = ::fsync(fd);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return io_error("fsync", path, errno);
+  return {};
+}
+
+caf::error fsync_dir(const std::string& dir) {
+  auto fd = open_file(dir, O_RDONLY | O_DIRECTORY);
+  if (!fd) return std::move(fd.error());
+  return fsync_fd(fd->get(), dir);
+}
+
+namespace {
+
+std::string parent_of(const std::string& path) {
+  auto pos = path.find_last_of('/');
+  if (pos == std::string::npos) return ".";
+  if (pos == 0) return "/";
+  return path.substr(0, pos);
+}
+
+}  // namespace
+
+caf::error make_dir_durable(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    if (errno != EEXIST) return io_error("mkdir", dir, errno);
+    struct stat st;
+    if (::stat(dir.c_str(), &st) != 0) return io_error("stat", dir, errno);
+    if (!S_ISDIR(st.st_mode)) return io_error("mkdir", dir, ENOTDIR);
+  }
+  return fsync_dir(parent_of(dir));
+}
+
+caf::error write_file_durably(const std::string& dir, const std::string& name,
+                              const std::string& bytes) {
+  auto path = join_path(dir, name);
+  auto tmp = path + temp_suffix;
+  auto fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+  if (!fd) return std::move(fd.error());
+  auto err = write_all(fd->get(), bytes.data(), bytes.size(), tmp);
+  if (!err) err = fsync_fd(fd->get(), tmp);
+  if (!err) err = fd->close(tmp);
+  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = io_error("rename", tmp, errno);
+  if (err) {
+    ::unlink(tmp.c_str());
+    return err;
+  }
+  return fsync_dir(dir);
+}
+
+caf::error remove_tree(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return io_error("stat", path, errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    auto names = list_dir(path);
+    if (!names) return std::move(names.error());
+    for (auto& name : *names)
+      if (auto err = remove_tree(join_path(path, name))) return err;
+    if (::rmdir(path.c_str()) != 0) return io_error("rmdir", path, errno);
+    return {};
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return io_error("unlink", path, errno);
+  return {};
+}
+
+caf::expected<std::vector<std::string>> list_dir(const std::string& dir) {
+  std::unique_ptr<DIR, int (*)(DIR*)> handle{::opendir(dir.c_str()), &::closedir};
+  if (!handle) return io_error("opendir", dir, errno);
+  std::vector<std::string> names;
+  errno = 0;
+  while (auto* entry = ::readdir(handle.get())) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  if (errno != 0) return io_error("readdir", dir, errno);
+  return names;
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+namespace lifeboat::checkpoint {
+
+/// An owned file descriptor, closed on destruction.
+class unique_fd {
+ public:
+  unique_fd() = default;
+  explicit unique_fd(int fd) : fd_(fd) {}
+  ~unique_fd();
+  unique_fd(unique_fd&& other) noexcept : fd_(other.release()) {}
+  unique_fd& operator=(unique_fd&& other) noexcept;
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+
+  int get() const { return fd_; }
+  int release();
+
+  /// Closes now and reports a failed close (NFS and quota errors surface here).
+  caf::error close(const std::string& path);
+
+ private:
+  int fd_ = -1;
+};
+
+/// errc::io_error "<op> <path>: <strerror(err)>".
+caf::error io_error(const char* op, const std::string& path, int err);
+
+std::string join_path(const std::string& dir, const std::string& name);
+
+caf::expected<unique_fd> open_file(const std::string& path, int flags, mode_t mode = 0644);
+
+/// write(2) until every byte is written.
+caf::error write_all(int fd, const char* data, size_t size, const std::string& path);
+
+/// pread(2) into `iov` (several destinations) at `offset` until all are filled.
+/// A file shorter than that is errc::corrupt.
+caf::error preadv_all(int fd, std::vector<iovec> iov, off_t offset, const std::string& path);
+
+caf::expected<std::string> read_whole_file(const std::string& path);
+
+caf::error fsync_fd(int fd, const std::string& path);
+
+/// fsync of a directory: makes the creation, rename or removal of its entries durable.
+caf::error fsync_dir(const std::string& dir);
+
+/// Creates `dir` if absent (one level) and makes its entry durable in the parent.
+caf::error make_dir_durable(const std::string& dir);
+
+/// Writes `bytes` as `path`: to `path` + ".tmp", fsync, rename, fsync of the
+/// directory. A crash leaves either the old file (or none) or the whole new one.
+caf::error write_file_durably(const std::string& dir, const std::string& name,
+                              const std::string& bytes);
+
+/// Removes a directory tree (no symlinks are followed).
+caf::error remove_tree(const std::string& path);
+
+/// The names in a directory, without "." and "..".
+caf::expected<std::vector<std::string>> list_dir(const std::string& dir);
+
+bool file_exists(const std::string& path);
+
+}  // namespace lifeboat::checkpoint

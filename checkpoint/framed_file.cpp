@@ -1,0 +1,58 @@
+#include "checkpoint/framed_file.hpp"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "messages/errors.hpp"
+
+namespace lifeboat::checkpoint {
+
+namespace {
+
+void put_u64(std::string& out, uint64_t x) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+}
+
+uint64_t get_u64(const char* in) {
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; --i) x = (x << 8) | static_cast<unsigned char>(in[i]);
+  return x;
+}
+
+caf::error corrupt(const std::string& path, const std::string& why) {
+  return make_error(errc::corrupt, "corrupt file " + path + ": " + why);
+}
+
+}  // namespace
+
+uint64_t checksum_of(const std::string& bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
+std::string encode_framed(const char* magic, const google::protobuf::MessageLite& msg) {
+  auto payload = msg.SerializeAsString();
+  std::string out;
+  out.reserve(frame_header_size + payload.size());
+  out.append(magic, magic_size);
+  put_u64(out, payload.size());
+  put_u64(out, checksum_of(payload));
+  out += payload;
+  return out;
+}
+
+caf::error decode_framed(const char* magic, const std::string& bytes, const std::string& path,
+                         google::protobuf::MessageLite& msg) {
+  if (bytes.size() < frame_header_size)
+    return corrupt(path, "too short (" + std::to_string(bytes.size()) + " bytes)");
+  if (std::memcmp(bytes.data(), magic, magic_size) != 0) return corrupt(path, "bad magic");
+  auto length = get_u64(bytes.data() + magic_size);
+  auto expected = get_u64(bytes.data() + magic_size + sizeof(uint64_t));
+  if (length != bytes.size() - frame_header_size)
+    return corrupt(path, "length " + std::to_string(bytes.size() - frame_header_size) +
+                             " instead of " + std::to_string(length));
+  auto payload = bytes.substr(frame_header_size);
+  if (checksum_of(payload) != expected) return corrupt(path, "checksum mismatch");
+  if (!msg.ParseFromString(payload)) return corrupt(path, "unparsable");
+  return {};
+}
+
+}  // namespace lifeboat::checkpoint

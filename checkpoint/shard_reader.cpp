@@ -1,0 +1,226 @@
+#include "checkpoint/shard_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+// The XXH3 state is used on the stack (no allocation per chunk).
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "checkpoint/device_memory.hpp"
+#include "checkpoint/file_io.hpp"
+#include "checkpoint/framed_file.hpp"
+#include "messages/errors.hpp"
+
+namespace lifeboat::checkpoint {
+
+namespace {
+
+caf::error corrupt(const std::string& path, const std::string& why) {
+  return make_error(errc::corrupt, "corrupt file " + path + ": " + why);
+}
+
+buffer_kind from_wire(wire::ShardBufferKind kind) {
+  switch (kind) {
+    case wire::SHARD_BUFFER_DEVICE:
+      return buffer_kind::device;
+    case wire::SHARD_BUFFER_CALLBACKS:
+      return buffer_kind::callbacks;
+    default:
+      return buffer_kind::host;
+  }
+}
+
+// A run of the data file that lands in one destination.
+struct segment {
+  uint64_t offset;
+  char* dst;
+  uint64_t size;
+};
+
+uint64_t checksum_of(const std::vector<iovec>& iov) {
+  if (iov.size() == 1) return XXH3_64bits(iov[0].iov_base, iov[0].iov_len);
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  for (auto& part : iov) XXH3_64bits_update(&state, part.iov_base, part.iov_len);
+  return XXH3_64bits_digest(&state);
+}
+
+// The destinations of file bytes [begin, end), given segments sorted by offset;
+// `first` is the first segment that may overlap and is advanced past used ones.
+std::vector<iovec> destinations(const std::vector<segment>& segs, size_t& first, uint64_t begin,
+                                uint64_t end) {
+  std::vector<iovec> iov;
+  while (first < segs.size() && segs[first].offset + segs[first].size <= begin) ++first;
+  for (size_t i = first; i < segs.size() && segs[i].offset < end; ++i) {
+    auto from = std::max(begin, segs[i].offset);
+    auto to = std::min(end, segs[i].offset + segs[i].size);
+    if (from < to) iov.push_back({segs[i].dst + (from - segs[i].offset), to - from});
+  }
+  return iov;
+}
+
+}  // namespace
+
+caf::expected<wire::ShardIndex> read_shard_index(const std::string& step_dir,
+                                                 const wire::ShardRecord& record) {
+  auto path = join_path(step_dir, record.index_file());
+  if (!file_exists(path)) return corrupt(path, "missing");
+  auto bytes = read_whole_file(path);
+  if (!bytes) return std::move(bytes.error());
+  if (static_cast<int64_t>(bytes->size()) != record.index_bytes() ||
+      checksum_of(*bytes) != record.index_checksum())
+    return corrupt(path, "differs from the manifest's record (" + std::to_string(bytes->size()) +
+                             " bytes, manifest says " + std::to_string(record.index_bytes()) + ")");
+  wire::ShardIndex index;
+  if (auto err = decode_framed(index_magic, *bytes, path, index)) return err;
+  if (index.data_file() != record.data_file() || index.data_bytes() != record.data_bytes())
+    return corrupt(path, "names another data file than the manifest");
+  return index;
+}
+
+caf::error verify_shard_files(const std::string& step_dir,
+                              const wire::CheckpointManifest& manifest) {
+  for (auto& record : manifest.shards()) {
+    auto index = read_shard_index(step_dir, record);
+    if (!index) return std::move(index.error());
+    auto data_path = join_path(step_dir, record.data_file());
+    struct stat st;
+    if (::stat(data_path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return corrupt(data_path, "missing");
+      return io_error("stat", data_path, errno);
+    }
+    if (st.st_size != record.data_bytes())
+      return corrupt(data_path, "truncated or extended: " + std::to_string(st.st_size) +
+                                    " bytes, manifest says " + std::to_string(record.data_bytes()));
+  }
+  return {};
+}
+
+caf::error check_buffer_table(const wire::ShardIndex& index, const state_registry& registry) {
+  std::string diffs;
+  auto add = [&](const std::string& what) {
+    if (!diffs.empty()) diffs += "; ";
+    diffs += what;
+  };
+  auto& bufs = registry.buffers();
+  auto count = std::max<size_t>(bufs.size(), static_cast<size_t>(index.buffers_size()));
+  for (size_t i = 0; i < count; ++i) {
+    if (i >= bufs.size()) {
+      add("checkpoint has '" + index.buffers(i).name() + "', which is not registered");
+      continue;
+    }
+    if (i >= static_cast<size_t>(index.buffers_size())) {
+      add("'" + bufs[i].name + "' is registered but not in the checkpoint");
+      continue;
+    }
+    auto& saved = index.buffers(static_cast<int>(i));
+    auto& mine = bufs[i];
+    if (saved.name() != mine.name) {
+      add("buffer " + std::to_string(i) + " is '" + saved.name() + "' in the checkpoint but '" +
+          mine.name + "' registered");
+      continue;
+    }
+    auto kind = from_wire(saved.kind());
+    if (kind != mine.kind)
+      add("'" + mine.name + "' is " + to_string(kind) + " in the checkpoint but " +
+          to_string(mine.kind) + " registered");
+    else if (kind != buffer_kind::callbacks && static_cast<uint64_t>(saved.size()) != mine.size)
+      add("'" + mine.name + "' has " + std::to_string(saved.size()) +
+          " bytes in the checkpoint but " + std::to_string(mine.size) + " registered");
+  }
+  if (diffs.empty()) return {};
+  return make_error(errc::invalid_config,
+                    "checkpoint state does not match the registered buffers: " + diffs);
+}
+
+caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index,
+                      const wire::ChunkTable& chunks, const state_registry& registry,
+                      staging_pool& pool, bool& touched) {
+  auto data_path = join_path(step_dir, index.data_file());
+  const auto total = static_cast<uint64_t>(index.data_bytes());
+  const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
+  if (chunk_size == 0 ||
+      static_cast<uint64_t>(chunks.checksums_size()) != (total + chunk_size - 1) / chunk_size)
+    return corrupt(data_path, "chunk table does not cover the file");
+  uint64_t device_bytes = 0;
+  for (auto& buf : index.buffers())
+    if (from_wire(buf.kind()) == buffer_kind::device) device_bytes += buf.size();
+  staging_lease device_staging;
+  if (device_bytes > 0) {
+    auto lease = pool.acquire(device_bytes, true);
+    if (!lease) return std::move(lease.error());
+    device_staging = std::move(*lease);
+  }
+  // Where every buffer's bytes go: host buffers directly, device buffers into
+  // pinned staging, callback state into strings handed over at the end.
+  std::vector<segment> segs;
+  std::vector<std::string> callback_bytes;
+  callback_bytes.reserve(static_cast<size_t>(index.buffers_size()));
+  uint64_t device_offset = 0;
+  for (int i = 0; i < index.buffers_size(); ++i) {
+    auto& saved = index.buffers(i);
+    auto& mine = registry.buffers()[static_cast<size_t>(i)];
+    auto offset = static_cast<uint64_t>(saved.offset());
+    auto size = static_cast<uint64_t>(saved.size());
+    if (offset + size > total)
+      return corrupt(data_path, "buffer '" + saved.name() + "' lies past the end");
+    char* dst = nullptr;
+    switch (mine.kind) {
+      case buffer_kind::host:
+        dst = static_cast<char*>(mine.data);
+        break;
+      case buffer_kind::device:
+        dst = device_staging.data() + device_offset;
+        device_offset += size;
+        break;
+      case buffer_kind::callbacks:
+        callback_bytes.emplace_back(size, '\0');
+        dst = callback_bytes.back().data();
+        break;
+    }
+    if (size > 0) segs.push_back({offset, dst, size});
+  }
+  std::sort(segs.begin(), segs.end(),
+            [](const segment& a, const segment& b) { return a.offset < b.offset; });
+  auto fd = open_file(data_path, O_RDONLY);
+  if (!fd) return std::move(fd.error());
+  struct stat st;
+  if (::fstat(fd->get(), &st) != 0) return io_error("stat", data_path, errno);
+  if (static_cast<uint64_t>(st.st_size) != total)
+    return corrupt(data_path,
+                   std::to_string(st.st_size) + " bytes, index says " + std::to_string(total));
+  ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  size_t first = 0;
+  for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk) {
+    auto end = std::min(total, begin + chunk_size);
+    // Ask for the next chunk now, so that the disk reads it while this one is hashed.
+    if (end < total)
+      ::posix_fadvise(fd->get(), static_cast<off_t>(end), static_cast<off_t>(chunk_size),
+                      POSIX_FADV_WILLNEED);
+    auto iov = destinations(segs, first, begin, end);
+    touched = true;
+    if (auto err = preadv_all(fd->get(), iov, static_cast<off_t>(begin), data_path)) return err;
+    if (checksum_of(iov) != chunks.checksums(static_cast<int>(chunk)))
+      return corrupt(data_path, "checksum mismatch in chunk " + std::to_string(chunk) + " (bytes " +
+                                    std::to_string(begin) + ".." + std::to_string(end) + ")");
+  }
+  device_offset = 0;
+  auto callback_iter = callback_bytes.begin();
+  for (int i = 0; i < index.buffers_size(); ++i) {
+    auto& mine = registry.buffers()[static_cast<size_t>(i)];
+    auto size = static_cast<uint64_t>(index.buffers(i).size());
+    if (mine.kind == buffer_kind::device) {
+      if (auto err = device::copy_to_device(mine.data, device_staging.data() + device_offset, size))
+        return err;
+      device_offset += size;
+    } else if (mine.kind == buffer_kind::callbacks) {
+      mine.restore(*callback_iter++);
+    }
+  }
+  return {};
+}
+
+}  // namespace lifeboat::checkpoint

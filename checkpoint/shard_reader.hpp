@@ -1,0 +1,37 @@
+#pragma once
+
+#include <string>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "checkpoint/staging.hpp"
+#include "checkpoint/state_registry.hpp"
+#include "messages/checkpoint.pb.h"
+
+namespace lifeboat::checkpoint {
+
+/// Reads and checks one shard's index against its manifest record.
+caf::expected<wire::ShardIndex> read_shard_index(const std::string& step_dir,
+                                                 const wire::ShardRecord& record);
+
+/// The cheap check of a whole checkpoint, run by every rank: every shard's
+/// index is there with the recorded checksum and every data file has the
+/// recorded size. errc::corrupt names the file.
+caf::error verify_shard_files(const std::string& step_dir,
+                              const wire::CheckpointManifest& manifest);
+
+/// Whether a shard's buffer table fits the registry: the same names in the
+/// same order, of the same kinds, and (but for callbacks) the same sizes.
+/// errc::invalid_config lists every difference.
+caf::error check_buffer_table(const wire::ShardIndex& index, const state_registry& registry);
+
+/// Reads `index`'s data file straight into the registered buffers in large
+/// reads, checking every chunk against `chunks` as it arrives; device buffers
+/// and callbacks are restored only after the whole file verified. `touched` is
+/// set once host memory of the registry was overwritten.
+caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index,
+                      const wire::ChunkTable& chunks, const state_registry& registry,
+                      staging_pool& pool, bool& touched);
+
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "checkpoint/snapshot.hpp"
+
+namespace lifeboat::checkpoint {
+
+/// Bytes per checksummed chunk of a data file; also the size of each write.
+constexpr uint64_t default_chunk_size = uint64_t{8} << 20;
+
+/// Saves longer than this log a progress line every this often.
+constexpr double progress_interval_seconds = 1.0;
+
+struct written_shard {
+  uint64_t data_bytes = 0;
+  double seconds = 0;
+};
+
+/// Writes one rank's shard into `step_dir` (which must exist): the data file,
+/// then the index (buffer table + per-chunk XXH3-64), each to a ".tmp" name,
+/// fsync'd and renamed; then the directory is fsync'd. On return the shard is
+/// durable. On failure the ".tmp" files are removed and the error names the file.
+caf::expected<written_shard> write_shard_files(const std::string& step_dir, int64_t step, int rank,
+                                               int world_size, const snapshot& snap,
+                                               uint64_t chunk_size = default_chunk_size);
+
+}  // namespace lifeboat::checkpoint

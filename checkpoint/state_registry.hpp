@@ -1,0 +1,55 @@
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+
+namespace lifeboat::checkpoint {
+
+enum class buffer_kind { host, device, callbacks };
+
+const char* to_string(buffer_kind kind);
+
+using save_fn = std::function<std::string()>;
+using restore_fn = std::function<void(const std::string&)>;
+
+/// One named piece of the state a worker checkpoints.
+struct registered_buffer {
+  std::string name;
+  buffer_kind kind = buffer_kind::host;
+  void* data = nullptr;  // host or device address (host and device kinds)
+  std::size_t size = 0;  // bytes (host and device kinds)
+  save_fn save;          // callbacks kind
+  restore_fn restore;    // callbacks kind
+};
+
+/// The named buffers that make up this rank's shard, in registration order
+/// (which is their order in the data file). Not thread-safe: register
+/// everything before the first save or restore.
+class state_registry {
+ public:
+  /// Host memory read when saving and overwritten when restoring.
+  caf::error add_host_buffer(std::string name, void* data, std::size_t bytes);
+
+  /// Device memory, copied through pinned host memory; errc::unavailable
+  /// without CUDA compiled in or without a usable device.
+  caf::error add_device_buffer(std::string name, void* device_data, std::size_t bytes);
+
+  /// State of any size: `save` returns its bytes, `restore` receives them back.
+  caf::error add_callbacks(std::string name, save_fn save, restore_fn restore);
+
+  const std::vector<registered_buffer>& buffers() const { return buffers_; }
+
+  bool has_device_buffers() const;
+
+ private:
+  caf::error check_new_name(const std::string& name) const;
+  caf::error add_memory(std::string name, buffer_kind kind, void* data, std::size_t bytes);
+
+  std::vector<registered_buffer> buffers_;
+};
+
+}  // namespace lifeboat::checkpoint

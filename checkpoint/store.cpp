@@ -1,0 +1,214 @@
+#include "checkpoint/store.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "checkpoint/file_io.hpp"
+#include "checkpoint/layout.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/shard_reader.hpp"
+#include "checkpoint/shard_writer.hpp"
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat::checkpoint {
+
+namespace {
+
+constexpr const char* component = "checkpoint";
+
+// The file created (and removed) by open to prove that the directory is writable.
+constexpr const char* probe_file_name = ".lifeboat-write-probe";
+
+struct step_dir {
+  int64_t step;
+  bool committed;
+};
+
+caf::expected<std::vector<step_dir>> scan(const std::string& dir) {
+  auto names = list_dir(dir);
+  if (!names) return std::move(names.error());
+  std::vector<step_dir> result;
+  for (auto& name : *names) {
+    auto step = parse_step_dir_name(name);
+    if (!step) continue;
+    auto committed = file_exists(join_path(join_path(dir, name), manifest_file_name));
+    result.push_back({*step, committed});
+  }
+  std::sort(result.begin(), result.end(),
+            [](const step_dir& a, const step_dir& b) { return a.step < b.step; });
+  return result;
+}
+
+caf::error check_writable(const std::string& dir) {
+  auto probe = join_path(dir, probe_file_name);
+  auto fd = open_file(probe, O_WRONLY | O_CREAT | O_TRUNC);
+  if (!fd) return std::move(fd.error());
+  auto err = fd->close(probe);
+  if (::unlink(probe.c_str()) != 0 && !err) err = io_error("unlink", probe, errno);
+  return err;
+}
+
+}  // namespace
+
+store::store(store_config cfg) : cfg_(std::move(cfg)), pool_(staging_pool::make()) {}
+
+caf::expected<store> store::open(store_config cfg) {
+  if (cfg.dir.empty()) return make_error(errc::invalid_config, "no checkpoint directory given");
+  if (cfg.world_size < 1 || cfg.rank < 0 || cfg.rank >= cfg.world_size)
+    return make_error(errc::invalid_config, "checkpoint store: rank " + std::to_string(cfg.rank) +
+                                                " of world size " + std::to_string(cfg.world_size));
+  if (cfg.max_to_keep < 1)
+    return make_error(
+        errc::invalid_config,
+        "checkpoint store: max_to_keep must be at least 1, not " + std::to_string(cfg.max_to_keep));
+  if (auto err = make_dir_durable(cfg.dir))
+    return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
+  if (auto err = check_writable(cfg.dir))
+    return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
+  return store{std::move(cfg)};
+}
+
+std::string store::step_path(int64_t step) const {
+  return join_path(cfg_.dir, step_dir_name(step));
+}
+
+caf::expected<std::vector<int64_t>> store::committed_steps() const {
+  auto dirs = scan(cfg_.dir);
+  if (!dirs) return std::move(dirs.error());
+  std::vector<int64_t> steps;
+  for (auto& d : *dirs)
+    if (d.committed) steps.push_back(d.step);
+  return steps;
+}
+
+caf::expected<checkpoint_info> store::load(int64_t step, state_registry& registry, bool& touched) {
+  auto start = std::chrono::steady_clock::now();
+  auto path = step_path(step);
+  auto manifest = read_manifest(path, step);
+  if (!manifest) return std::move(manifest.error());
+  if (manifest->world_size() != cfg_.world_size)
+    return make_error(errc::invalid_config, "checkpoint " + path + " was written by " +
+                                                std::to_string(manifest->world_size()) +
+                                                " workers, this job has " +
+                                                std::to_string(cfg_.world_size));
+  if (auto err = verify_shard_files(path, *manifest)) return err;
+  auto& record = manifest->shards(cfg_.rank);
+  auto index = read_shard_index(path, record);
+  if (!index) return std::move(index.error());
+  if (auto err = check_buffer_table(*index, registry)) return err;
+  if (auto err = load_shard(path, *index, record.chunks(), registry, *pool_, touched)) return err;
+  checkpoint_info info;
+  info.step = step;
+  info.total_run_calls = manifest->total_run_calls();
+  info.path = path;
+  info.bytes = record.data_bytes();
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return info;
+}
+
+caf::expected<std::optional<checkpoint_info>> store::restore_latest(
+    state_registry& registry, std::optional<int64_t> max_step) {
+  auto steps = committed_steps();
+  if (!steps) return std::move(steps.error());
+  bool touched = false;
+  std::optional<int64_t> partly_loaded;
+  for (auto i = steps->rbegin(); i != steps->rend(); ++i) {
+    if (max_step && *i > *max_step) continue;
+    bool touched_now = false;
+    auto info = load(*i, registry, touched_now);
+    if (info) {
+      log(log_level::info, component, "restored step ", info->step, " from ", info->path, " (",
+          info->bytes, " bytes in ", info->seconds, " s)");
+      return std::optional<checkpoint_info>{std::move(*info)};
+    }
+    auto code = static_cast<errc>(info.error().code());
+    if (code == errc::invalid_config) return std::move(info.error());
+    // A checkpoint that cannot be read is skipped for the one before it; the
+    // error text already names the file (and the chunk) with the word "corrupt".
+    log(log_level::warning, component, "skipping checkpoint of step ", *i, ": ",
+        describe(info.error()));
+    if (touched_now && !touched) partly_loaded = *i;
+    touched = touched || touched_now;
+  }
+  if (touched)
+    return make_error(errc::corrupt, "no checkpoint in " + cfg_.dir +
+                                         " verified, and the registered buffers "
+                                         "were partly overwritten by corrupt step " +
+                                         std::to_string(*partly_loaded));
+  return std::optional<checkpoint_info>{};
+}
+
+caf::expected<snapshot> store::take_snapshot(const state_registry& registry) {
+  return checkpoint::take_snapshot(registry, *pool_);
+}
+
+caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t step) {
+  auto path = step_path(step);
+  if (auto err = make_dir_durable(path)) return err;
+  auto written = write_shard_files(path, step, cfg_.rank, cfg_.world_size, snap);
+  if (!written) return std::move(written.error());
+  checkpoint_info info;
+  info.step = step;
+  info.path = path;
+  info.bytes = static_cast<int64_t>(written->data_bytes);
+  info.seconds = written->seconds;
+  return info;
+}
+
+caf::error store::commit(int64_t step, int64_t total_run_calls) {
+  if (cfg_.rank != cfg_.commit_rank)
+    return make_error(errc::invalid_argument, "rank " + std::to_string(cfg_.rank) +
+                                                  " cannot commit: commit rank is " +
+                                                  std::to_string(cfg_.commit_rank));
+  if (auto err = write_manifest(step_path(step), step, cfg_.world_size, total_run_calls))
+    return err;
+  return apply_retention(step);
+}
+
+caf::error store::apply_retention(int64_t committed_step) {
+  auto dirs = scan(cfg_.dir);
+  if (!dirs) return std::move(dirs.error());
+  // Newest first; the step just committed is always kept and counts as one.
+  int kept = 1;
+  for (auto i = dirs->rbegin(); i != dirs->rend(); ++i) {
+    if (i->step == committed_step) continue;
+    bool remove = false;
+    if (i->committed)
+      remove = ++kept > cfg_.max_to_keep;
+    else
+      remove = i->step < committed_step;  // a crash leftover: saves run in step order
+    if (!remove) continue;
+    auto path = step_path(i->step);
+    // Un-commit first: a crash part-way through the removal then leaves a
+    // manifest-less directory (removed as partial later), never a torn checkpoint.
+    if (i->committed) {
+      auto manifest = join_path(path, manifest_file_name);
+      if (::unlink(manifest.c_str()) != 0) return io_error("unlink", manifest, errno);
+      if (auto err = fsync_dir(path)) return err;
+    }
+    if (auto err = remove_tree(path)) return err;
+    log(log_level::debug, component, "removed ", path);
+  }
+  return fsync_dir(cfg_.dir);
+}
+
+caf::error store::remove_partial() {
+  auto dirs = scan(cfg_.dir);
+  if (!dirs) return std::move(dirs.error());
+  bool removed = false;
+  for (auto& d : *dirs) {
+    if (d.committed) continue;
+    auto path = step_path(d.step);
+    if (auto err = remove_tree(path)) return err;
+    log(log_level::info, component, "removed partial checkpoint ", path);
+    removed = true;
+  }
+  if (removed) return fsync_dir(cfg_.dir);
+  return {};
+}
+
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "checkpoint/snapshot.hpp"
+#include "checkpoint/staging.hpp"
+#include "checkpoint/state_registry.hpp"
+
+namespace lifeboat::checkpoint {
+
+constexpr int default_max_to_keep = 2;
+
+struct store_config {
+  std::string dir;
+  int rank = 0;
+  int world_size = 1;
+  int max_to_keep = default_max_to_keep;  // committed checkpoints kept (>= 1)
+  int commit_rank = 0;                    // writes manifests, applies retention
+};
+
+struct checkpoint_info {
+  int64_t step = 0;
+  int64_t total_run_calls = 0;
+  std::string path;   // the step directory
+  int64_t bytes = 0;  // this rank's shard
+  double seconds = 0;
+};
+
+/// The checkpoint store of one rank (DESIGN "Checkpoint layout"):
+///   <dir>/step-<12 digits>/shard-RRRRR-of-WWWWW.{data,index} and MANIFEST.
+/// A save is: take_snapshot (training thread), write_shard (every rank, any
+/// thread), the checkpoint-ready barrier (outside the store), commit (the
+/// commit rank). MANIFEST is written only by commit; its presence is the commit.
+///
+/// Clean-up rule: directories without MANIFEST are crash leftovers. The commit
+/// rank removes them at start (remove_partial, before the first save of the
+/// run, so no peer can be writing into them) and, at each commit, those of
+/// older steps; retention keeps the newest `max_to_keep` committed checkpoints
+/// and never removes the one just committed.
+///
+/// take_snapshot may run on one thread while write_shard/commit run on another.
+class store {
+ public:
+  /// Creates `dir` if needed and checks that files can be created in it.
+  static caf::expected<store> open(store_config cfg);
+
+  const store_config& config() const { return cfg_; }
+
+  /// The newest committed checkpoint that verifies, loaded into `registry`.
+  /// A corrupt one is logged ("corrupt", the file, the chunk) and the one
+  /// before it is tried. No checkpoint: an empty optional (a fresh start).
+  /// errc::invalid_config when the registry or world size does not match; errc::corrupt
+  /// when none verified after buffers were already partly overwritten.
+  /// `max_step` limits the search (ranks that disagree restore the common step).
+  caf::expected<std::optional<checkpoint_info>> restore_latest(
+      state_registry& registry, std::optional<int64_t> max_step = std::nullopt);
+
+  /// Copies the registered state into reusable staging memory.
+  caf::expected<snapshot> take_snapshot(const state_registry& registry);
+
+  /// Writes this rank's shard of `step` durably.
+  caf::expected<checkpoint_info> write_shard(const snapshot& snap, int64_t step);
+
+  /// Commit rank only, after every rank's write_shard returned: writes the
+  /// MANIFEST durably, then applies retention.
+  caf::error commit(int64_t step, int64_t total_run_calls);
+
+  /// Removes manifest-less step directories (the commit rank, at start).
+  caf::error remove_partial();
+
+  /// The steps of committed checkpoints (with MANIFEST), oldest first.
+  caf::expected<std::vector<int64_t>> committed_steps() const;
+
+  std::string step_path(int64_t step) const;
+
+  staging_pool& pool() { return *pool_; }
+
+ private:
+  explicit store(store_config cfg);
+
+  caf::error apply_retention(int64_t committed_step);
+
+  // The loading of one checkpoint; `touched` as in load_shard.
+  caf::expected<checkpoint_info> load(int64_t step, state_registry& registry, bool& touched);
+
+  store_config cfg_;
+  std::shared_ptr<staging_pool> pool_;
+};
+
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,163 @@
+#include "checkpoint/async_saver.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/layout.hpp"
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+#include "tests/checkpoint/worker_state.hpp"
+
+namespace lifeboat::checkpoint {
+namespace {
+
+using testing::worker_state;
+
+constexpr std::size_t state_bytes = 1 << 20;
+constexpr auto long_wait = std::chrono::seconds{30};
+
+// A barrier the test holds closed until it opens it.
+class gated_barrier : public barrier {
+ public:
+  caf::error arrive_and_wait(const std::string& name, std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock{mtx_};
+    arrived_.insert(name);
+    cv_.notify_all();
+    if (!cv_.wait_for(lock, timeout, [this] { return open_; }))
+      return make_error(errc::timeout, name);
+    return {};
+  }
+
+  bool await_arrival(const std::string& name) {
+    std::unique_lock<std::mutex> lock{mtx_};
+    return cv_.wait_for(lock, long_wait, [&] { return arrived_.count(name) > 0; });
+  }
+
+  void open() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::set<std::string> arrived_;
+  bool open_ = false;
+};
+
+// Collects the outcomes reported to the completion callbacks.
+struct outcomes {
+  std::mutex mtx;
+  std::vector<caf::expected<checkpoint_info>> results;
+
+  save_callback callback() {
+    return [this](const caf::expected<checkpoint_info>& r) {
+      std::lock_guard<std::mutex> guard{mtx};
+      results.push_back(r);
+    };
+  }
+};
+
+class async_saver_test : public ::testing::Test {
+ protected:
+  store open_store(int world_size = 1) {
+    auto st = store::open({dir_.path(), 0, world_size});
+    EXPECT_TRUE(st);
+    return std::move(*st);
+  }
+
+  testing::temp_dir dir_;
+  worker_state state_{state_bytes};
+  outcomes outcomes_;
+};
+
+TEST_F(async_saver_test, save_returns_before_the_shard_is_committed) {
+  auto st = open_store();
+  gated_barrier gate;
+  async_saver saver{st, &gate, long_wait};
+  state_.set(1);
+  ASSERT_FALSE(saver.save(state_.registry, 1, 11, outcomes_.callback()));
+  // The training thread may change its state at once: the save has its copy.
+  state_.set(99);
+  ASSERT_TRUE(gate.await_arrival("checkpoint-shards-1"));
+  EXPECT_TRUE(saver.busy());
+  EXPECT_EQ(saver.wait(std::chrono::milliseconds{1}), make_error(errc::timeout));
+  EXPECT_FALSE(testing::exists(st.step_path(1) + "/" + manifest_file_name));
+  gate.open();
+  ASSERT_FALSE(saver.wait(long_wait));
+  ASSERT_EQ(outcomes_.results.size(), 1u);
+  ASSERT_TRUE(outcomes_.results[0]);
+  EXPECT_EQ(outcomes_.results[0]->step, 1);
+  EXPECT_EQ(outcomes_.results[0]->total_run_calls, 11);
+  worker_state fresh{state_bytes};
+  auto restored = st.restore_latest(fresh.registry);
+  ASSERT_TRUE(restored && *restored);
+  EXPECT_TRUE(fresh.holds(1));
+}
+
+TEST_F(async_saver_test, a_second_save_waits_for_the_first_and_both_commit) {
+  auto st = open_store();
+  gated_barrier gate;
+  async_saver saver{st, &gate, long_wait};
+  state_.set(1);
+  ASSERT_FALSE(saver.save(state_.registry, 1, 1, outcomes_.callback()));
+  ASSERT_TRUE(gate.await_arrival("checkpoint-shards-1"));
+  std::thread second{[&] {
+    state_.set(2);
+    EXPECT_FALSE(saver.save(state_.registry, 2, 2, outcomes_.callback()));
+  }};
+  gate.open();
+  second.join();
+  ASSERT_FALSE(saver.wait(long_wait));
+  ASSERT_EQ(outcomes_.results.size(), 2u);
+  EXPECT_EQ(outcomes_.results[0]->step, 1);
+  EXPECT_EQ(outcomes_.results[1]->step, 2);
+  worker_state fresh{state_bytes};
+  ASSERT_TRUE(st.restore_latest(fresh.registry, 1));
+  EXPECT_TRUE(fresh.holds(1));
+  ASSERT_TRUE(st.restore_latest(fresh.registry));
+  EXPECT_TRUE(fresh.holds(2));
+  // The second save reused the staging memory of the first.
+  EXPECT_EQ(st.pool().allocations(), 1u);
+}
+
+TEST_F(async_saver_test, a_failed_save_is_reported_and_the_previous_checkpoint_kept) {
+  auto st = open_store();
+  async_saver saver{st, nullptr};
+  state_.set(1);
+  ASSERT_FALSE(saver.save(state_.registry, 1, 1, outcomes_.callback()));
+  ASSERT_FALSE(saver.wait(long_wait));
+  // A regular file where step 2's directory must go.
+  testing::write_file(st.step_path(2), "in the way");
+  state_.set(2);
+  ::testing::internal::CaptureStderr();
+  ASSERT_FALSE(saver.save(state_.registry, 2, 2, outcomes_.callback()));
+  ASSERT_FALSE(saver.wait(long_wait));
+  auto log = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(outcomes_.results.size(), 2u);
+  ASSERT_FALSE(outcomes_.results[1]);
+  EXPECT_EQ(outcomes_.results[1].error(), make_error(errc::io_error));
+  EXPECT_NE(describe(outcomes_.results[1].error()).find(st.step_path(2)), std::string::npos);
+  EXPECT_NE(log.find("checkpoint of step 2 failed"), std::string::npos) << log;
+  worker_state fresh{state_bytes};
+  auto restored = st.restore_latest(fresh.registry);
+  ASSERT_TRUE(restored && *restored);
+  EXPECT_TRUE(fresh.holds(1));
+}
+
+TEST_F(async_saver_test, several_workers_need_a_barrier) {
+  auto st = open_store(2);
+  async_saver saver{st, nullptr};
+  ASSERT_FALSE(saver.save(state_.registry, 1, 1, outcomes_.callback()));
+  ASSERT_FALSE(saver.wait(long_wait));
+  ASSERT_EQ(outcomes_.results.size(), 1u);
+  EXPECT_EQ(outcomes_.results[0].error(), make_error(errc::invalid_config));
+}
+
+}  // namespace
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,68 @@
+#include "checkpoint/file_io.hpp"
+
+#include <fcntl.h>
+
+#include <gtest/gtest.h>
+
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+
+namespace lifeboat::checkpoint {
+namespace {
+
+using testing::exists;
+using testing::read_file;
+using testing::temp_dir;
+
+TEST(file_io, durable_write_replaces_the_file_and_leaves_no_temp) {
+  temp_dir dir;
+  ASSERT_FALSE(write_file_durably(dir.path(), "a", "first"));
+  ASSERT_FALSE(write_file_durably(dir.path(), "a", "second"));
+  EXPECT_EQ(read_file(dir.sub("a")), "second");
+  EXPECT_FALSE(exists(dir.sub("a.tmp")));
+}
+
+TEST(file_io, errors_name_the_operation_the_path_and_the_reason) {
+  temp_dir dir;
+  auto fd = open_file(dir.sub("missing/x"), O_RDONLY);
+  ASSERT_FALSE(fd);
+  EXPECT_EQ(describe(fd.error()),
+            "io_error: open " + dir.sub("missing/x") + ": No such file or directory");
+}
+
+TEST(file_io, make_dir_refuses_a_regular_file) {
+  temp_dir dir;
+  testing::write_file(dir.sub("f"), "x");
+  auto err = make_dir_durable(dir.sub("f"));
+  ASSERT_TRUE(err);
+  EXPECT_NE(describe(err).find("Not a directory"), std::string::npos);
+}
+
+TEST(file_io, preadv_fills_several_destinations_and_reports_truncation) {
+  temp_dir dir;
+  testing::write_file(dir.sub("f"), "abcdefgh");
+  auto fd = open_file(dir.sub("f"), O_RDONLY);
+  ASSERT_TRUE(fd);
+  char a[3], b[5];
+  ASSERT_FALSE(preadv_all(fd->get(), {{a, 3}, {b, 5}}, 0, dir.sub("f")));
+  EXPECT_EQ(std::string(a, 3), "abc");
+  EXPECT_EQ(std::string(b, 5), "defgh");
+  auto err = preadv_all(fd->get(), {{b, 5}}, 5, dir.sub("f"));
+  EXPECT_EQ(err, make_error(errc::corrupt));
+}
+
+TEST(file_io, remove_tree_and_list_dir) {
+  temp_dir dir;
+  ASSERT_FALSE(make_dir_durable(dir.sub("d")));
+  ASSERT_FALSE(make_dir_durable(dir.sub("d/e")));
+  testing::write_file(dir.sub("d/e/f"), "x");
+  auto names = list_dir(dir.path());
+  ASSERT_TRUE(names);
+  EXPECT_EQ(*names, std::vector<std::string>{"d"});
+  ASSERT_FALSE(remove_tree(dir.sub("d")));
+  EXPECT_FALSE(exists(dir.sub("d")));
+  EXPECT_FALSE(remove_tree(dir.sub("d")));
+}
+
+}  // namespace
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,112 @@
+#include "checkpoint/shard_reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/framed_file.hpp"
+#include "checkpoint/layout.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/shard_writer.hpp"
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+
+namespace lifeboat::checkpoint {
+namespace {
+
+constexpr uint64_t small_chunk = 1024;
+
+class shard_reader_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = testing::pattern(5000, 1);
+    ASSERT_FALSE(saver_.add_host_buffer("w", saved_.data(), saved_.size()));
+    ASSERT_FALSE(saver_.add_callbacks(
+        "u", [] { return std::string{"user"}; }, [](const std::string&) {}));
+    auto snap = take_snapshot(saver_, *pool_);
+    ASSERT_TRUE(snap);
+    ASSERT_TRUE(write_shard_files(dir_.path(), 1, 0, 1, *snap, small_chunk));
+    ASSERT_FALSE(write_manifest(dir_.path(), 1, 1, 0));
+    auto manifest = read_manifest(dir_.path(), 1);
+    ASSERT_TRUE(manifest);
+    manifest_ = *manifest;
+    auto index = read_shard_index(dir_.path(), manifest_.shards(0));
+    ASSERT_TRUE(index);
+    index_ = *index;
+  }
+
+  // A registry like the saved one that loads into `loaded` and `user`.
+  static void register_target(state_registry& reg, std::vector<char>& loaded, std::string& user) {
+    ASSERT_FALSE(reg.add_host_buffer("w", loaded.data(), loaded.size()));
+    ASSERT_FALSE(reg.add_callbacks(
+        "u", [] { return std::string{}; }, [&user](const std::string& b) { user = b; }));
+  }
+
+  testing::temp_dir dir_;
+  std::shared_ptr<staging_pool> pool_ = staging_pool::make();
+  std::vector<char> saved_;
+  state_registry saver_;
+  wire::CheckpointManifest manifest_;
+  wire::ShardIndex index_;
+};
+
+TEST_F(shard_reader_test, loads_into_buffers_and_callbacks) {
+  std::vector<char> loaded(5000);
+  std::string user;
+  state_registry reg;
+  register_target(reg, loaded, user);
+  ASSERT_FALSE(verify_shard_files(dir_.path(), manifest_));
+  ASSERT_FALSE(check_buffer_table(index_, reg));
+  bool touched = false;
+  ASSERT_FALSE(load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), reg, *pool_, touched));
+  EXPECT_EQ(loaded, saved_);
+  EXPECT_EQ(user, "user");
+}
+
+TEST_F(shard_reader_test, a_flipped_byte_names_the_file_and_the_chunk) {
+  auto path = dir_.sub(shard_data_name(0, 1));
+  auto bytes = testing::read_file(path);
+  bytes[2500] ^= 0x01;
+  testing::write_file(path, bytes);
+  std::vector<char> loaded(5000);
+  std::string user;
+  state_registry reg;
+  register_target(reg, loaded, user);
+  bool touched = false;
+  auto err = load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), reg, *pool_, touched);
+  ASSERT_EQ(err, make_error(errc::corrupt));
+  EXPECT_EQ(describe(err),
+            "corrupt: corrupt file " + path + ": checksum mismatch in chunk 2 (bytes 2048..3072)");
+  EXPECT_TRUE(touched);
+  // Callback state is handed over only after the whole shard verified.
+  EXPECT_EQ(user, "");
+}
+
+TEST_F(shard_reader_test, mismatched_registries_are_described) {
+  std::vector<char> wrong(4000);
+  state_registry reg;
+  ASSERT_FALSE(reg.add_host_buffer("w", wrong.data(), wrong.size()));
+  ASSERT_FALSE(reg.add_host_buffer("extra", wrong.data(), 1));
+  auto err = check_buffer_table(index_, reg);
+  ASSERT_EQ(err, make_error(errc::invalid_config));
+  EXPECT_EQ(describe(err),
+            "invalid_config: checkpoint state does not match the registered buffers: "
+            "'w' has 5000 bytes in the checkpoint but 4000 registered; "
+            "buffer 1 is 'u' in the checkpoint but 'extra' registered");
+  state_registry fewer;
+  ASSERT_FALSE(fewer.add_host_buffer("w", wrong.data(), 5000));
+  EXPECT_NE(describe(check_buffer_table(index_, fewer))
+                .find("checkpoint has 'u', which is not "
+                      "registered"),
+            std::string::npos);
+}
+
+TEST_F(shard_reader_test, a_truncated_data_file_fails_the_cheap_check) {
+  auto path = dir_.sub(shard_data_name(0, 1));
+  auto bytes = testing::read_file(path);
+  testing::write_file(path, bytes.substr(0, 100));
+  auto err = verify_shard_files(dir_.path(), manifest_);
+  ASSERT_EQ(err, make_error(errc::corrupt));
+  EXPECT_NE(describe(err).find(path), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lifeboat::checkpoint

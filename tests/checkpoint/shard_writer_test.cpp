@@ -1,0 +1,66 @@
+#include "checkpoint/shard_writer.hpp"
+
+#include <xxhash.h>
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/framed_file.hpp"
+#include "checkpoint/layout.hpp"
+#include "messages/checkpoint.pb.h"
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+
+namespace lifeboat::checkpoint {
+namespace {
+
+using testing::exists;
+using testing::read_file;
+
+TEST(shard_writer, writes_data_and_an_index_with_chunk_checksums) {
+  testing::temp_dir dir;
+  auto bytes = testing::pattern(2500, 1);
+  std::string user = "abc";
+  state_registry reg;
+  ASSERT_FALSE(reg.add_host_buffer("w", bytes.data(), bytes.size()));
+  ASSERT_FALSE(reg.add_callbacks(
+      "u", [&] { return user; }, [](const std::string&) {}));
+  auto pool = staging_pool::make();
+  auto snap = take_snapshot(reg, *pool);
+  ASSERT_TRUE(snap);
+  constexpr uint64_t chunk = 1000;
+  auto written = write_shard_files(dir.path(), 5, 1, 2, *snap, chunk);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->data_bytes, 2503u);
+  auto data = read_file(dir.sub(shard_data_name(1, 2)));
+  EXPECT_EQ(data, std::string(bytes.begin(), bytes.end()) + user);
+  EXPECT_FALSE(exists(dir.sub(shard_data_name(1, 2)) + temp_suffix));
+  EXPECT_FALSE(exists(dir.sub(shard_index_name(1, 2)) + temp_suffix));
+  wire::ShardIndex index;
+  ASSERT_FALSE(decode_framed(index_magic, read_file(dir.sub(shard_index_name(1, 2))), "i", index));
+  EXPECT_EQ(index.step(), 5);
+  EXPECT_EQ(index.rank(), 1);
+  EXPECT_EQ(index.world_size(), 2);
+  EXPECT_EQ(index.data_bytes(), 2503);
+  ASSERT_EQ(index.buffers_size(), 2);
+  EXPECT_EQ(index.buffers(1).name(), "u");
+  EXPECT_EQ(index.buffers(1).kind(), wire::SHARD_BUFFER_CALLBACKS);
+  EXPECT_EQ(index.buffers(1).offset(), 2500);
+  ASSERT_EQ(index.chunks().checksums_size(), 3);
+  EXPECT_EQ(index.chunks().checksums(2), XXH3_64bits(data.data() + 2000, 503));
+}
+
+TEST(shard_writer, a_failed_write_names_the_file_and_leaves_no_temp) {
+  testing::temp_dir dir;
+  state_registry reg;
+  char b[1] = {1};
+  ASSERT_FALSE(reg.add_host_buffer("b", b, 1));
+  auto pool = staging_pool::make();
+  auto snap = take_snapshot(reg, *pool);
+  ASSERT_TRUE(snap);
+  auto written = write_shard_files(dir.sub("absent"), 1, 0, 1, *snap);
+  ASSERT_FALSE(written);
+  EXPECT_NE(describe(written.error()).find(dir.sub("absent")), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,159 @@
+#include "checkpoint/store.hpp"
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/layout.hpp"
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+#include "tests/checkpoint/worker_state.hpp"
+
+namespace lifeboat::checkpoint {
+namespace {
+
+using testing::exists;
+using testing::worker_state;
+
+constexpr std::size_t state_bytes = 256 * 1024;
+
+class store_test : public ::testing::Test {
+ protected:
+  store open(int max_to_keep = default_max_to_keep) {
+    auto st = store::open({dir_.path(), 0, 1, max_to_keep});
+    EXPECT_TRUE(st) << describe(st.error());
+    return std::move(*st);
+  }
+
+  // Saves `step`; without `commit` it is left as a crash would leave it.
+  void save(store& st, int64_t step, bool commit = true) {
+    state_.set(step);
+    auto snap = st.take_snapshot(state_.registry);
+    ASSERT_TRUE(snap);
+    auto info = st.write_shard(*snap, step);
+    ASSERT_TRUE(info) << describe(info.error());
+    EXPECT_EQ(info->bytes, static_cast<int64_t>(snap->size()));
+    if (commit) {
+      ASSERT_FALSE(st.commit(step, step * 10));
+    }
+  }
+
+  testing::temp_dir dir_;
+  worker_state state_{state_bytes};
+};
+
+TEST_F(store_test, no_checkpoint_is_a_fresh_start) {
+  auto st = open();
+  auto restored = st.restore_latest(state_.registry);
+  ASSERT_TRUE(restored);
+  EXPECT_FALSE(*restored);
+}
+
+TEST_F(store_test, restores_the_newest_committed_checkpoint) {
+  auto st = open();
+  save(st, 1);
+  save(st, 2);
+  worker_state fresh{state_bytes};
+  auto restored = st.restore_latest(fresh.registry);
+  ASSERT_TRUE(restored && *restored);
+  EXPECT_EQ((*restored)->step, 2);
+  EXPECT_EQ((*restored)->total_run_calls, 20);
+  EXPECT_EQ((*restored)->path, st.step_path(2));
+  EXPECT_TRUE(fresh.holds(2));
+}
+
+TEST_F(store_test, max_step_restores_an_older_checkpoint) {
+  auto st = open();
+  save(st, 1);
+  save(st, 2);
+  worker_state fresh{state_bytes};
+  auto restored = st.restore_latest(fresh.registry, 1);
+  ASSERT_TRUE(restored && *restored);
+  EXPECT_EQ((*restored)->step, 1);
+  EXPECT_TRUE(fresh.holds(1));
+}
+
+TEST_F(store_test, a_shard_without_manifest_is_not_restored) {
+  auto st = open();
+  save(st, 1);
+  save(st, 2, false);
+  worker_state fresh{state_bytes};
+  auto restored = st.restore_latest(fresh.registry);
+  ASSERT_TRUE(restored && *restored);
+  EXPECT_EQ((*restored)->step, 1);
+}
+
+TEST_F(store_test, retention_keeps_the_newest_and_drops_older_leftovers) {
+  auto st = open(2);
+  save(st, 1);
+  save(st, 2);
+  // A crash leftover of step 3 (no manifest), then later commits.
+  save(st, 3, false);
+  save(st, 4);
+  save(st, 5);
+  auto steps = st.committed_steps();
+  ASSERT_TRUE(steps);
+  EXPECT_EQ(*steps, (std::vector<int64_t>{4, 5}));
+  EXPECT_FALSE(exists(st.step_path(3)));
+  EXPECT_FALSE(exists(st.step_path(1)));
+}
+
+TEST_F(store_test, retention_never_removes_the_checkpoint_just_committed) {
+  auto st = open(1);
+  save(st, 10);
+  save(st, 5);  // an older step after a restart from an older checkpoint
+  auto steps = st.committed_steps();
+  ASSERT_TRUE(steps);
+  EXPECT_EQ(*steps, (std::vector<int64_t>{5}));
+}
+
+TEST_F(store_test, remove_partial_removes_only_manifest_less_directories) {
+  auto st = open();
+  save(st, 1);
+  save(st, 2, false);
+  testing::write_file(dir_.sub("unrelated"), "x");
+  ASSERT_FALSE(st.remove_partial());
+  EXPECT_FALSE(exists(st.step_path(2)));
+  EXPECT_TRUE(exists(st.step_path(1)));
+  EXPECT_TRUE(exists(dir_.sub("unrelated")));
+}
+
+TEST_F(store_test, a_different_world_size_is_refused) {
+  {
+    auto st = open();
+    save(st, 1);
+  }
+  auto st = store::open({dir_.path(), 0, 2});
+  ASSERT_TRUE(st);
+  auto restored = st->restore_latest(state_.registry);
+  ASSERT_FALSE(restored);
+  EXPECT_EQ(restored.error(), make_error(errc::invalid_config));
+  EXPECT_NE(describe(restored.error()).find("written by 1 workers, this job has 2"),
+            std::string::npos);
+}
+
+TEST_F(store_test, a_different_registry_is_refused_with_the_differences) {
+  auto st = open();
+  save(st, 1);
+  worker_state bigger{state_bytes * 2};
+  auto restored = st.restore_latest(bigger.registry);
+  ASSERT_FALSE(restored);
+  EXPECT_EQ(restored.error(), make_error(errc::invalid_config));
+  EXPECT_NE(describe(restored.error())
+                .find("'weights' has 262144 bytes in the checkpoint but "
+                      "524288 registered"),
+            std::string::npos);
+}
+
+TEST_F(store_test, only_the_commit_rank_commits) {
+  auto st = store::open({dir_.path(), 1, 2});
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->commit(1, 0), make_error(errc::invalid_argument));
+}
+
+TEST_F(store_test, bad_configurations_are_refused) {
+  EXPECT_EQ(store::open({"", 0, 1}).error(), make_error(errc::invalid_config));
+  EXPECT_EQ(store::open({dir_.path(), 2, 2}).error(), make_error(errc::invalid_config));
+  EXPECT_EQ(store::open({dir_.path(), 0, 1, 0}).error(), make_error(errc::invalid_config));
+}
+
+}  // namespace
+}  // namespace lifeboat::checkpoint

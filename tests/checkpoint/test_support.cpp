@@ -1,0 +1,106 @@
+#include "tests/checkpoint/test_support.hpp"
+
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "checkpoint/file_io.hpp"
+
+namespace lifeboat::checkpoint::testing {
+
+temp_dir::temp_dir() {
+  char tmpl[] = "/tmp/lifeboat-ckpt-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+  // Tests that drop privileges must be able to walk into it.
+  ::chmod(path_.c_str(), 0755);
+}
+
+temp_dir::~temp_dir() { (void)remove_tree(path_); }
+
+void fill_pattern(char* data, std::size_t size, uint64_t seed) {
+  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+  for (std::size_t i = 0; i < size; ++i) {
+    // xorshift64: cheap, deterministic, different for every seed.
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    data[i] = static_cast<char>(x);
+  }
+}
+
+std::vector<char> pattern(std::size_t size, uint64_t seed) {
+  std::vector<char> out(size);
+  fill_pattern(out.data(), size, seed);
+  return out;
+}
+
+child_result run_in_child(const std::function<std::string()>& fn) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  auto pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto text = fn();
+    auto rc = ::write(fds[1], text.data(), text.size());
+    ::_exit(rc == static_cast<ssize_t>(text.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  child_result result;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof(buf))) > 0) result.text.append(buf, n);
+  ::close(fds[0]);
+  result.exit_code = wait_for(pid);
+  return result;
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<int>& fds, int stdout_fd) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
+  for (size_t i = 0; i < fds.size(); ++i)
+    posix_spawn_file_actions_adddup2(&actions, fds[i], 3 + static_cast<int>(i));
+  std::vector<char*> args;
+  for (auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  auto rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + " failed");
+  return pid;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out{path, std::ios::binary | std::ios::trunc};
+  out << bytes;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace lifeboat::checkpoint::testing
