@@ -151,6 +151,14 @@ caf::error make_dir_durable(const std::string& dir) {
   return fsync_dir(parent_of(dir));
 }
 
+caf::error make_dirs_durable(const std::string& dir) {
+  auto parent = parent_of(dir);
+  if (parent != dir && parent != "." && parent != "/" && !file_exists(parent)) {
+    if (auto err = make_dirs_durable(parent)) return err;
+  }
+  return make_dir_durable(dir);
+}
+
 caf::error write_file_durably(const std::string& dir, const std::string& name,
                               const std::string& bytes) {
   auto path = join_path(dir, name);

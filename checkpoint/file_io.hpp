@@ -58,6 +58,9 @@ caf::error fsync_dir(const std::string& dir);
 /// Creates `dir` if absent (one level) and makes its entry durable in the parent.
 caf::error make_dir_durable(const std::string& dir);
 
+/// Creates `dir` and any missing parents, each made durable in its parent.
+caf::error make_dirs_durable(const std::string& dir);
+
 /// Writes `bytes` as `path`: to `path` + ".tmp", fsync, rename, fsync of the
 /// directory. A crash leaves either the old file (or none) or the whole new one.
 caf::error write_file_durably(const std::string& dir, const std::string& name,

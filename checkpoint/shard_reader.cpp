@@ -2,13 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-// The XXH3 state is used on the stack (no allocation per chunk).
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
 
 #include <cerrno>
 #include <vector>
 
+#include "checkpoint/chunk_verifier.hpp"
 #include "checkpoint/device_memory.hpp"
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/framed_file.hpp"
@@ -39,14 +37,6 @@ struct segment {
   char* dst;
   uint64_t size;
 };
-
-uint64_t checksum_of(const std::vector<iovec>& iov) {
-  if (iov.size() == 1) return XXH3_64bits(iov[0].iov_base, iov[0].iov_len);
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (auto& part : iov) XXH3_64bits_update(&state, part.iov_base, part.iov_len);
-  return XXH3_64bits_digest(&state);
-}
 
 // The destinations of file bytes [begin, end), given segments sorted by offset;
 // `first` is the first segment that may overlap and is advanced past used ones.
@@ -194,19 +184,16 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
                    std::to_string(st.st_size) + " bytes, index says " + std::to_string(total));
   ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   size_t first = 0;
-  for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk) {
+  chunk_verifier verifier{data_path};
+  for (uint64_t begin = 0, chunk = 0; begin < total && !verifier.failed();
+       begin += chunk_size, ++chunk) {
     auto end = std::min(total, begin + chunk_size);
-    // Ask for the next chunk now, so that the disk reads it while this one is hashed.
-    if (end < total)
-      ::posix_fadvise(fd->get(), static_cast<off_t>(end), static_cast<off_t>(chunk_size),
-                      POSIX_FADV_WILLNEED);
     auto iov = destinations(segs, first, begin, end);
     touched = true;
     if (auto err = preadv_all(fd->get(), iov, static_cast<off_t>(begin), data_path)) return err;
-    if (checksum_of(iov) != chunks.checksums(static_cast<int>(chunk)))
-      return corrupt(data_path, "checksum mismatch in chunk " + std::to_string(chunk) + " (bytes " +
-                                    std::to_string(begin) + ".." + std::to_string(end) + ")");
+    verifier.submit(chunk, begin, end, std::move(iov), chunks.checksums(static_cast<int>(chunk)));
   }
+  if (auto err = verifier.finish()) return err;
   device_offset = 0;
   auto callback_iter = callback_bytes.begin();
   for (int i = 0; i < index.buffers_size(); ++i) {

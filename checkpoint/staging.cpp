@@ -24,14 +24,15 @@ std::size_t round_to_pages(std::size_t bytes) {
 
 caf::expected<std::unique_ptr<staging_buffer>> staging_buffer::allocate(std::size_t capacity) {
   capacity = round_to_pages(capacity);
-  // MAP_POPULATE pre-faults every page now rather than during the copy on the
-  // training thread; huge pages (where the kernel grants them) shorten that too.
-  void* mem = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void* mem = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED)
     return make_error(errc::io_error, "cannot map " + std::to_string(capacity) +
                                           " bytes of staging memory: " + std::strerror(errno));
+  // Huge pages (where the kernel grants them) make the copy cheaper on TLB
+  // misses; writing every page now pre-faults it, so that the copy on the
+  // training thread never waits for page faults.
   ::madvise(mem, capacity, MADV_HUGEPAGE);
+  std::memset(mem, 0, capacity);
   return std::unique_ptr<staging_buffer>{new staging_buffer(static_cast<char*>(mem), capacity)};
 }
 

@@ -65,7 +65,7 @@ caf::expected<store> store::open(store_config cfg) {
     return make_error(
         errc::invalid_config,
         "checkpoint store: max_to_keep must be at least 1, not " + std::to_string(cfg.max_to_keep));
-  if (auto err = make_dir_durable(cfg.dir))
+  if (auto err = make_dirs_durable(cfg.dir))
     return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
   if (auto err = check_writable(cfg.dir))
     return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
@@ -97,6 +97,10 @@ caf::expected<checkpoint_info> store::load(int64_t step, state_registry& registr
                                                 std::to_string(cfg_.world_size));
   if (auto err = verify_shard_files(path, *manifest)) return err;
   auto& record = manifest->shards(cfg_.rank);
+  if (record.rank() != cfg_.rank)
+    return make_error(errc::corrupt, "corrupt file " + join_path(path, manifest_file_name) +
+                                         ": shard " + std::to_string(cfg_.rank) +
+                                         " is recorded as rank " + std::to_string(record.rank()));
   auto index = read_shard_index(path, record);
   if (!index) return std::move(index.error());
   if (auto err = check_buffer_table(*index, registry)) return err;
@@ -142,12 +146,27 @@ caf::expected<std::optional<checkpoint_info>> store::restore_latest(
   return std::optional<checkpoint_info>{};
 }
 
+caf::error store::prepare(const state_registry& registry) {
+  std::size_t bytes = staging_headroom;
+  for (auto& buf : registry.buffers())
+    bytes += buf.kind == buffer_kind::callbacks ? buf.save().size() : buf.size;
+  // The lease goes straight back to the pool, where the first save finds it.
+  auto lease = pool_->acquire(bytes, registry.has_device_buffers());
+  if (!lease) return std::move(lease.error());
+  return {};
+}
+
 caf::expected<snapshot> store::take_snapshot(const state_registry& registry) {
   return checkpoint::take_snapshot(registry, *pool_);
 }
 
 caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t step) {
   auto path = step_path(step);
+  // Rewriting the shards of a committed checkpoint would tear it until the
+  // new commit; a step is saved once.
+  if (file_exists(join_path(path, manifest_file_name)))
+    return make_error(errc::already_exists,
+                      "step " + std::to_string(step) + " is already committed in " + path);
   if (auto err = make_dir_durable(path)) return err;
   auto written = write_shard_files(path, step, cfg_.rank, cfg_.world_size, snap);
   if (!written) return std::move(written.error());

@@ -17,6 +17,9 @@ namespace lifeboat::checkpoint {
 
 constexpr int default_max_to_keep = 2;
 
+/// Room left in prepared staging memory for callback state that grows.
+constexpr std::size_t staging_headroom = std::size_t{1} << 20;
+
 struct store_config {
   std::string dir;
   int rank = 0;
@@ -61,6 +64,10 @@ class store {
   /// `max_step` limits the search (ranks that disagree restore the common step).
   caf::expected<std::optional<checkpoint_info>> restore_latest(
       state_registry& registry, std::optional<int64_t> max_step = std::nullopt);
+
+  /// Maps and pre-faults staging memory for `registry` now (at start-up, off
+  /// the training path), so that even the first save's stall is only the copy.
+  caf::error prepare(const state_registry& registry);
 
   /// Copies the registered state into reusable staging memory.
   caf::expected<snapshot> take_snapshot(const state_registry& registry);

@@ -143,6 +143,22 @@ TEST_F(store_test, a_different_registry_is_refused_with_the_differences) {
             std::string::npos);
 }
 
+TEST_F(store_test, a_committed_step_is_not_written_again) {
+  auto st = open();
+  save(st, 1);
+  auto snap = st.take_snapshot(state_.registry);
+  ASSERT_TRUE(snap);
+  auto again = st.write_shard(*snap, 1);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error(), make_error(errc::already_exists));
+}
+
+TEST_F(store_test, open_creates_missing_parent_directories) {
+  auto st = store::open({dir_.sub("a/b/c"), 0, 1});
+  ASSERT_TRUE(st) << describe(st.error());
+  EXPECT_TRUE(exists(dir_.sub("a/b/c")));
+}
+
 TEST_F(store_test, only_the_commit_rank_commits) {
   auto st = store::open({dir_.path(), 1, 2});
   ASSERT_TRUE(st);
