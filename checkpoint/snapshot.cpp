@@ -1,11 +1,39 @@
 #include "checkpoint/snapshot.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "checkpoint/device_memory.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {
+
+namespace {
+
+// Copies at least this large are split across threads: one core does not
+// saturate memory bandwidth, and this copy is the training thread's whole stall.
+constexpr std::size_t parallel_copy_threshold = std::size_t{64} << 20;
+constexpr unsigned max_copy_threads = 4;
+
+void copy_bytes(char* dst, const char* src, std::size_t size) {
+  unsigned threads = std::min(max_copy_threads, std::max(1u, std::thread::hardware_concurrency()));
+  if (size < parallel_copy_threshold || threads == 1) {
+    std::memcpy(dst, src, size);
+    return;
+  }
+  auto slice = (size + threads - 1) / threads;
+  std::vector<std::thread> helpers;
+  for (unsigned i = 1; i < threads; ++i) {
+    auto begin = std::min(size, i * slice);
+    auto len = std::min(slice, size - begin);
+    helpers.emplace_back([=] { std::memcpy(dst + begin, src + begin, len); });
+  }
+  std::memcpy(dst, src, std::min(slice, size));
+  for (auto& t : helpers) t.join();
+}
+
+}  // namespace
 
 caf::expected<snapshot> take_snapshot(const state_registry& registry, staging_pool& pool) {
   snapshot result;
@@ -31,7 +59,7 @@ caf::expected<snapshot> take_snapshot(const state_registry& registry, staging_po
     char* dst = result.bytes.data() + entry.offset;
     switch (buf.kind) {
       case buffer_kind::host:
-        if (entry.size > 0) std::memcpy(dst, buf.data, entry.size);
+        copy_bytes(dst, static_cast<const char*>(buf.data), entry.size);
         break;
       case buffer_kind::device:
         if (auto err = device::copy_to_host(dst, buf.data, entry.size))
