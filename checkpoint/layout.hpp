@@ -7,11 +7,11 @@
 namespace lifeboat::checkpoint {
 
 // The on-disk layout (DESIGN "Checkpoint layout"):
-//   <dir>/step-000000000123/shard-00001-of-00004.data   this rank's bytes
-//   <dir>/step-000000000123/shard-00001-of-00004.index  this rank's buffer table and chunk
-//   checksums <dir>/step-000000000123/MANIFEST                    the commit: present only when
-//   complete
-// Files are written under a ".tmp" name and renamed into place.
+//   <dir>/step-000000000123/                       one directory per step
+//     shard-00001-of-00004.data                    this rank's bytes
+//     shard-00001-of-00004.index                   its buffer table and chunk checksums
+//     MANIFEST                                     the commit: present only when complete
+// Files are written under a ".tmp" name, fsync'd and renamed into place.
 
 constexpr const char* manifest_file_name = "MANIFEST";
 constexpr const char* temp_suffix = ".tmp";
