@@ -1,0 +1,58 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/coordination_atoms.hpp"
+#include "actors/coordination_events.hpp"
+
+namespace lifeboat {
+
+/// How a worker reaches and joins the coordination service.
+struct agent_config {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  int rank = 0;
+  int world_size = 1;
+  uint32_t incarnation = 0;
+  std::string token;
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds join_timeout{60000};
+  /// Read at each heartbeat, in the agent's thread; must be thread-safe.
+  std::function<int64_t()> step_source;
+  /// Bound on requests that do not carry their own timeout (insert, try-get, ...).
+  std::chrono::milliseconds request_timeout{30000};
+};
+
+/// Spawns a worker's agent: a broker that connects to the service (retrying
+/// with backoff until cfg.join_timeout), answers the challenge, joins, sends
+/// heartbeats and relays requests. A lost connection after the join is
+/// reported to subscribers as peer_failure{-1, unavailable,
+/// "coordination service lost", lost = true}; requests then fail at once.
+///
+/// Message interface (every reply error is a lifeboat errc):
+///   (join_wait_atom) -> void                 once joined, or the join's error
+///   (insert_atom, key, value) -> void        errc::already_exists if present
+///   (get_start_atom, key, int64_t timeout_ms) -> uint64_t handle
+///        starts a blocking get; collect it exactly once with
+///   (get_wait_atom, uint64_t handle) -> std::string   errc::timeout / cancelled
+///   (cancel_atom, uint64_t handle)           completes that get with errc::cancelled
+///   (try_get_atom, key) -> (bool found, std::string value)
+///   (get_prefix_atom, prefix) -> std::map<std::string, std::string>
+///   (erase_prefix_atom, prefix) -> void
+///   (barrier_atom, name, int64_t timeout_ms, std::vector<int32_t> participants) -> void
+///        participants empty: every rank; errc::peer_error / peer_lost when a
+///        participant fails, errc::timeout, errc::cancelled
+///   (peer_send_atom, int32_t to_rank, channel, payload)   to_rank -1: everyone
+///   (report_atom, int32_t code, message)     broadcast as a peer_failure
+///   (subscribe_atom, caf::actor)             the actor receives peer_message
+///        and peer_failure
+///   (leave_atom) -> void                     clean leave; idempotent
+caf::actor spawn_coordination_agent(caf::actor_system& sys, agent_config cfg);
+
+}  // namespace lifeboat

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/meta/type_name.hpp>
+
+namespace lifeboat {
+
+/// A change in the cluster's membership, for subscribers inside the process
+/// hosting the service (launcher, coordinator, preemption watcher, status).
+struct membership_event {
+  enum kind_t : int32_t { joined, left, lost, error };
+  int32_t rank = -1;
+  int32_t kind = joined;
+  int32_t code = 0;  // errc of an error report or of the loss
+  std::string message;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, membership_event& x) {
+  return f(caf::meta::type_name("membership_event"), x.rank, x.kind, x.code, x.message);
+}
+
+/// A rank-to-rank message, delivered to an agent's subscribers.
+struct peer_message {
+  int32_t from_rank = -1;
+  std::string channel;
+  std::string payload;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, peer_message& x) {
+  return f(caf::meta::type_name("peer_message"), x.from_rank, x.channel, x.payload);
+}
+
+/// A worker reported an error (lost = false) or was lost (lost = true), this
+/// worker included; rank -1 with lost = true: the coordination service itself
+/// is gone. Delivered to an agent's subscribers.
+struct peer_failure {
+  int32_t rank = -1;
+  int32_t code = 0;
+  std::string message;
+  bool lost = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, peer_failure& x) {
+  return f(caf::meta::type_name("peer_failure"), x.rank, x.code, x.message, x.lost);
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,193 @@
+#include "actors/coordination_service.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include <caf/io/broker.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/network/multiplexer.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/coordination_auth.hpp"
+#include "actors/coordination_frame.hpp"
+#include "actors/coordination_state.hpp"
+#include "messages/log.hpp"
+#include "messages/wire.hpp"
+
+namespace lifeboat {
+
+namespace {
+
+constexpr const char* component = "coordination_service";
+
+int64_t steady_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct service_actor_state {
+  std::unique_ptr<coordination_state> logic;
+  std::map<conn_id, frame_reader> readers;
+  std::vector<caf::actor> subscribers;
+  // Due times of the ticks already in flight; a new one is sent only when the
+  // state's next deadline comes before all of them.
+  std::multiset<int64_t> ticks;
+  static inline const char* name = "coordination_service";
+};
+
+using service_broker = caf::io::stateful_broker<service_actor_state>;
+
+caf::io::connection_handle handle_of(conn_id conn) {
+  return caf::io::connection_handle::from_int(conn);
+}
+
+void schedule_tick(service_broker* self) {
+  auto due = self->state.logic->next_deadline_ms();
+  if (!due) return;
+  auto& ticks = self->state.ticks;
+  if (!ticks.empty() && *ticks.begin() <= *due) return;
+  ticks.insert(*due);
+  auto delay = std::max<int64_t>(*due - steady_now_ms(), 0);
+  self->delayed_send(self, std::chrono::milliseconds(delay), tick_atom::value, *due);
+}
+
+// Carries out what the state asked for: frames first, so a refusal reaches
+// the peer before its connection closes (close is graceful).
+void apply_output(service_broker* self) {
+  auto out = self->state.logic->take_output();
+  for (auto& [conn, env] : out.frames)
+    if (self->state.readers.count(conn) > 0) write_frame(self, handle_of(conn), env);
+  for (auto conn : out.closes) {
+    self->state.readers.erase(conn);
+    self->close(handle_of(conn));
+  }
+  for (auto& ev : out.events)
+    for (auto& sub : self->state.subscribers) self->send(sub, ev);
+  schedule_tick(self);
+}
+
+void drop_connection(service_broker* self, conn_id conn, const char* why) {
+  log(log_level::warning, component, "closing connection ", conn, " from ",
+      self->remote_addr(handle_of(conn)), ": ", why);
+  self->state.readers.erase(conn);
+  self->close(handle_of(conn));
+  self->state.logic->on_disconnect(conn, steady_now_ms());
+  apply_output(self);
+}
+
+caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
+                            service_config cfg) {
+  self->state.logic = std::make_unique<coordination_state>(coordination_state::config{
+      cfg.world_size, cfg.token, static_cast<int64_t>(cfg.heartbeat_timeout.count())});
+  self->add_doorman(std::move(doorman));
+  self->set_exit_handler([self](const caf::exit_msg& msg) {
+    self->close_all();
+    self->quit(msg.reason);
+  });
+  self->set_down_handler([self](const caf::down_msg& msg) {
+    auto& subs = self->state.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& x) { return x.address() == msg.source; }),
+               subs.end());
+  });
+  return {
+      [self](const caf::io::new_connection_msg& msg) {
+        auto conn = msg.handle.id();
+        auto& reader = self->state.readers[conn];
+        self->configure_read(msg.handle, caf::io::receive_policy::exactly(reader.next_read()));
+        self->state.logic->on_connect(conn, make_join_nonce(), steady_now_ms());
+        apply_output(self);
+      },
+      [self](const caf::io::new_data_msg& msg) {
+        auto conn = msg.handle.id();
+        auto i = self->state.readers.find(conn);
+        if (i == self->state.readers.end()) return;
+        wire::Envelope env;
+        switch (i->second.consume(msg.buf.data(), msg.buf.size(), env)) {
+          case frame_reader::status::oversized:
+            drop_connection(self, conn, "frame larger than the limit");
+            return;
+          case frame_reader::status::malformed:
+            drop_connection(self, conn, "frame is not a coordination envelope");
+            return;
+          case frame_reader::status::read_more:
+            self->configure_read(msg.handle,
+                                 caf::io::receive_policy::exactly(i->second.next_read()));
+            return;
+          case frame_reader::status::frame:
+            self->configure_read(msg.handle,
+                                 caf::io::receive_policy::exactly(i->second.next_read()));
+            self->state.logic->on_frame(conn, env, steady_now_ms());
+            apply_output(self);
+            return;
+        }
+      },
+      [self](const caf::io::connection_closed_msg& msg) {
+        auto conn = msg.handle.id();
+        self->state.readers.erase(conn);
+        self->state.logic->on_disconnect(conn, steady_now_ms());
+        apply_output(self);
+      },
+      [self](const caf::io::acceptor_closed_msg&) {
+        log(log_level::error, component, "listening socket closed");
+      },
+      [self](tick_atom, int64_t due) {
+        auto& ticks = self->state.ticks;
+        if (auto i = ticks.find(due); i != ticks.end()) ticks.erase(i);
+        self->state.logic->on_tick(steady_now_ms());
+        apply_output(self);
+      },
+      [self](workers_atom) { return self->state.logic->workers(steady_now_ms()); },
+      [self](snapshot_atom, const std::string& prefix) {
+        return self->state.logic->snapshot(prefix);
+      },
+      [self](subscribe_atom, const caf::actor& subscriber) {
+        self->monitor(subscriber);
+        self->state.subscribers.push_back(subscriber);
+      },
+      [self](reset_atom) {
+        log(log_level::info, component, "reset: dropping all state");
+        self->state.logic->reset();
+        apply_output(self);
+      },
+      [self](status_atom) {
+        wire::ActorStatus st;
+        st.set_name(service_actor_state::name);
+        st.set_state("running");
+        st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
+        for (auto& w : self->state.logic->workers(steady_now_ms())) *st.add_workers() = w;
+        (*st.mutable_metrics())["coordination_connections"] =
+            static_cast<double>(self->state.logic->connections());
+        (*st.mutable_metrics())["coordination_generation"] =
+            static_cast<double>(self->state.logic->generation());
+        return st;
+      },
+  };
+}
+
+}  // namespace
+
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::actor_system& sys,
+                                                                          service_config cfg) {
+  if (cfg.world_size < 1)
+    return make_error(errc::invalid_config, "coordination service: world size must be >= 1");
+  if (cfg.heartbeat_timeout.count() <= 0)
+    return make_error(errc::invalid_config, "coordination service: heartbeat timeout must be > 0");
+  // The socket is opened here rather than inside the broker so that the bound
+  // port (port 0 picks a free one) can be returned to the caller.
+  auto doorman = sys.middleman().backend().new_tcp_doorman(cfg.port, cfg.host.c_str(), true);
+  if (!doorman)
+    return make_error(errc::unavailable, "coordination service: cannot listen on " + cfg.host +
+                                             ":" + std::to_string(cfg.port) + ": " +
+                                             sys.render(doorman.error()));
+  auto port = (*doorman)->port();
+  auto actor = sys.middleman().spawn_broker(service_actor, std::move(*doorman), std::move(cfg));
+  log(log_level::info, component, "listening on port ", port);
+  return std::make_pair(caf::actor{actor}, port);
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/coordination_atoms.hpp"
+#include "actors/coordination_events.hpp"
+
+namespace lifeboat {
+
+/// Where and for whom the coordination service listens.
+struct service_config {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port
+  int world_size = 1;
+  std::string token;
+  std::chrono::milliseconds heartbeat_timeout{10000};
+};
+
+/// Starts the job's coordination service: a broker listening on
+/// cfg.host:cfg.port for agents (framed protobuf, see messages/coordination.proto)
+/// whose logic is coordination_state. Returns the actor and the bound port.
+///
+/// Local interface (messages from actors in the hosting process):
+///   (workers_atom) -> std::vector<wire::WorkerInfo>     one row per rank
+///   (snapshot_atom, std::string prefix) -> std::map<std::string, std::string>
+///   (subscribe_atom, caf::actor) -> void                 the subscriber then
+///        receives every membership_event (joined, left, lost, error)
+///   (reset_atom) -> void                                 drops all state, closes
+///        every connection (a new generation)
+///   (status_atom) -> wire::ActorStatus                   name "coordination_service",
+///        `workers` filled
+/// An exit message closes the listening socket and every connection.
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::actor_system& sys,
+                                                                          service_config cfg);
+
+}  // namespace lifeboat

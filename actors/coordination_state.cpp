@@ -1,0 +1,540 @@
+#include "actors/coordination_state.hpp"
+
+#include <algorithm>
+
+#include "actors/coordination_auth.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat {
+
+namespace {
+
+constexpr const char* component = "coordination_service";
+
+std::string collapse_slashes(const std::string& in) {
+  std::string out;
+  out.reserve(in.size());
+  for (char c : in)
+    if (c != '/' || out.empty() || out.back() != '/') out.push_back(c);
+  return out;
+}
+
+std::string rank_text(int32_t rank) { return "rank " + std::to_string(rank); }
+
+}  // namespace
+
+std::string normalize_key(const std::string& key) {
+  auto out = collapse_slashes(key);
+  if (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+std::string normalize_prefix(const std::string& prefix) { return collapse_slashes(prefix); }
+
+coordination_state::coordination_state(config cfg)
+    : cfg_(std::move(cfg)), workers_(static_cast<size_t>(std::max(cfg_.world_size, 0))) {}
+
+const char* coordination_state::to_string(rank_state x) {
+  switch (x) {
+    case rank_state::joining:
+      return "joining";
+    case rank_state::alive:
+      return "alive";
+    case rank_state::left:
+      return "left";
+    case rank_state::lost:
+      return "lost";
+    case rank_state::error:
+      return "error";
+  }
+  return "unknown";
+}
+
+void coordination_state::on_connect(conn_id conn, std::string nonce, int64_t) {
+  wire::Envelope env;
+  auto* hello = env.mutable_hello();
+  hello->set_protocol_version(coordination_protocol_version);
+  hello->set_nonce(nonce);
+  conns_[conn].nonce = std::move(nonce);
+  send_frame(conn, std::move(env));
+}
+
+void coordination_state::on_frame(conn_id conn, const wire::Envelope& env, int64_t now_ms) {
+  auto i = conns_.find(conn);
+  if (i == conns_.end()) return;
+  auto rank = i->second.rank;
+  if (env.body_case() == wire::Envelope::kJoin) {
+    if (rank >= 0) {
+      refuse(conn, errc::invalid_argument, "already joined as " + rank_text(rank));
+      return;
+    }
+    on_join(conn, env.join(), now_ms);
+    return;
+  }
+  // Nothing but a join is served before the peer proved it holds the token.
+  if (rank < 0) {
+    log(log_level::warning, component, "closing connection ", conn,
+        ": request before a successful join");
+    close(conn);
+    return;
+  }
+  on_request(conn, rank, env, now_ms);
+}
+
+void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int64_t now_ms) {
+  if (req.protocol_version() != coordination_protocol_version) {
+    refuse(conn, errc::version_mismatch,
+           "worker speaks coordination protocol version " + std::to_string(req.protocol_version()) +
+               ", service speaks version " + std::to_string(coordination_protocol_version));
+    return;
+  }
+  auto expected =
+      join_mac(cfg_.token, conns_[conn].nonce, req.rank(), req.world_size(), req.incarnation());
+  if (!mac_equal(expected, req.mac())) {
+    refuse(conn, errc::refused, "authentication failed: wrong cluster token");
+    return;
+  }
+  if (req.world_size() != cfg_.world_size) {
+    refuse(conn, errc::refused,
+           "world size " + std::to_string(req.world_size()) + " does not match the service's " +
+               std::to_string(cfg_.world_size));
+    return;
+  }
+  if (req.rank() < 0 || req.rank() >= cfg_.world_size) {
+    refuse(conn, errc::refused,
+           rank_text(req.rank()) + " is outside [0, " + std::to_string(cfg_.world_size) + ")");
+    return;
+  }
+  if (req.incarnation() < generation_) {
+    refuse(conn, errc::refused,
+           "stale incarnation " + std::to_string(req.incarnation()) + " (current generation " +
+               std::to_string(generation_) + ")");
+    return;
+  }
+  if (req.incarnation() > generation_) start_generation(req.incarnation());
+  auto& w = workers_[static_cast<size_t>(req.rank())];
+  if (w.conn != 0) {
+    refuse(conn, errc::refused, rank_text(req.rank()) + " is already joined");
+    return;
+  }
+  w.state = rank_state::alive;
+  w.conn = conn;
+  w.last_heartbeat_ms = now_ms;
+  conns_[conn].rank = req.rank();
+  wire::Envelope env;
+  env.mutable_join_reply()->set_ok(true);
+  env.mutable_join_reply()->set_generation(generation_);
+  send_frame(conn, std::move(env));
+  out_.events.push_back(membership_event{req.rank(), membership_event::joined, 0, {}});
+  log(log_level::info, component, rank_text(req.rank()), " joined (generation ", generation_, ")");
+}
+
+void coordination_state::on_request(conn_id conn, int32_t rank, const wire::Envelope& env,
+                                    int64_t now_ms) {
+  auto& w = workers_[static_cast<size_t>(rank)];
+  switch (env.body_case()) {
+    case wire::Envelope::kHeartbeat:
+      w.last_heartbeat_ms = now_ms;
+      w.step = env.heartbeat().step();
+      return;
+    case wire::Envelope::kLeave:
+      on_leave(conn, rank, env.leave());
+      return;
+    case wire::Envelope::kInsert:
+      on_insert(conn, env.insert());
+      return;
+    case wire::Envelope::kGet:
+      on_get(conn, env.get(), now_ms);
+      return;
+    case wire::Envelope::kTryGet: {
+      auto i = kv_.find(normalize_key(env.try_get().key()));
+      wire::Envelope out;
+      auto* r = out.mutable_reply();
+      r->set_id(env.try_get().id());
+      if (i != kv_.end()) {
+        r->set_found(true);
+        r->set_value(i->second);
+      }
+      send_frame(conn, std::move(out));
+      return;
+    }
+    case wire::Envelope::kGetPrefix: {
+      wire::Envelope out;
+      auto* r = out.mutable_reply();
+      r->set_id(env.get_prefix().id());
+      for (auto& [key, value] : snapshot(env.get_prefix().prefix())) {
+        auto* kv = r->add_entries();
+        kv->set_key(key);
+        kv->set_value(value);
+      }
+      send_frame(conn, std::move(out));
+      return;
+    }
+    case wire::Envelope::kErasePrefix: {
+      auto prefix = normalize_prefix(env.erase_prefix().prefix());
+      auto first = kv_.lower_bound(prefix);
+      auto last = first;
+      while (last != kv_.end() && last->first.compare(0, prefix.size(), prefix) == 0) ++last;
+      kv_.erase(first, last);
+      reply(conn, env.erase_prefix().id());
+      return;
+    }
+    case wire::Envelope::kCancel:
+      on_cancel(conn, env.cancel().id());
+      return;
+    case wire::Envelope::kBarrier:
+      on_barrier(conn, rank, env.barrier(), now_ms);
+      return;
+    case wire::Envelope::kError:
+      on_error_report(rank, env.error());
+      return;
+    case wire::Envelope::kSend:
+      on_send(rank, env.send());
+      return;
+    default:
+      log(log_level::warning, component, "closing connection of ", rank_text(rank),
+          ": unexpected message ", static_cast<int>(env.body_case()));
+      mark_lost(rank, "sent an unexpected message");
+      return;
+  }
+}
+
+void coordination_state::on_insert(conn_id conn, const wire::KvInsert& req) {
+  auto key = normalize_key(req.key());
+  if (key.empty()) {
+    reply(conn, req.id(), errc::invalid_argument, "empty key");
+    return;
+  }
+  if (!kv_.emplace(key, req.value()).second) {
+    reply(conn, req.id(), errc::already_exists, "key " + key);
+    return;
+  }
+  auto [first, last] = getters_.equal_range(key);
+  for (auto i = first; i != last; ++i) {
+    wire::Envelope out;
+    auto* r = out.mutable_reply();
+    r->set_id(i->second.id);
+    r->set_found(true);
+    r->set_value(req.value());
+    send_frame(i->second.conn, std::move(out));
+  }
+  getters_.erase(first, last);
+  reply(conn, req.id());
+}
+
+void coordination_state::on_get(conn_id conn, const wire::KvGet& req, int64_t now_ms) {
+  auto key = normalize_key(req.key());
+  auto i = kv_.find(key);
+  if (i != kv_.end()) {
+    wire::Envelope out;
+    auto* r = out.mutable_reply();
+    r->set_id(req.id());
+    r->set_found(true);
+    r->set_value(i->second);
+    send_frame(conn, std::move(out));
+    return;
+  }
+  if (req.timeout_ms() <= 0) {
+    reply(conn, req.id(), errc::timeout, "key " + key);
+    return;
+  }
+  getters_.emplace(key, waiter{conn, req.id(), now_ms + req.timeout_ms()});
+}
+
+void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::BarrierRequest& req,
+                                    int64_t now_ms) {
+  std::vector<int32_t> participants(req.participants().begin(), req.participants().end());
+  if (participants.empty())
+    for (int32_t r = 0; r < cfg_.world_size; ++r) participants.push_back(r);
+  std::sort(participants.begin(), participants.end());
+  participants.erase(std::unique(participants.begin(), participants.end()), participants.end());
+  if (participants.front() < 0 || participants.back() >= cfg_.world_size) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": participant out of range");
+    return;
+  }
+  if (!std::binary_search(participants.begin(), participants.end(), rank)) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": " + rank_text(rank) + " is not a participant");
+    return;
+  }
+  // A participant that can no longer arrive fails the barrier at once rather
+  // than at its timeout.
+  for (auto p : participants) {
+    auto state = workers_[static_cast<size_t>(p)].state;
+    if (state == rank_state::lost || state == rank_state::error || state == rank_state::left) {
+      auto code = state == rank_state::error ? errc::peer_error : errc::peer_lost;
+      reply(conn, req.id(), code,
+            "barrier " + req.name() + ": " + rank_text(p) + " is " + to_string(state));
+      return;
+    }
+  }
+  auto& b = barriers_[req.name()];
+  if (b.arrived.empty()) b.participants = participants;
+  if (b.participants != participants) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": participants differ from the other arrivals'");
+    return;
+  }
+  if (!b.arrived
+           .emplace(rank, waiter{conn, req.id(), now_ms + std::max<int64_t>(req.timeout_ms(), 0)})
+           .second) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": " + rank_text(rank) + " is already waiting");
+    return;
+  }
+  if (b.arrived.size() < b.participants.size()) return;
+  for (auto& [r, w] : b.arrived) reply(w.conn, w.id);
+  barriers_.erase(req.name());
+}
+
+void coordination_state::on_error_report(int32_t rank, const wire::ErrorReport& req) {
+  workers_[static_cast<size_t>(rank)].state = rank_state::error;
+  log(log_level::warning, component, rank_text(rank), " reported error ", req.code(), ": ",
+      req.message());
+  out_.events.push_back(membership_event{rank, membership_event::error, req.code(), req.message()});
+  broadcast_failure(rank, req.code(), req.message(), false);
+  fail_barriers_with(rank, errc::peer_error, rank_text(rank) + " failed: " + req.message());
+}
+
+void coordination_state::on_send(int32_t rank, const wire::PeerSend& req) {
+  wire::Envelope out;
+  auto* d = out.mutable_delivery();
+  d->set_from_rank(rank);
+  d->set_channel(req.channel());
+  d->set_payload(req.payload());
+  if (req.to_rank() == -1) {
+    for (auto& w : workers_)
+      if (w.conn != 0) send_frame(w.conn, out);
+    return;
+  }
+  if (req.to_rank() < 0 || req.to_rank() >= cfg_.world_size ||
+      workers_[static_cast<size_t>(req.to_rank())].conn == 0) {
+    log(log_level::debug, component, "dropping message on channel ", req.channel(), " from ",
+        rank_text(rank), " to absent ", rank_text(req.to_rank()));
+    return;
+  }
+  send_frame(workers_[static_cast<size_t>(req.to_rank())].conn, std::move(out));
+}
+
+void coordination_state::on_leave(conn_id conn, int32_t rank, const wire::Leave& req) {
+  auto& w = workers_[static_cast<size_t>(rank)];
+  w.state = rank_state::left;
+  w.conn = 0;
+  conns_[conn].rank = -1;
+  drop_requests_of(conn);
+  reply(conn, req.id());
+  out_.events.push_back(membership_event{rank, membership_event::left, 0, {}});
+  log(log_level::info, component, rank_text(rank), " left");
+  fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " left");
+}
+
+void coordination_state::on_cancel(conn_id conn, uint64_t id) {
+  for (auto i = getters_.begin(); i != getters_.end(); ++i) {
+    if (i->second.conn == conn && i->second.id == id) {
+      reply(conn, id, errc::cancelled, "get of key " + i->first);
+      getters_.erase(i);
+      return;
+    }
+  }
+  for (auto& [name, b] : barriers_) {
+    for (auto i = b.arrived.begin(); i != b.arrived.end(); ++i) {
+      if (i->second.conn == conn && i->second.id == id) {
+        reply(conn, id, errc::cancelled, "barrier " + name);
+        b.arrived.erase(i);
+        if (b.arrived.empty()) barriers_.erase(name);
+        return;
+      }
+    }
+  }
+}
+
+void coordination_state::on_disconnect(conn_id conn, int64_t) {
+  auto i = conns_.find(conn);
+  if (i == conns_.end()) return;
+  auto rank = i->second.rank;
+  if (rank >= 0) {
+    mark_lost(rank, "connection closed without leave");
+    return;
+  }
+  drop_requests_of(conn);
+  conns_.erase(i);
+}
+
+void coordination_state::on_tick(int64_t now_ms) {
+  for (auto i = getters_.begin(); i != getters_.end();) {
+    if (i->second.deadline_ms <= now_ms) {
+      reply(i->second.conn, i->second.id, errc::timeout, "key " + i->first);
+      i = getters_.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    auto& arrived = b->second.arrived;
+    for (auto i = arrived.begin(); i != arrived.end();) {
+      if (i->second.deadline_ms <= now_ms) {
+        reply(i->second.conn, i->second.id, errc::timeout, "barrier " + b->first);
+        i = arrived.erase(i);
+      } else {
+        ++i;
+      }
+    }
+    b = arrived.empty() ? barriers_.erase(b) : std::next(b);
+  }
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    auto& w = workers_[r];
+    if (w.conn != 0 && now_ms - w.last_heartbeat_ms >= cfg_.heartbeat_timeout_ms)
+      mark_lost(static_cast<int32_t>(r),
+                "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms");
+  }
+}
+
+std::optional<int64_t> coordination_state::next_deadline_ms() const {
+  std::optional<int64_t> result;
+  auto consider = [&](int64_t t) {
+    if (!result || t < *result) result = t;
+  };
+  for (auto& [key, w] : getters_) consider(w.deadline_ms);
+  for (auto& [name, b] : barriers_)
+    for (auto& [r, w] : b.arrived) consider(w.deadline_ms);
+  for (auto& w : workers_)
+    if (w.conn != 0) consider(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
+  return result;
+}
+
+void coordination_state::reset() {
+  for (auto& [key, w] : getters_)
+    reply(w.conn, w.id, errc::cancelled, "coordination service reset");
+  for (auto& [name, b] : barriers_)
+    for (auto& [r, w] : b.arrived)
+      reply(w.conn, w.id, errc::cancelled, "coordination service reset");
+  for (auto& [conn, c] : conns_) close(conn);
+  conns_.clear();
+  getters_.clear();
+  barriers_.clear();
+  kv_.clear();
+  workers_.assign(workers_.size(), worker{});
+}
+
+void coordination_state::start_generation(uint32_t generation) {
+  log(log_level::info, component, "generation ", generation, " starts; dropping generation ",
+      generation_);
+  // The joining connection belongs to the new generation: keep it open.
+  std::map<conn_id, connection> keep;
+  for (auto& [conn, c] : conns_)
+    if (c.rank < 0) keep.emplace(conn, c);
+  for (auto& [conn, c] : keep) conns_.erase(conn);
+  reset();
+  conns_ = std::move(keep);
+  generation_ = generation;
+}
+
+void coordination_state::refuse(conn_id conn, errc code, const std::string& why) {
+  log(log_level::warning, component, "refusing join on connection ", conn, ": ", why);
+  wire::Envelope env;
+  auto* r = env.mutable_join_reply();
+  r->set_ok(false);
+  r->set_message(std::string{lifeboat::to_string(code)} + ": " + why);
+  send_frame(conn, std::move(env));
+  close(conn);
+  conns_.erase(conn);
+}
+
+void coordination_state::mark_lost(int32_t rank, const std::string& why) {
+  auto& w = workers_[static_cast<size_t>(rank)];
+  auto conn = w.conn;
+  w.state = rank_state::lost;
+  w.conn = 0;
+  drop_requests_of(conn);
+  close(conn);
+  conns_.erase(conn);
+  log(log_level::warning, component, rank_text(rank), " lost: ", why);
+  auto code = static_cast<int32_t>(errc::peer_lost);
+  out_.events.push_back(membership_event{rank, membership_event::lost, code, why});
+  broadcast_failure(rank, code, why, true);
+  fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " lost: " + why);
+}
+
+void coordination_state::drop_requests_of(conn_id conn) {
+  for (auto i = getters_.begin(); i != getters_.end();)
+    i = i->second.conn == conn ? getters_.erase(i) : std::next(i);
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    auto& arrived = b->second.arrived;
+    for (auto i = arrived.begin(); i != arrived.end();)
+      i = i->second.conn == conn ? arrived.erase(i) : std::next(i);
+    b = arrived.empty() ? barriers_.erase(b) : std::next(b);
+  }
+}
+
+void coordination_state::fail_barriers_with(int32_t rank, errc code, const std::string& why) {
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    auto& ps = b->second.participants;
+    if (!std::binary_search(ps.begin(), ps.end(), rank)) {
+      ++b;
+      continue;
+    }
+    for (auto& [r, w] : b->second.arrived)
+      reply(w.conn, w.id, code, "barrier " + b->first + ": " + why);
+    b = barriers_.erase(b);
+  }
+}
+
+void coordination_state::broadcast_failure(int32_t rank, int32_t code, const std::string& message,
+                                           bool lost) {
+  wire::Envelope env;
+  auto* f = env.mutable_failure();
+  f->set_rank(rank);
+  f->set_code(code);
+  f->set_message(message);
+  f->set_lost(lost);
+  for (auto& w : workers_)
+    if (w.conn != 0) send_frame(w.conn, env);
+}
+
+void coordination_state::send_frame(conn_id conn, wire::Envelope env) {
+  out_.frames.emplace_back(conn, std::move(env));
+}
+
+void coordination_state::reply(conn_id conn, uint64_t id, errc code, const std::string& why) {
+  wire::Envelope env;
+  auto* r = env.mutable_reply();
+  r->set_id(id);
+  r->set_error_code(static_cast<uint32_t>(code));
+  r->set_error_message(why);
+  send_frame(conn, std::move(env));
+}
+
+void coordination_state::close(conn_id conn) {
+  if (conn != 0) out_.closes.push_back(conn);
+}
+
+coordination_output coordination_state::take_output() {
+  coordination_output result;
+  std::swap(result, out_);
+  return result;
+}
+
+std::vector<wire::WorkerInfo> coordination_state::workers(int64_t now_ms) const {
+  std::vector<wire::WorkerInfo> result;
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    auto& w = workers_[r];
+    wire::WorkerInfo info;
+    info.set_rank(static_cast<int32_t>(r));
+    info.set_step(w.step);
+    info.set_last_heartbeat_ms(w.last_heartbeat_ms < 0 ? -1 : now_ms - w.last_heartbeat_ms);
+    info.set_state(to_string(w.state));
+    result.push_back(std::move(info));
+  }
+  return result;
+}
+
+std::map<std::string, std::string> coordination_state::snapshot(const std::string& prefix) const {
+  auto p = normalize_prefix(prefix);
+  std::map<std::string, std::string> result;
+  for (auto i = kv_.lower_bound(p); i != kv_.end() && i->first.compare(0, p.size(), p) == 0; ++i)
+    result.emplace(i->first, i->second);
+  return result;
+}
+
+}  // namespace lifeboat

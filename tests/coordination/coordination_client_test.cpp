@@ -1,0 +1,115 @@
+#include "actors/coordination_client.hpp"
+
+#include <thread>
+
+#include "tests/coordination/coordination_fixture.hpp"
+
+using namespace lifeboat;
+using namespace lifeboat::test;
+
+namespace {
+
+using client_test = service_fixture;
+
+constexpr std::chrono::milliseconds short_timeout{100};
+
+TEST_F(client_test, kv_operations) {
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  ASSERT_FALSE(a->insert("ckpt//step/1/", "x"));
+  EXPECT_EQ(a->insert("ckpt/step/1", "y"), make_error(errc::already_exists));
+  auto v = b->try_get("ckpt/step/1");
+  ASSERT_TRUE(v && *v);
+  EXPECT_EQ(**v, "x");
+  ASSERT_FALSE(a->insert("ckpt/step/2", "z"));
+  auto all = b->get_prefix("ckpt/");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), 2u);
+  ASSERT_FALSE(b->erase_prefix("ckpt/step"));
+  auto none = a->try_get("ckpt/step/2");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+}
+
+TEST_F(client_test, blocking_get_times_out) {
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  auto start = std::chrono::steady_clock::now();
+  auto v = a->get("never", short_timeout);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error(), make_error(errc::timeout));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, short_timeout);
+}
+
+TEST_F(client_test, cancelled_get_completes_with_cancelled) {
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  auto handle = a->get_async("never", std::chrono::seconds(30));
+  ASSERT_TRUE(handle);
+  std::thread canceller{[&] { a->cancel(*handle); }};
+  auto v = a->wait(*handle);
+  canceller.join();
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error(), make_error(errc::cancelled));
+}
+
+TEST_F(client_test, blocking_get_returns_when_another_rank_inserts) {
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  auto handle = a->get_async("later", std::chrono::seconds(5));
+  ASSERT_TRUE(handle);
+  ASSERT_FALSE(b->insert("later", "now"));
+  auto v = a->wait(*handle);
+  ASSERT_TRUE(v) << describe(v.error());
+  EXPECT_EQ(*v, "now");
+}
+
+TEST_F(client_test, barrier_times_out_when_a_participant_never_arrives) {
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  auto err = a->barrier("lonely", short_timeout, {0, 1});
+  EXPECT_EQ(err, make_error(errc::timeout));
+}
+
+TEST_F(client_test, blocking_calls_fail_fast_when_the_service_is_gone) {
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  caf::scoped_actor self{sys};
+  a->subscribe(self);
+  auto handle = a->get_async("never", std::chrono::seconds(30));
+  ASSERT_TRUE(handle);
+  caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+  auto start = std::chrono::steady_clock::now();
+  auto v = a->wait(*handle);
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error(), make_error(errc::unavailable));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  self->receive([](const peer_failure& f) {
+    EXPECT_EQ(f.rank, -1);
+    EXPECT_TRUE(f.lost);
+    EXPECT_EQ(f.message, "coordination service lost");
+  });
+  EXPECT_TRUE(a->barrier("b", short_timeout));
+}
+
+TEST_F(client_test, join_times_out_when_nobody_listens) {
+  auto cfg = agent_cfg(0);
+  cfg.port = 1;  // privileged and unused: connections are refused
+  cfg.join_timeout = std::chrono::milliseconds(300);
+  auto start = std::chrono::steady_clock::now();
+  auto client = coordination_client::connect(sys, cfg);
+  ASSERT_FALSE(client);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_NE(describe(client.error()).find("coordination service"), std::string::npos);
+}
+
+TEST_F(client_test, leave_is_idempotent) {
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(a->leave());
+  EXPECT_FALSE(a->leave());
+}
+
+}  // namespace

@@ -1,0 +1,116 @@
+#pragma once
+
+// A child process with pipes to its stdin and stdout, for the coordination
+// tests and benchmark: they drive coordination_worker processes line by line
+// and wait on their output with deadlines, never with sleeps.
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace lifeboat::test {
+
+class child_process {
+ public:
+  /// Starts `argv[0]` with the arguments; stderr is inherited, or read
+  /// together with stdout when `merge_stderr`.
+  explicit child_process(const std::vector<std::string>& argv, bool merge_stderr = false) {
+    int in[2];
+    int out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], STDIN_FILENO);
+      dup2(out[1], STDOUT_FILENO);
+      if (merge_stderr) dup2(out[1], STDERR_FILENO);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    to_child_ = in[1];
+    from_child_ = out[0];
+  }
+
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+
+  ~child_process() {
+    if (pid_ > 0 && !exit_status_) {
+      ::kill(pid_, SIGKILL);
+      wait_exit(std::chrono::seconds(10));
+    }
+    if (to_child_ >= 0) ::close(to_child_);
+    if (from_child_ >= 0) ::close(from_child_);
+  }
+
+  bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  bool send_line(const std::string& line) {
+    auto text = line + "\n";
+    return ::write(to_child_, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  }
+
+  /// The next line of the child's stdout, or nullopt at the deadline or at EOF.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      auto nl = buf_.find('\n');
+      if (nl != std::string::npos) {
+        auto line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd pfd{from_child_, POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[4096];
+      auto n = ::read(from_child_, chunk, sizeof(chunk));
+      if (n <= 0) return std::nullopt;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+  void kill(int sig) { ::kill(pid_, sig); }
+
+  /// The exit status (as waitpid reports it), or nullopt at the deadline.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
+    if (exit_status_) return exit_status_;
+    // waitpid has no timeout; a pidfd becomes readable when the child exits.
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    if (pidfd >= 0) {
+      pollfd pfd{pidfd, POLLIN, 0};
+      ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+      ::close(pidfd);
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, pidfd >= 0 ? WNOHANG : 0) != pid_) return std::nullopt;
+    exit_status_ = status;
+    return exit_status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string buf_;
+  std::optional<int> exit_status_;
+};
+
+}  // namespace lifeboat::test

@@ -1,0 +1,317 @@
+#include "actors/coordination_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include "actors/coordination_auth.hpp"
+
+using namespace lifeboat;
+
+namespace {
+
+constexpr int64_t heartbeat_timeout_ms = 500;
+const std::string token = "secret";
+
+class state_test : public ::testing::Test {
+ protected:
+  coordination_state st{{4, token, heartbeat_timeout_ms}};
+  int64_t now = 1000;
+
+  // Connects `conn` and joins it as `rank`; returns the JoinReply.
+  wire::JoinReply join(conn_id conn, int32_t rank, uint32_t incarnation = 0,
+                       const std::string& key = token, int32_t world_size = 4,
+                       uint32_t version = coordination_protocol_version) {
+    std::string nonce = "nonce-" + std::to_string(conn);
+    st.on_connect(conn, nonce, now);
+    auto hello = st.take_output();
+    EXPECT_EQ(hello.frames.size(), 1u);
+    EXPECT_EQ(hello.frames[0].second.hello().nonce(), nonce);
+    wire::Envelope env;
+    auto* j = env.mutable_join();
+    j->set_protocol_version(version);
+    j->set_rank(rank);
+    j->set_world_size(world_size);
+    j->set_incarnation(incarnation);
+    j->set_mac(join_mac(key, nonce, rank, world_size, incarnation));
+    st.on_frame(conn, env, now);
+    out = st.take_output();
+    for (auto& [c, e] : out.frames)
+      if (c == conn && e.has_join_reply()) return e.join_reply();
+    ADD_FAILURE() << "no join reply";
+    return {};
+  }
+
+  void join_all() {
+    for (int32_t r = 0; r < 4; ++r) ASSERT_TRUE(join(r + 1, r).ok());
+  }
+
+  void request(conn_id conn, wire::Envelope env) {
+    st.on_frame(conn, env, now);
+    out = st.take_output();
+  }
+
+  // The Reply to `id` sent to `conn` in the last output, if any.
+  std::optional<wire::Reply> reply_to(conn_id conn, uint64_t id) const {
+    for (auto& [c, e] : out.frames)
+      if (c == conn && e.has_reply() && e.reply().id() == id) return e.reply();
+    return std::nullopt;
+  }
+
+  static wire::Envelope insert(uint64_t id, const std::string& key, const std::string& value) {
+    wire::Envelope env;
+    env.mutable_insert()->set_id(id);
+    env.mutable_insert()->set_key(key);
+    env.mutable_insert()->set_value(value);
+    return env;
+  }
+
+  static wire::Envelope get(uint64_t id, const std::string& key, int64_t timeout_ms) {
+    wire::Envelope env;
+    env.mutable_get()->set_id(id);
+    env.mutable_get()->set_key(key);
+    env.mutable_get()->set_timeout_ms(timeout_ms);
+    return env;
+  }
+
+  static wire::Envelope barrier(uint64_t id, const std::string& name, int64_t timeout_ms,
+                                std::vector<int32_t> participants = {}) {
+    wire::Envelope env;
+    env.mutable_barrier()->set_id(id);
+    env.mutable_barrier()->set_name(name);
+    env.mutable_barrier()->set_timeout_ms(timeout_ms);
+    for (auto p : participants) env.mutable_barrier()->add_participants(p);
+    return env;
+  }
+
+  std::string state_of(int32_t rank) const { return st.workers(now)[rank].state(); }
+
+  coordination_output out;
+};
+
+TEST(coordination_keys, normalisation_collapses_and_strips_slashes) {
+  EXPECT_EQ(normalize_key("a//b///c/"), "a/b/c");
+  EXPECT_EQ(normalize_key("/"), "/");
+  EXPECT_EQ(normalize_prefix("a//b/"), "a/b/");
+}
+
+TEST_F(state_test, join_is_acknowledged_and_reported) {
+  auto reply = join(1, 2);
+  EXPECT_TRUE(reply.ok());
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_EQ(out.events[0].rank, 2);
+  EXPECT_EQ(out.events[0].kind, membership_event::joined);
+  EXPECT_EQ(state_of(2), "alive");
+  EXPECT_EQ(state_of(0), "joining");
+}
+
+TEST_F(state_test, wrong_token_is_refused_and_closed) {
+  auto reply = join(1, 0, 0, "wrong");
+  EXPECT_FALSE(reply.ok());
+  EXPECT_NE(reply.message().find("token"), std::string::npos);
+  EXPECT_EQ(out.closes, std::vector<conn_id>{1});
+  EXPECT_EQ(state_of(0), "joining");
+  EXPECT_EQ(st.connections(), 0u);
+}
+
+TEST_F(state_test, wrong_world_size_duplicate_rank_and_bad_version_are_refused) {
+  EXPECT_FALSE(join(1, 0, 0, token, 5).ok());
+  ASSERT_TRUE(join(2, 0).ok());
+  auto dup = join(3, 0);
+  EXPECT_FALSE(dup.ok());
+  EXPECT_NE(dup.message().find("already joined"), std::string::npos);
+  auto version = join(4, 1, 0, token, 4, coordination_protocol_version + 1);
+  EXPECT_FALSE(version.ok());
+  EXPECT_NE(version.message().find(std::to_string(coordination_protocol_version + 1)),
+            std::string::npos);
+  EXPECT_NE(version.message().find(std::to_string(coordination_protocol_version)),
+            std::string::npos);
+  EXPECT_EQ(state_of(0), "alive");
+}
+
+TEST_F(state_test, request_before_join_closes_the_connection) {
+  st.on_connect(7, "n", now);
+  st.take_output();
+  request(7, insert(1, "k", "v"));
+  EXPECT_EQ(out.closes, std::vector<conn_id>{7});
+  EXPECT_TRUE(st.snapshot("").empty());
+}
+
+TEST_F(state_test, higher_incarnation_starts_a_new_generation_and_stale_is_refused) {
+  join_all();
+  request(1, insert(1, "k", "v"));
+  auto reply = join(10, 0, 1);
+  EXPECT_TRUE(reply.ok());
+  EXPECT_EQ(reply.generation(), 1u);
+  EXPECT_EQ(st.generation(), 1u);
+  EXPECT_TRUE(st.snapshot("").empty());
+  // Every connection of the old generation is closed.
+  for (conn_id c = 1; c <= 4; ++c)
+    EXPECT_NE(std::find(out.closes.begin(), out.closes.end(), c), out.closes.end());
+  EXPECT_EQ(state_of(1), "joining");
+  auto stale = join(11, 1, 0);
+  EXPECT_FALSE(stale.ok());
+  EXPECT_NE(stale.message().find("stale"), std::string::npos);
+}
+
+TEST_F(state_test, insert_if_absent_and_blocking_get) {
+  join_all();
+  request(2, get(5, "a//b/", 1000));
+  EXPECT_FALSE(reply_to(2, 5));
+  request(1, insert(1, "a/b", "x"));
+  EXPECT_EQ(reply_to(1, 1)->error_code(), 0u);
+  ASSERT_TRUE(reply_to(2, 5));
+  EXPECT_EQ(reply_to(2, 5)->value(), "x");
+  request(3, insert(2, "/a/b", "y"));
+  request(3, insert(2, "a/b/", "y"));
+  EXPECT_EQ(reply_to(3, 2)->error_code(), static_cast<uint32_t>(errc::already_exists));
+}
+
+TEST_F(state_test, get_times_out_at_its_deadline_and_can_be_cancelled) {
+  join_all();
+  request(1, get(1, "never", 200));
+  request(1, get(2, "never", 10000));
+  EXPECT_EQ(st.next_deadline_ms(), now + 200);
+  st.on_tick(now + 199);
+  out = st.take_output();
+  EXPECT_FALSE(reply_to(1, 1));
+  st.on_tick(now + 200);
+  out = st.take_output();
+  EXPECT_EQ(reply_to(1, 1)->error_code(), static_cast<uint32_t>(errc::timeout));
+  wire::Envelope cancel;
+  cancel.mutable_cancel()->set_id(2);
+  request(1, cancel);
+  EXPECT_EQ(reply_to(1, 2)->error_code(), static_cast<uint32_t>(errc::cancelled));
+}
+
+TEST_F(state_test, prefix_get_and_erase) {
+  join_all();
+  request(1, insert(1, "ckpt/1", "a"));
+  request(1, insert(2, "ckpt/2", "b"));
+  request(1, insert(3, "ckptx", "c"));
+  EXPECT_EQ(st.snapshot("ckpt/").size(), 2u);
+  wire::Envelope erase;
+  erase.mutable_erase_prefix()->set_id(4);
+  erase.mutable_erase_prefix()->set_prefix("ckpt//");
+  request(1, erase);
+  EXPECT_EQ(reply_to(1, 4)->error_code(), 0u);
+  EXPECT_EQ(st.snapshot(""), (std::map<std::string, std::string>{{"ckptx", "c"}}));
+}
+
+TEST_F(state_test, barrier_releases_everyone_when_the_last_arrives) {
+  join_all();
+  for (int32_t r = 0; r < 3; ++r) {
+    request(r + 1, barrier(1, "b", 1000));
+    EXPECT_TRUE(out.frames.empty());
+  }
+  request(4, barrier(1, "b", 1000));
+  for (conn_id c = 1; c <= 4; ++c) EXPECT_EQ(reply_to(c, 1)->error_code(), 0u);
+}
+
+TEST_F(state_test, barrier_with_participants_ignores_others) {
+  join_all();
+  request(1, barrier(1, "pair", 1000, {0, 2}));
+  request(3, barrier(1, "pair", 1000, {2, 0}));
+  EXPECT_EQ(reply_to(1, 1)->error_code(), 0u);
+  EXPECT_EQ(reply_to(3, 1)->error_code(), 0u);
+  request(2, barrier(2, "pair2", 1000, {0, 2}));
+  EXPECT_EQ(reply_to(2, 2)->error_code(), static_cast<uint32_t>(errc::invalid_argument));
+}
+
+TEST_F(state_test, barrier_fails_for_everyone_when_a_participant_is_lost) {
+  join_all();
+  request(1, barrier(1, "b", 10000));
+  request(2, barrier(1, "b", 10000));
+  st.on_disconnect(4, now);
+  out = st.take_output();
+  for (conn_id c : {1, 2}) {
+    auto r = reply_to(c, 1);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::peer_lost));
+    EXPECT_NE(r->error_message().find("rank 3"), std::string::npos);
+  }
+  // A later arrival fails at once.
+  request(3, barrier(2, "b", 10000));
+  EXPECT_EQ(reply_to(3, 2)->error_code(), static_cast<uint32_t>(errc::peer_lost));
+}
+
+TEST_F(state_test, error_report_is_broadcast_and_fails_barriers) {
+  join_all();
+  request(1, barrier(1, "b", 10000));
+  wire::Envelope report;
+  report.mutable_error()->set_code(42);
+  report.mutable_error()->set_message("boom");
+  request(2, report);
+  int failures = 0;
+  for (auto& [c, e] : out.frames) {
+    if (!e.has_failure()) continue;
+    ++failures;
+    EXPECT_EQ(e.failure().rank(), 1);
+    EXPECT_EQ(e.failure().code(), 42);
+    EXPECT_FALSE(e.failure().lost());
+  }
+  EXPECT_EQ(failures, 4);
+  EXPECT_EQ(reply_to(1, 1)->error_code(), static_cast<uint32_t>(errc::peer_error));
+  EXPECT_EQ(state_of(1), "error");
+}
+
+TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
+  join_all();
+  now += heartbeat_timeout_ms - 1;
+  wire::Envelope hb;
+  for (conn_id c = 1; c <= 3; ++c) {
+    hb.mutable_heartbeat()->set_step(17);
+    request(c, hb);
+  }
+  now += 1;
+  st.on_tick(now);
+  out = st.take_output();
+  EXPECT_EQ(state_of(3), "lost");
+  EXPECT_EQ(state_of(0), "alive");
+  EXPECT_EQ(st.workers(now)[0].step(), 17);
+  EXPECT_EQ(out.closes, std::vector<conn_id>{4});
+  int lost = 0;
+  for (auto& [c, e] : out.frames)
+    if (e.has_failure() && e.failure().rank() == 3 && e.failure().lost()) ++lost;
+  EXPECT_EQ(lost, 3);
+}
+
+TEST_F(state_test, clean_leave_is_not_a_loss) {
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(2, leave);
+  EXPECT_EQ(reply_to(2, 9)->error_code(), 0u);
+  st.on_disconnect(2, now);
+  out = st.take_output();
+  EXPECT_EQ(state_of(1), "left");
+  for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
+}
+
+TEST_F(state_test, peer_messages_reach_one_rank_or_everyone) {
+  join_all();
+  wire::Envelope send;
+  send.mutable_send()->set_to_rank(2);
+  send.mutable_send()->set_channel("preempt");
+  send.mutable_send()->set_payload("p");
+  request(1, send);
+  ASSERT_EQ(out.frames.size(), 1u);
+  EXPECT_EQ(out.frames[0].first, 3);
+  EXPECT_EQ(out.frames[0].second.delivery().from_rank(), 0);
+  send.mutable_send()->set_to_rank(-1);
+  request(1, send);
+  EXPECT_EQ(out.frames.size(), 4u);
+}
+
+TEST_F(state_test, reset_drops_everything) {
+  join_all();
+  request(1, insert(1, "k", "v"));
+  request(2, get(2, "other", 1000));
+  st.reset();
+  out = st.take_output();
+  EXPECT_EQ(reply_to(2, 2)->error_code(), static_cast<uint32_t>(errc::cancelled));
+  EXPECT_EQ(out.closes.size(), 4u);
+  EXPECT_TRUE(st.snapshot("").empty());
+  EXPECT_EQ(state_of(0), "joining");
+  EXPECT_FALSE(st.next_deadline_ms());
+}
+
+}  // namespace
