@@ -1,0 +1,19 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+namespace lifeboat {
+
+/// The numeric addresses of `host` ("127.0.0.1", "::1"), resolved within
+/// `timeout`. A numeric host comes back as is without a lookup. getaddrinfo
+/// cannot be cancelled, so a lookup runs on its own detached thread and a slow
+/// resolver (no DNS server reachable) costs the caller at most `timeout`.
+/// Errors: errc::timeout, errc::unavailable (unknown name).
+caf::expected<std::vector<std::string>> resolve_host(const std::string& host,
+                                                     std::chrono::milliseconds timeout);
+
+}  // namespace lifeboat

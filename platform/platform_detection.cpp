@@ -1,0 +1,156 @@
+#include "platform/platform_detection.hpp"
+
+#include <sys/stat.h>
+
+#include <array>
+#include <condition_variable>
+#include <csignal>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+#include "platform/aws_source.hpp"
+#include "platform/azure_source.hpp"
+#include "platform/gce_source.hpp"
+#include "platform/metadata_endpoint.hpp"
+#include "platform/text_parse.hpp"
+
+namespace lifeboat {
+
+namespace {
+
+constexpr char kComponent[] = "platform";
+constexpr char kGeneric[] = "generic";
+constexpr char kNvidiaGpus[] = "/proc/driver/nvidia/gpus";
+constexpr int kDefaultRestartCode = 42;
+constexpr int kGceRestartCode = 143;
+constexpr std::chrono::seconds kGceGpuGrace{3600};
+constexpr std::chrono::seconds kAwsSpotGrace{120};
+constexpr std::chrono::seconds kAzureSpotGrace{30};
+constexpr std::chrono::seconds kKubernetesGrace{30};
+constexpr int64_t kMaxGraceSeconds = 7 * 24 * 3600;
+
+bool has_nvidia_gpu() {
+  struct stat info {};
+  return ::stat(kNvidiaGpus, &info) == 0;
+}
+
+// The cloud probes in order of preference.
+constexpr size_t kClouds = 3;
+constexpr std::array<const char*, kClouds> kCloudNames{"gce", "aws", "azure"};
+
+enum class probe_result { pending, found, absent };
+
+// Shared with the probe threads, which may outlive detect_platform.
+struct probe_state {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::array<probe_result, kClouds> results{probe_result::pending, probe_result::pending,
+                                            probe_result::pending};
+
+  // The preferred cloud that answered once every more preferred one has failed;
+  // -1 while undecided; kClouds when all failed.
+  int decision() const {
+    for (size_t i = 0; i < kClouds; ++i) {
+      if (results[i] == probe_result::pending) return -1;
+      if (results[i] == probe_result::found) return static_cast<int>(i);
+    }
+    return static_cast<int>(kClouds);
+  }
+};
+
+caf::expected<platform_defaults> probe_clouds(const env_lookup& env,
+                                              std::chrono::milliseconds budget) {
+  auto gce = gce_metadata_endpoint(env, kLinkLocalMetadataHost);
+  if (!gce) return gce.error();
+  auto aws = aws_metadata_endpoint(env);
+  if (!aws) return aws.error();
+  auto azure = azure_metadata_endpoint(env);
+  if (!azure) return azure.error();
+  std::array<std::function<bool()>, kClouds> probes{
+      [where = *gce, budget] { return gce_metadata_reachable(where, budget); },
+      [where = *aws, budget] { return aws_metadata_reachable(where, budget); },
+      [where = *azure, budget] { return azure_metadata_reachable(where, budget); },
+  };
+  auto state = std::make_shared<probe_state>();
+  for (size_t i = 0; i < kClouds; ++i) {
+    // Detached: a probe stuck past the budget must not hold the worker up.
+    std::thread{[state, i, probe = std::move(probes[i])] {
+      bool found = probe();
+      std::lock_guard<std::mutex> guard{state->mutex};
+      state->results[i] = found ? probe_result::found : probe_result::absent;
+      state->changed.notify_all();
+    }}.detach();
+  }
+  std::unique_lock<std::mutex> lock{state->mutex};
+  state->changed.wait_for(lock, budget, [&] { return state->decision() >= 0; });
+  auto choice = state->decision();
+  lock.unlock();
+  if (choice < 0 || choice == static_cast<int>(kClouds))
+    return platform_defaults_for(kGeneric, env);
+  return platform_defaults_for(kCloudNames[static_cast<size_t>(choice)], env);
+}
+
+}  // namespace
+
+caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
+                                                       const env_lookup& env) {
+  platform_defaults out;
+  out.name = name;
+  out.restart_exit_code = kDefaultRestartCode;
+  out.signals = {SIGTERM};
+  if (name == "gce") {
+    out.notice_sources = {"gce"};
+    out.restart_exit_code = kGceRestartCode;
+    if (has_nvidia_gpu()) out.grace_period = kGceGpuGrace;
+  } else if (name == "aws") {
+    out.notice_sources = {"aws"};
+    out.grace_period = kAwsSpotGrace;
+  } else if (name == "azure") {
+    out.notice_sources = {"azure"};
+    out.grace_period = kAzureSpotGrace;
+  } else if (name == "kubernetes") {
+    out.grace_period = kKubernetesGrace;
+  } else if (name == "slurm") {
+    out.signals.push_back(SIGUSR1);
+  } else if (name != kGeneric) {
+    return make_error(
+        errc::invalid_config,
+        "unknown platform '" + name + "' (expected generic, gce, aws, azure, kubernetes or slurm)");
+  }
+  if (auto* text = env_value(env, "LIFEBOAT_GRACE_PERIOD_S")) {
+    auto seconds = parse_integer(text, "LIFEBOAT_GRACE_PERIOD_S", 0, kMaxGraceSeconds);
+    if (!seconds) return seconds.error();
+    out.grace_period = std::chrono::seconds{*seconds};
+  }
+  return out;
+}
+
+caf::expected<platform_defaults> detect_platform(const env_lookup& env,
+                                                 std::chrono::milliseconds budget) {
+  caf::expected<platform_defaults> result = make_error(errc::unavailable);
+  if (auto* name = env_value(env, "LIFEBOAT_PLATFORM")) {
+    result = platform_defaults_for(name, env);
+    if (!result)
+      return make_error(errc::invalid_config, "LIFEBOAT_PLATFORM: " + describe(result.error()));
+  } else if (env_value(env, "KUBERNETES_SERVICE_HOST")) {
+    result = platform_defaults_for("kubernetes", env);
+  } else if (env_value(env, "SLURM_JOB_ID")) {
+    result = platform_defaults_for("slurm", env);
+  } else {
+    result = probe_clouds(env, budget);
+  }
+  if (result)
+    log(log_level::info, kComponent, "platform ", result->name, ", restart code ",
+        result->restart_exit_code, ", grace period ", result->grace_period.count(), " s");
+  return result;
+}
+
+caf::expected<platform_defaults> detect_platform() {
+  return detect_platform(process_environment());
+}
+
+}  // namespace lifeboat

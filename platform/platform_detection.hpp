@@ -1,0 +1,53 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "platform/environment.hpp"
+
+namespace lifeboat {
+
+/// What a worker does by default on the platform it runs on.
+struct platform_defaults {
+  std::string name;                         // gce, aws, azure, kubernetes, slurm, generic
+  std::vector<std::string> notice_sources;  // specs for make_notice_source
+  int restart_exit_code = 42;               // exit code after a saved checkpoint
+  std::chrono::seconds grace_period{0};     // keep training this long after a notice
+  std::vector<int> signals;                 // signals that are a termination notice
+};
+
+/// The most detection may make a worker wait on a machine that is none of the clouds.
+constexpr std::chrono::milliseconds kDetectionBudget{800};
+
+/// The defaults of a named platform, without probing anything:
+/// | name       | notice sources | restart code | grace                 | signals          |
+/// | generic    | -              | 42           | 0 s                   | SIGTERM          |
+/// | gce        | gce            | 143          | 3600 s on GPU VMs, 0  | SIGTERM          |
+/// | aws        | aws            | 42           | 120 s (spot warning)  | SIGTERM          |
+/// | azure      | azure          | 42           | 30 s (spot eviction)  | SIGTERM          |
+/// | kubernetes | -              | 42           | 30 s (pod default)    | SIGTERM          |
+/// | slurm      | -              | 42           | 0 s                   | SIGTERM, SIGUSR1 |
+/// 143 and the GCE grace periods are TensorFlow's GCE defaults. A GPU VM is one
+/// with an NVIDIA driver loaded (/proc/driver/nvidia/gpus). LIFEBOAT_GRACE_PERIOD_S
+/// (seconds) overrides the grace period everywhere. An unknown name or a
+/// malformed value is errc::invalid_config.
+caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
+                                                       const env_lookup& env);
+
+/// Finds the platform: LIFEBOAT_PLATFORM names it outright (no probes); else
+/// KUBERNETES_SERVICE_HOST means kubernetes and SLURM_JOB_ID slurm; else the
+/// GCE, AWS and Azure metadata servers are probed in parallel (endpoints as the
+/// notice sources read them; GCE at GCE_METADATA_HOST/GCE_METADATA_IP or
+/// 169.254.169.254, which needs no DNS) and the first of gce, aws, azure that
+/// answers wins. Returns within about `budget`: probes still out then count as
+/// failed, giving generic.
+caf::expected<platform_defaults> detect_platform(
+    const env_lookup& env, std::chrono::milliseconds budget = kDetectionBudget);
+
+/// detect_platform on the process environment.
+caf::expected<platform_defaults> detect_platform();
+
+}  // namespace lifeboat

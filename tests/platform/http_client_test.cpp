@@ -1,0 +1,117 @@
+#include "platform/http_client.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "messages/errors.hpp"
+#include "tests/platform/mock_server.hpp"
+
+namespace lifeboat {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::mock_server;
+
+http_request to_mock(const mock_server& mock, std::string method, std::string target) {
+  http_request request;
+  request.method = std::move(method);
+  request.host = "127.0.0.1";
+  request.port = mock.port();
+  request.target = std::move(target);
+  return request;
+}
+
+// A port on 127.0.0.1 that nothing listens on: bound, then closed.
+uint16_t unused_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(http_client, get_sends_headers_and_returns_status_headers_and_body) {
+  mock_server mock;
+  auto request = to_mock(mock, "GET", "/computeMetadata/v1/instance/hostname");
+  request.headers.push_back({"Metadata-Flavor", "Google"});
+  auto reply = http_send(request, 5s);
+  ASSERT_TRUE(reply) << describe(reply.error());
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "mock-vm.internal");
+  EXPECT_EQ(reply->header("metadata-flavor"), std::optional<std::string>{"Google"});
+  EXPECT_EQ(reply->header("X-Missing"), std::nullopt);
+}
+
+TEST(http_client, non_2xx_status_is_a_response_not_an_error) {
+  mock_server mock;
+  auto reply = http_send(to_mock(mock, "GET", "/computeMetadata/v1/instance/hostname"), 5s);
+  ASSERT_TRUE(reply) << describe(reply.error());
+  EXPECT_EQ(reply->status, 403);
+}
+
+TEST(http_client, put_and_post_carry_a_body) {
+  mock_server mock;
+  auto put = to_mock(mock, "PUT", "/latest/api/token");
+  put.headers.push_back({"X-aws-ec2-metadata-token-ttl-seconds", "60"});
+  auto token = http_send(put, 5s);
+  ASSERT_TRUE(token) << describe(token.error());
+  EXPECT_EQ(token->status, 200);
+  EXPECT_FALSE(token->body.empty());
+
+  auto post = to_mock(mock, "POST", "/metadata/scheduledevents?api-version=2020-07-01");
+  post.headers.push_back({"Metadata", "true"});
+  post.body = R"({"StartRequests": [{"EventId": "abc"}]})";
+  auto ack = http_send(post, 5s);
+  ASSERT_TRUE(ack) << describe(ack.error());
+  EXPECT_EQ(ack->status, 200);
+  EXPECT_EQ(mock.read("azure/acknowledged"), "abc\n");
+}
+
+TEST(http_client, refused_connection_is_unavailable_and_names_host_and_port) {
+  http_request request;
+  request.host = "127.0.0.1";
+  request.port = unused_port();
+  auto reply = http_send(request, 5s);
+  ASSERT_FALSE(reply);
+  EXPECT_EQ(reply.error(), make_error(errc::unavailable));
+  EXPECT_NE(describe(reply.error()).find("127.0.0.1:" + std::to_string(request.port)),
+            std::string::npos);
+}
+
+TEST(http_client, slow_server_times_out_within_the_bound) {
+  mock_server mock{{"--delay-ms", "5000"}};
+  auto start = std::chrono::steady_clock::now();
+  auto reply = http_send(to_mock(mock, "GET", "/computeMetadata/v1/instance/hostname"), 300ms);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(reply);
+  EXPECT_EQ(reply.error(), make_error(errc::timeout)) << describe(reply.error());
+  EXPECT_NE(describe(reply.error()).find(mock.address()), std::string::npos);
+  EXPECT_GE(elapsed, 300ms);
+  EXPECT_LT(elapsed, 1500ms);
+}
+
+TEST(http_client, garbage_reply_is_unavailable) {
+  mock_server mock{{"--garbage"}};
+  auto reply = http_send(to_mock(mock, "GET", "/computeMetadata/v1/instance/hostname"), 5s);
+  ASSERT_FALSE(reply);
+  EXPECT_EQ(reply.error(), make_error(errc::unavailable)) << describe(reply.error());
+}
+
+TEST(http_client, unknown_method_is_invalid_argument) {
+  http_request request;
+  request.method = "FETCH";
+  request.host = "127.0.0.1";
+  auto reply = http_send(request, 1s);
+  ASSERT_FALSE(reply);
+  EXPECT_EQ(reply.error(), make_error(errc::invalid_argument));
+}
+
+}  // namespace
+}  // namespace lifeboat

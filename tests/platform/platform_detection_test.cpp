@@ -1,0 +1,123 @@
+#include "platform/platform_detection.hpp"
+
+#include <csignal>
+
+#include <gtest/gtest.h>
+
+#include "messages/errors.hpp"
+#include "tests/platform/fake_env.hpp"
+#include "tests/platform/mock_server.hpp"
+
+namespace lifeboat {
+namespace {
+
+using namespace std::chrono_literals;
+using env_table = std::map<std::string, std::string>;
+using testing::mock_server;
+using testing::table_env;
+
+TEST(platform_detection, this_machine_is_generic_within_a_second) {
+  env_table env;  // no overrides: the real link-local metadata address is probed
+  auto start = std::chrono::steady_clock::now();
+  auto found = detect_platform(table_env(env));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(found) << describe(found.error());
+  EXPECT_EQ(found->name, "generic");
+  EXPECT_EQ(found->restart_exit_code, 42);
+  EXPECT_EQ(found->grace_period, 0s);
+  EXPECT_EQ(found->signals, std::vector<int>{SIGTERM});
+  EXPECT_TRUE(found->notice_sources.empty());
+  EXPECT_LT(elapsed, 1500ms);
+}
+
+TEST(platform_detection, hanging_metadata_servers_cost_at_most_the_budget) {
+  mock_server mock{{"--delay-ms", "10000"}};
+  env_table env{{"GCE_METADATA_HOST", mock.address()},
+                {"LIFEBOAT_AWS_METADATA", mock.address()},
+                {"LIFEBOAT_AZURE_METADATA", mock.address()}};
+  auto start = std::chrono::steady_clock::now();
+  auto found = detect_platform(table_env(env));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(found) << describe(found.error());
+  EXPECT_EQ(found->name, "generic");
+  EXPECT_GE(elapsed, kDetectionBudget);
+  EXPECT_LT(elapsed, 1500ms);
+}
+
+TEST(platform_detection, platform_variable_skips_probes) {
+  env_table env{{"LIFEBOAT_PLATFORM", "aws"}, {"LIFEBOAT_AWS_METADATA", "127.0.0.1:1"}};
+  auto start = std::chrono::steady_clock::now();
+  auto found = detect_platform(table_env(env));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 200ms);
+  ASSERT_TRUE(found) << describe(found.error());
+  EXPECT_EQ(found->name, "aws");
+  EXPECT_EQ(found->notice_sources, std::vector<std::string>{"aws"});
+  EXPECT_EQ(found->grace_period, 120s);
+}
+
+TEST(platform_detection, unknown_platform_variable_is_invalid_config) {
+  env_table env{{"LIFEBOAT_PLATFORM", "borg"}};
+  auto found = detect_platform(table_env(env));
+  ASSERT_FALSE(found);
+  EXPECT_EQ(found.error(), make_error(errc::invalid_config));
+  EXPECT_NE(describe(found.error()).find("LIFEBOAT_PLATFORM"), std::string::npos);
+}
+
+TEST(platform_detection, kubernetes_grace_comes_from_the_environment) {
+  env_table env{{"KUBERNETES_SERVICE_HOST", "10.0.0.1"}};
+  auto found = detect_platform(table_env(env));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->name, "kubernetes");
+  EXPECT_EQ(found->grace_period, 30s);
+  env["LIFEBOAT_GRACE_PERIOD_S"] = "45";
+  EXPECT_EQ(detect_platform(table_env(env))->grace_period, 45s);
+  env["LIFEBOAT_GRACE_PERIOD_S"] = "-1";
+  EXPECT_FALSE(detect_platform(table_env(env)));
+}
+
+TEST(platform_detection, slurm_watches_sigterm_and_sigusr1) {
+  env_table env{{"SLURM_JOB_ID", "7"}};
+  auto found = detect_platform(table_env(env));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->name, "slurm");
+  EXPECT_EQ(found->signals, (std::vector<int>{SIGTERM, SIGUSR1}));
+}
+
+TEST(platform_detection, gce_metadata_server_means_gce) {
+  mock_server mock;
+  env_table env{{"GCE_METADATA_HOST", mock.address()},
+                {"LIFEBOAT_AWS_METADATA", mock.address()},
+                {"LIFEBOAT_AZURE_METADATA", mock.address()}};
+  auto found = detect_platform(table_env(env));
+  ASSERT_TRUE(found) << describe(found.error());
+  EXPECT_EQ(found->name, "gce");
+  EXPECT_EQ(found->notice_sources, std::vector<std::string>{"gce"});
+  EXPECT_EQ(found->restart_exit_code, 143);
+}
+
+TEST(platform_detection, aws_and_azure_are_found_by_their_probes) {
+  mock_server mock;
+  mock.control("gce/flavor", "0");  // the GCE probe now fails at once
+  env_table env{{"GCE_METADATA_HOST", mock.address()},
+                {"LIFEBOAT_AWS_METADATA", mock.address()},
+                {"LIFEBOAT_AZURE_METADATA", mock.address()}};
+  auto found = detect_platform(table_env(env));
+  ASSERT_TRUE(found) << describe(found.error());
+  EXPECT_EQ(found->name, "aws");
+  env.erase("LIFEBOAT_AWS_METADATA");  // back to 169.254.169.254, which fails here
+  found = detect_platform(table_env(env));
+  ASSERT_TRUE(found) << describe(found.error());
+  EXPECT_EQ(found->name, "azure");
+  EXPECT_EQ(found->grace_period, 30s);
+}
+
+TEST(platform_detection, defaults_table) {
+  env_table env;
+  auto gce = platform_defaults_for("gce", table_env(env));
+  ASSERT_TRUE(gce);
+  EXPECT_EQ(gce->restart_exit_code, 143);
+  EXPECT_FALSE(platform_defaults_for("nowhere", table_env(env)));
+}
+
+}  // namespace
+}  // namespace lifeboat
