@@ -1,0 +1,150 @@
+// The status page (actors/status_page.cpp) as a browser renders it: headless
+// Chromium loads GET / from a real endpoint, runs the page's script and must
+// show the workers and actors that /status reports.
+
+#include "actors/status_page.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <caf/send.hpp>
+
+#include "actors/status_endpoint.hpp"
+#include "actors/system_config.hpp"
+#include "tests/actors/status_test_support.hpp"
+
+namespace lifeboat {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// Chromium starts slowly on a loaded machine; this bounds a hung one.
+constexpr auto browser_timeout = 90s;
+constexpr const char* browser_name = "chromium";
+// Keeps the screenshot there instead of in a temporary directory.
+constexpr const char* screenshot_dir_env = "LIFEBOAT_STATUS_SCREENSHOT_DIR";
+// A blank 1200x800 page compresses to a few KiB; the rendered page is larger.
+constexpr std::uintmax_t min_screenshot_bytes = 20 * 1024;
+
+std::string find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    auto end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    fs::path candidate = fs::path{dirs.substr(start, end - start)} / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return {};
+}
+
+TEST(status_page, renders_everything_through_text_content) {
+  const auto& html = status_page_html();
+  for (const char* part :
+       {"<!DOCTYPE html>", "id=\"actors\"", "id=\"workers\"", "id=\"phase\"", "id=\"step\"",
+        "id=\"checkpoint\"", "fetch(\"/status\"", "setInterval(refresh, 1000)"}) {
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  }
+  EXPECT_EQ(html.find("innerHTML"), std::string::npos);
+}
+
+class status_page_browser_test : public testing::Test {
+ protected:
+  void SetUp() override {
+    chromium_ = find_in_path(browser_name);
+    if (chromium_.empty())
+      GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium): the status "
+                      "page was NOT checked in a browser";
+    char templ[] = "/tmp/lifeboat-status-page-XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    tmp_ = templ;
+    status_endpoint_config cfg;
+    cfg.rank = 0;
+    cfg.world_size = 2;
+    for (const auto& a : test::saving_cluster()) {
+      actors_.push_back(sys_.spawn(test::fixed_status_actor, a));
+      cfg.observed.push_back(actors_.back());
+    }
+    auto spawned = spawn_status_endpoint(sys_, std::move(cfg));
+    ASSERT_TRUE(spawned) << describe(spawned.error());
+    endpoint_ = spawned->first;
+    url_ = "http://127.0.0.1:" + std::to_string(spawned->second) + "/";
+  }
+
+  void TearDown() override {
+    stop_status_endpoint(endpoint_);
+    for (auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    actors_.clear();
+    if (!tmp_.empty()) fs::remove_all(tmp_);
+  }
+
+  // Runs headless Chromium with a fresh profile on the page plus `extra`.
+  test::process_result browse(std::vector<std::string> extra) {
+    std::vector<std::string> argv{
+        chromium_,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--user-data-dir=" + (tmp_ / ("profile" + std::to_string(runs_++))).string(),
+        "--window-size=1200,800",
+        "--virtual-time-budget=3000"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(url_);
+    return test::run_process(argv, browser_timeout);
+  }
+
+  system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  std::vector<caf::actor> actors_;
+  caf::actor endpoint_;
+  std::string chromium_;
+  std::string url_;
+  fs::path tmp_;
+  int runs_ = 0;
+};
+
+TEST_F(status_page_browser_test, script_fills_the_workers_and_actors_tables) {
+  auto run = browse({"--dump-dom"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto& dom = run.out;
+  for (const char* part : {
+           R"(<tr data-rank="0"><td class="num">0</td><td class="num">120</td>)",
+           R"(<tr data-rank="1"><td class="num">1</td><td class="num">119</td>)",
+           R"(<td class="num">16 ms ago</td><td class="ok">alive</td>)",
+           R"(<tr data-actor="step_resolver"><td>step_resolver</td><td class="ok">running</td>)",
+           R"(<tr data-actor="status_endpoint">)",
+           R"(<div class="value" id="phase">saving</div>)",
+           R"(<div class="value" id="step">120</div>)",
+           R"(id="checkpoint" title="/ckpt/step-100">step 100)",
+           R"(<div id="error"></div>)",
+       }) {
+    EXPECT_NE(dom.find(part), std::string::npos) << part << "\n" << dom;
+  }
+}
+
+TEST_F(status_page_browser_test, takes_a_non_trivial_screenshot) {
+  const char* keep = std::getenv(screenshot_dir_env);
+  auto png = (keep != nullptr ? fs::path{keep} : tmp_) / "status-page.png";
+  auto run = browse({"--screenshot=" + png.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(fs::exists(png)) << run.err;
+  std::ifstream in{png, std::ios::binary};
+  std::string magic(8, '\0');
+  in.read(magic.data(), 8);
+  EXPECT_EQ(magic, "\x89PNG\r\n\x1a\n");
+  EXPECT_GT(fs::file_size(png), min_screenshot_bytes);
+}
+
+}  // namespace
+}  // namespace lifeboat
