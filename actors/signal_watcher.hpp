@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "platform/signal_pipe.hpp"

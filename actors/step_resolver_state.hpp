@@ -76,6 +76,7 @@ class step_resolver_state {
   int64_t agreed_step() const { return agreed_step_; }
   uint64_t rounds() const { return round_; }
   bool is_leader() const { return cfg_.rank == leader_rank; }
+  int32_t rank() const { return cfg_.rank; }
 
  private:
   std::vector<outgoing> learn_notice(const wire::Notice& notice, int64_t now_ms);

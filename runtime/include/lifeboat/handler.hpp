@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <limits>
@@ -75,7 +76,7 @@ class preemption_checkpoint_handler {
    public:
     explicit scope(preemption_checkpoint_handler& h)
         : handler_(h), exceptions_(std::uncaught_exceptions()) {}
-    ~scope() noexcept(false);
+    ~scope();
     scope(const scope&) = delete;
     scope& operator=(const scope&) = delete;
 
@@ -87,6 +88,11 @@ class preemption_checkpoint_handler {
 
   int rank() const;
   int world_size() const;
+
+  /// A cluster-wide barrier through the coordination service, for trainers
+  /// without collectives of their own (lifeboat-demo keeps lock-step with it).
+  /// Throws peer_error when a worker failed or was lost while waiting.
+  void barrier(const std::string& name, std::chrono::milliseconds timeout);
 
   /// Reports `error` to every worker (as `run` does for a throwing step).
   void report_error(std::exception_ptr error);

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "messages/status.pb.h"
+
+namespace lifeboat {
+
+class coordination_client;
+
+/// Follows this worker's saves: the trainer snapshots and hands the bytes to
+/// the checkpoint store's I/O thread (checkpoint::async_saver), which writes
+/// the shard, meets the other ranks at the checkpoint-ready barrier and
+/// commits. The writer hears how it ended, keeps the last checkpoint for the
+/// status endpoint, feeds the measured save time to the step resolver, and on
+/// the commit rank tells every worker that the save is committed (which is
+/// what lets the exit controllers exit). A failed save is reported to every
+/// worker as this worker's error. Messages:
+///   (saving_atom, int64_t step)                                the trainer began a save
+///   (saved_atom, int64_t step, bool final, CheckpointInfo, double seconds)  durable / committed
+///   (save_failed_atom, int64_t step, std::string error)
+///   (committed_atom, wire::SaveCommitted)                      from the cluster watcher
+///   (status_atom) -> wire::ActorStatus
+struct checkpoint_writer_state {
+  static const char* name;
+  coordination_client* client = nullptr;
+  caf::actor resolver;
+  bool commit_rank = false;
+  int64_t saving_step = -1;
+  wire::CheckpointInfo last;
+  int64_t saves = 0;
+  int64_t failures = 0;
+  double seconds_total = 0;
+};
+
+using saved_atom = caf::atom_constant<caf::atom("saved")>;
+using save_failed_atom = caf::atom_constant<caf::atom("savefailed")>;
+
+caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* self,
+                                coordination_client* client, caf::actor resolver, bool commit_rank);
+
+}  // namespace lifeboat

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <cstdint>
+
+#include <caf/actor.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+namespace lifeboat {
+
+/// Follows the coordination service for this worker: protocol messages from
+/// peers go to the step resolver; a committed save goes to the resolver, the
+/// writer, the poll watcher and the exit controller; peers' errors and lost
+/// peers go to the exit controller. Messages:
+///   (peer_message), (peer_failure)   from the coordination agent
+///   (status_atom) -> wire::ActorStatus
+struct cluster_watcher_state {
+  static const char* name;
+  caf::actor resolver;
+  caf::actor writer;
+  caf::actor poll_watcher;
+  caf::actor exit_controller;
+  int64_t messages = 0;
+  int64_t malformed = 0;
+  int64_t failures = 0;
+  int64_t last_committed_step = -1;
+};
+
+struct cluster_watcher_peers {
+  caf::actor resolver;
+  caf::actor writer;
+  caf::actor poll_watcher;
+  caf::actor exit_controller;
+};
+
+caf::behavior cluster_watcher(caf::stateful_actor<cluster_watcher_state>* self,
+                              cluster_watcher_peers peers);
+
+}  // namespace lifeboat

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+namespace lifeboat {
+
+class notice_source;
+
+/// Runs one notice source (termination_watcher_fn, a cloud metadata server, a
+/// trigger file) on a thread of its own, so a slow or hanging source never
+/// stalls an actor. Polls every `interval`; errors are logged with backoff.
+class source_poller {
+ public:
+  source_poller(std::unique_ptr<notice_source> source, std::chrono::milliseconds interval,
+                caf::actor_addr watcher);
+  ~source_poller();
+
+  /// Asks the source to acknowledge the notice (Azure StartRequests) on its thread.
+  void request_acknowledge();
+  const std::string& name() const { return name_; }
+  int64_t polls() const { return polls_.load(); }
+  int64_t errors() const { return errors_.load(); }
+
+ private:
+  void loop();
+
+  std::unique_ptr<notice_source> source_;
+  std::string name_;
+  std::chrono::milliseconds interval_;
+  caf::actor_addr watcher_;
+  std::atomic<int64_t> polls_{0};
+  std::atomic<int64_t> errors_{0};
+  std::atomic<bool> acknowledge_{false};
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+/// Forwards the first notice of every source to the step resolver (a notice
+/// without a deadline gets now + grace period there). Messages:
+///   (notice_atom, wire::Notice)               from its pollers
+///   (committed_atom, wire::SaveCommitted)     acknowledge the sources
+///   (status_atom) -> wire::ActorStatus
+struct poll_watcher_state {
+  static const char* name;
+  caf::actor resolver;
+  std::vector<std::unique_ptr<source_poller>> pollers;
+  std::set<std::string> notified;
+};
+
+caf::behavior poll_watcher(caf::stateful_actor<poll_watcher_state>* self,
+                           std::vector<std::unique_ptr<notice_source>>* sources,
+                           std::chrono::milliseconds interval, caf::actor resolver);
+
+}  // namespace lifeboat

@@ -1,0 +1,109 @@
+#include "actors/step_resolver.hpp"
+
+#include <chrono>
+
+#include <caf/event_based_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/coordination_atoms.hpp"
+#include "actors/coordination_client.hpp"
+#include "actors/protocol.hpp"
+#include "messages/log.hpp"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
+#include "platform/clock.hpp"
+
+namespace lifeboat {
+
+const char* step_resolver_actor_state::name = "step_resolver";
+
+namespace {
+
+// The resolver wakes this often to sample the step time and to run the
+// final-save timer; 50 ms is well inside any useful grace period.
+constexpr auto tick_interval = std::chrono::milliseconds{50};
+constexpr int64_t step_sample_ms = 1000;
+constexpr auto notice_record_timeout = std::chrono::seconds{10};
+
+using self_ptr = caf::stateful_actor<step_resolver_actor_state>*;
+
+void dispatch(self_ptr self, std::vector<outgoing> out) {
+  for (auto& msg : out)
+    self->state.client->send(msg.to, protocol_channel, msg.message.SerializeAsString());
+}
+
+// Samples the trainer's completed step once a second for the step time, and
+// fires the leader's final save when it is due.
+void on_tick(self_ptr self) {
+  auto& st = self->state;
+  auto now = unix_now_ms();
+  if (now - st.sampled_at_ms >= step_sample_ms) {
+    auto step = st.gate->completed_step();
+    if (st.sampled_at_ms != 0 && step > st.sampled_step)
+      st.logic->record_step_seconds((now - st.sampled_at_ms) / 1000.0 / (step - st.sampled_step));
+    st.sampled_step = step;
+    st.sampled_at_ms = now;
+  }
+  if (auto due = st.logic->final_save_due_ms(); due && now >= *due) {
+    log(log_level::info, "step_resolver", "final save of the grace period is due");
+    dispatch(self, st.logic->on_final_save_due());
+  }
+  self->delayed_send(self, tick_interval, tick_atom::value);
+}
+
+}  // namespace
+
+caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step_gate* gate,
+                            coordination_client* client) {
+  self->state.logic = std::make_unique<step_resolver_state>(cfg, *gate);
+  self->state.client = client;
+  self->state.gate = gate;
+  self->send(self, tick_atom::value);
+  return {
+      [=](notice_atom, const wire::Notice& notice) {
+        auto& st = self->state;
+        log(log_level::info, "step_resolver", "notice from ", notice.source(), ": ",
+            notice.reason());
+        // The first notice of this worker is recorded for the preemption
+        // watcher; insert-if-absent keeps the first one.
+        if (st.notices++ == 0) {
+          auto record = notice;
+          record.set_rank(st.logic->rank());
+          self->request(st.client->agent(), notice_record_timeout, insert_atom::value,
+                        notice_key_prefix + std::to_string(record.rank()),
+                        record.SerializeAsString())
+              .then([] {}, [](caf::error&) {});
+        }
+        dispatch(self, st.logic->on_local_notice(notice, unix_now_ms()));
+      },
+      [=](const wire::ProtocolMessage& msg) {
+        auto& logic = *self->state.logic;
+        auto before = logic.agreed_step();
+        dispatch(self, logic.on_message(msg, unix_now_ms()));
+        if (logic.agreed_step() != before)
+          log(log_level::info, "step_resolver", "agreed to save at step ", logic.agreed_step(),
+              msg.commit().final_save() ? " (final)" : " (grace period continues)");
+      },
+      [=](saving_atom, int64_t) { self->state.logic->on_save_started(); },
+      [=](ckpt_time_atom, double seconds) {
+        self->state.logic->record_checkpoint_seconds(seconds);
+      },
+      [=](tick_atom) { on_tick(self); },
+      [=](status_atom) {
+        auto& logic = *self->state.logic;
+        wire::ActorStatus st;
+        st.set_name(step_resolver_actor_state::name);
+        st.set_state(logic.is_leader() ? "leader" : "follower");
+        st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
+        st.set_step(self->state.gate->completed_step());
+        st.set_phase(to_string(logic.phase()));
+        (*st.mutable_metrics())["notices_total"] = static_cast<double>(self->state.notices);
+        (*st.mutable_metrics())["agreement_rounds_total"] = static_cast<double>(logic.rounds());
+        (*st.mutable_metrics())["agreed_step"] = static_cast<double>(logic.agreed_step());
+        (*st.mutable_metrics())["deadline_unix_ms"] = static_cast<double>(logic.deadline_ms());
+        return st;
+      },
+  };
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "actors/step_resolver_state.hpp"
+
+namespace lifeboat {
+
+class coordination_client;
+
+/// Turns notices into one cluster-wide decision (see step_resolver_state for
+/// the numbered protocol). Messages:
+///   (notice_atom, wire::Notice)       a notice from this worker's watchers
+///   (wire::ProtocolMessage)           the protocol channel, via the cluster watcher
+///   (saving_atom, int64_t step)       the trainer began a save
+///   (ckpt_time_atom, double seconds)  the writer measured a save
+///   (status_atom) -> wire::ActorStatus
+struct step_resolver_actor_state {
+  static const char* name;
+  std::unique_ptr<step_resolver_state> logic;
+  coordination_client* client = nullptr;
+  step_gate* gate = nullptr;
+  // Step time is sampled here, off the trainer's hot path.
+  int64_t sampled_step = 0;
+  int64_t sampled_at_ms = 0;
+  int64_t notices = 0;
+};
+
+caf::behavior step_resolver(caf::stateful_actor<step_resolver_actor_state>* self,
+                            step_resolver_state::config cfg, step_gate* gate,
+                            coordination_client* client);
+
+}  // namespace lifeboat

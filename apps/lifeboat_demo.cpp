@@ -1,0 +1,120 @@
+// lifeboat-demo: a deterministic synchronous trainer (DESIGN "lifeboat-demo").
+//
+//   lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]
+//                 [--grace-period S] [--fail-rank R --fail-step K]
+//
+// Prints "lifeboat-demo: rank=R step=N digest=HEX" when it finishes; exits 42
+// after a preemption checkpoint, 3 when a worker failed.
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+#include "apps/demo_trainer.hpp"
+#include "apps/flags.hpp"
+#include "lifeboat/lifeboat.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int usage_exit_code = 2;
+constexpr int failure_exit_code = 3;
+// A worker that waits this long at the per-step barrier is stuck; peers that
+// fail or vanish are reported long before (heartbeats).
+constexpr auto step_barrier_timeout = 300s;
+
+struct options {
+  int64_t steps = 0;
+  std::string checkpoint_dir;
+  int64_t state_mb = 4;
+  int64_t step_ms = 0;
+  std::optional<int64_t> grace_period_s;
+  int64_t fail_rank = -1;
+  int64_t fail_step = -1;
+};
+
+std::optional<options> parse(int argc, char** argv) {
+  std::string error;
+  auto f = lifeboat::apps::flags::parse(
+      argc, argv,
+      {"steps", "checkpoint-dir", "state-mb", "step-ms", "grace-period", "fail-rank", "fail-step"},
+      error);
+  options o;
+  auto steps = f ? f->integer("steps", -1, 0, INT64_MAX / 2, error) : std::nullopt;
+  auto state_mb = steps ? f->integer("state-mb", 4, 0, 1 << 16, error) : std::nullopt;
+  auto step_ms = state_mb ? f->integer("step-ms", 0, 0, 3'600'000, error) : std::nullopt;
+  auto grace = step_ms ? f->integer("grace-period", -1, 0, 86'400 * 7, error) : std::nullopt;
+  auto fail_rank = grace ? f->integer("fail-rank", -1, 0, 1 << 20, error) : std::nullopt;
+  auto fail_step = fail_rank ? f->integer("fail-step", -1, 1, INT64_MAX / 2, error) : std::nullopt;
+  if (!fail_step) {
+    std::cerr << "lifeboat-demo: " << error << "\n";
+    return std::nullopt;
+  }
+  if (*steps < 0 || !f->has("checkpoint-dir")) {
+    std::cerr << "lifeboat-demo: --steps N and --checkpoint-dir D are required\n";
+    return std::nullopt;
+  }
+  if (f->has("fail-rank") != f->has("fail-step")) {
+    std::cerr << "lifeboat-demo: --fail-rank and --fail-step go together\n";
+    return std::nullopt;
+  }
+  o.steps = *steps;
+  o.checkpoint_dir = f->text("checkpoint-dir");
+  o.state_mb = *state_mb;
+  o.step_ms = *step_ms;
+  if (*grace >= 0) o.grace_period_s = *grace;
+  o.fail_rank = *fail_rank;
+  o.fail_step = *fail_step;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto opts = parse(argc, argv);
+  if (!opts) {
+    std::cerr << "usage: lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]"
+                 " [--grace-period S] [--fail-rank R --fail-step K]\n";
+    return usage_exit_code;
+  }
+  lifeboat::termination_config config;
+  if (opts->grace_period_s) config.grace_period = std::chrono::seconds{*opts->grace_period_s};
+  int rank = -1;
+  try {
+    lifeboat::checkpoint_state state;
+    lifeboat::demo::trainer_state model{static_cast<size_t>(opts->state_mb) << 20};
+    state.add_buffer("model", model.data(), model.bytes());
+    // Construction reads the cluster and restores the latest checkpoint into `model`.
+    lifeboat::preemption_checkpoint_handler handler{state, opts->checkpoint_dir, config};
+    rank = handler.rank();
+    model.start(rank, handler.total_run_calls() == 0);
+    if (handler.total_run_calls() > 0)
+      std::fprintf(stderr, "lifeboat-demo: rank=%d resumed at step %lld\n", rank,
+                   static_cast<long long>(handler.total_run_calls()));
+    while (handler.total_run_calls() < opts->steps) {
+      handler.run([&] {
+        auto step = handler.total_run_calls() + 1;
+        // Lock-step: nobody starts step k before everyone finished step k - 1.
+        handler.barrier("demo/step/" + std::to_string(step), step_barrier_timeout);
+        if (rank == opts->fail_rank && step == opts->fail_step)
+          throw std::runtime_error("injected failure at step " + std::to_string(step));
+        model.apply_step(step);
+        if (opts->step_ms > 0)
+          std::this_thread::sleep_for(std::chrono::milliseconds{opts->step_ms});
+      });
+    }
+    std::printf("lifeboat-demo: rank=%d step=%lld digest=%s\n", rank,
+                static_cast<long long>(handler.total_run_calls()), model.digest().c_str());
+    std::fflush(stdout);
+    return 0;
+  } catch (const lifeboat::config_error& e) {
+    std::fprintf(stderr, "lifeboat-demo: configuration error: %s\n", e.what());
+    return usage_exit_code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lifeboat-demo: rank=%d error: %s\n", rank, e.what());
+    return failure_exit_code;
+  }
+}

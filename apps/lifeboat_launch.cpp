@@ -1,0 +1,226 @@
+// lifeboat-launch: starts N local workers, hosts their coordination service,
+// and restarts the group after a preemption (DESIGN "lifeboat-launch").
+//
+//   lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P] -- CMD ARGS...
+//
+// Restarts after the restart code do not count against --max-restarts;
+// failures do. SIGTERM/SIGINT are forwarded to every worker; the launcher then
+// exits with the group's outcome. Exits 0 when every worker exited 0.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+
+#include "messages/errors.hpp"
+
+#include "actors/coordination_service.hpp"
+#include "actors/preemption_watcher.hpp"
+#include "actors/system_config.hpp"
+#include "apps/flags.hpp"
+#include "apps/worker_group.hpp"
+#include "messages/log.hpp"
+#include "platform/signal_names.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+constexpr int usage_exit_code = 2;
+constexpr int failure_exit_code = 3;
+constexpr int default_restart_code = 42;
+// After the first worker of a group exits, how long the others may take:
+// after a preemption they are committing the same checkpoint; after a
+// failure they learn of it through the coordination service.
+constexpr auto preempted_group_exit_bound = 120s;
+constexpr auto failed_group_exit_bound = 30s;
+constexpr size_t token_bytes = 16;
+
+struct options {
+  int nproc = 1;
+  int max_restarts = 0;
+  int restart_code = default_restart_code;
+  uint16_t port = 0;
+  std::vector<std::string> command;
+};
+
+std::optional<options> parse(int argc, char** argv) {
+  std::string error;
+  auto f = lifeboat::apps::flags::parse(argc, argv,
+                                        {"nproc", "max-restarts", "restart-code", "port"}, error);
+  auto nproc = f ? f->integer("nproc", 1, 1, 4096, error) : std::nullopt;
+  auto max_restarts = nproc ? f->integer("max-restarts", 0, 0, 1'000'000, error) : std::nullopt;
+  auto code =
+      max_restarts ? f->integer("restart-code", default_restart_code, 1, 255, error) : std::nullopt;
+  auto port = code ? f->integer("port", 0, 0, 65535, error) : std::nullopt;
+  if (!port) {
+    std::cerr << "lifeboat-launch: " << error << "\n";
+    return std::nullopt;
+  }
+  if (f->rest().empty()) {
+    std::cerr << "lifeboat-launch: no worker command after '--'\n";
+    return std::nullopt;
+  }
+  if (*code == failure_exit_code) {
+    std::cerr << "lifeboat-launch: --restart-code must differ from the failure code 3\n";
+    return std::nullopt;
+  }
+  return options{static_cast<int>(*nproc), static_cast<int>(*max_restarts), static_cast<int>(*code),
+                 static_cast<uint16_t>(*port), f->rest()};
+}
+
+std::string random_token() {
+  unsigned char bytes[token_bytes];
+  auto fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  auto n = fd >= 0 ? ::read(fd, bytes, sizeof(bytes)) : -1;
+  if (fd >= 0) ::close(fd);
+  if (n != static_cast<ssize_t>(sizeof(bytes))) return {};
+  std::string out;
+  char hex[3];
+  for (auto b : bytes) {
+    std::snprintf(hex, sizeof(hex), "%02x", b);
+    out += hex;
+  }
+  return out;
+}
+
+// What one generation of workers came to.
+enum class outcome { finished, preempted, failed };
+
+struct generation_result {
+  outcome result = outcome::finished;
+  std::vector<lifeboat::apps::worker_exit> failures;
+};
+
+generation_result run_generation(lifeboat::apps::worker_group& group, int restart_code) {
+  generation_result out;
+  std::vector<lifeboat::apps::worker_exit> exits;
+  if (auto first = group.wait_any(clock_type::time_point::max())) exits.push_back(*first);
+  auto first_ok = !exits.empty() && exits[0].signal == 0 &&
+                  (exits[0].code == 0 || exits[0].code == restart_code);
+  auto bound = first_ok ? preempted_group_exit_bound : failed_group_exit_bound;
+  for (auto& e : group.wait_all(clock_type::now() + bound)) exits.push_back(e);
+  for (auto& e : exits) {
+    if (e.signal == 0 && e.code == restart_code)
+      out.result = out.result == outcome::failed ? outcome::failed : outcome::preempted;
+    else if (e.signal != 0 || e.code != 0) {
+      out.result = outcome::failed;
+      out.failures.push_back(e);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto opts = parse(argc, argv);
+  if (!opts) {
+    std::cerr << "usage: lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P]"
+                 " -- CMD ARGS...\n";
+    return usage_exit_code;
+  }
+  // Block the signals we wait for before any thread exists, so every thread
+  // (CAF's included) inherits the mask and only our waiters see them.
+  sigset_t waited;
+  sigemptyset(&waited);
+  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGUSR2}) sigaddset(&waited, s);
+  ::pthread_sigmask(SIG_BLOCK, &waited, nullptr);
+
+  std::string token = random_token();
+  if (auto env = std::getenv("LIFEBOAT_CLUSTER_TOKEN"); env != nullptr && *env != '\0') token = env;
+  if (token.empty()) {
+    std::cerr << "lifeboat-launch: cannot read /dev/urandom for a cluster token\n";
+    return failure_exit_code;
+  }
+
+  lifeboat::system_config cfg;
+  caf::actor_system sys{cfg};
+  lifeboat::service_config service_cfg;
+  service_cfg.port = opts->port;
+  service_cfg.world_size = opts->nproc;
+  service_cfg.token = token;
+  auto service = lifeboat::spawn_coordination_service(sys, service_cfg);
+  if (!service) {
+    std::cerr << "lifeboat-launch: cannot host the coordination service on port " << opts->port
+              << ": " << lifeboat::describe(service.error()) << "\n";
+    return failure_exit_code;
+  }
+  auto port = service->second;
+  lifeboat::preemption_watcher watcher{sys, service->first};
+
+  lifeboat::apps::worker_group group{opts->command,
+                                     {{"LIFEBOAT_WORLD_SIZE", std::to_string(opts->nproc)},
+                                      {"LIFEBOAT_COORDINATOR", "127.0.0.1:" + std::to_string(port)},
+                                      {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
+                                      {"LIFEBOAT_CLUSTER_TOKEN", token}}};
+
+  // Signals to the launcher go to every worker: they save and exit with the
+  // restart code, and the launcher then exits with the group's outcome.
+  std::atomic<int> received_signal{0};
+  std::thread forwarder{[&] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR2);
+    for (;;) {
+      int signo = 0;
+      if (::sigwait(&set, &signo) != 0) continue;
+      if (signo == SIGUSR2) return;  // our own stop request, never from outside
+      received_signal = signo;
+      lifeboat::log(lifeboat::log_level::info, "launch", lifeboat::signal_name(signo),
+                    " received; forwarding to every worker");
+      group.signal_all(signo);
+    }
+  }};
+
+  int exit_code = 0;
+  int failures = 0;
+  for (int restart = 0;; ++restart) {
+    if (auto error = group.start(opts->nproc, restart)) {
+      std::cerr << "lifeboat-launch: " << *error << "\n";
+      group.signal_all(SIGKILL);
+      group.wait_all(clock_type::now());
+      exit_code = failure_exit_code;
+      break;
+    }
+    auto result = run_generation(group, opts->restart_code);
+    if (result.result == outcome::finished) {
+      std::cerr << "lifeboat-launch: all " << opts->nproc << " workers finished\n";
+      break;
+    }
+    if (result.result == outcome::preempted) {
+      std::cerr << "lifeboat-launch: workers saved a checkpoint and exited with the restart code ("
+                << watcher.preemption_message() << ")\n";
+      if (received_signal != 0) {
+        exit_code = opts->restart_code;
+        break;
+      }
+      continue;
+    }
+    ++failures;
+    for (auto& f : result.failures) std::cerr << "lifeboat-launch: " << f.describe() << "\n";
+    if (received_signal != 0 || failures > opts->max_restarts) {
+      std::cerr << "lifeboat-launch: giving up: " << result.failures.front().describe() << " ("
+                << failures << " failure(s), --max-restarts " << opts->max_restarts << ")\n";
+      exit_code = failure_exit_code;
+      break;
+    }
+    std::cerr << "lifeboat-launch: restarting after failure " << failures << " of at most "
+              << opts->max_restarts << "\n";
+  }
+
+  ::pthread_kill(forwarder.native_handle(), SIGUSR2);
+  forwarder.join();
+  caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
+  return exit_code;
+}

@@ -1,0 +1,121 @@
+#include "apps/worker_group.hpp"
+
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include "platform/signal_names.hpp"
+
+namespace lifeboat::apps {
+
+std::string worker_exit::describe() const {
+  auto who = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+  if (signal != 0) return who + " was killed by " + signal_name(signal);
+  return who + " exited with code " + std::to_string(code);
+}
+
+worker_group::worker_group(std::vector<std::string> command, std::map<std::string, std::string> env)
+    : command_(std::move(command)), env_(std::move(env)) {}
+
+std::optional<std::string> worker_group::start(int n, int restart) {
+  auto launcher = ::getpid();
+  for (int rank = 0; rank < n; ++rank) {
+    auto env = env_;
+    env["LIFEBOAT_RANK"] = std::to_string(rank);
+    env["LIFEBOAT_RESTART_COUNT"] = std::to_string(restart);
+    // Everything the child needs is prepared before fork: after it, only
+    // async-signal-safe calls until exec.
+    std::vector<std::string> env_strings;
+    for (auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string entry = *e;
+      if (env.count(entry.substr(0, entry.find('='))) == 0) env_strings.push_back(entry);
+    }
+    std::vector<char*> envp, argv;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (auto& s : command_) argv.push_back(const_cast<char*>(s.c_str()));
+    argv.push_back(nullptr);
+    auto pid = ::fork();
+    if (pid < 0) return std::string{"fork: "} + std::strerror(errno);
+    if (pid == 0) {
+      // A worker must never outlive its launcher, even one killed by SIGKILL.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != launcher) ::_exit(127);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execvpe(argv[0], argv.data(), envp.data());
+      ::dprintf(STDERR_FILENO, "lifeboat-launch: cannot run '%s': %s\n", argv[0],
+                std::strerror(errno));
+      ::_exit(127);
+    }
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      live_[pid] = rank;
+    }
+    std::fprintf(stderr, "lifeboat-launch: rank=%d pid=%d restart=%d\n", rank, pid, restart);
+  }
+  return std::nullopt;
+}
+
+std::optional<worker_exit> worker_group::reap(bool block_until_one,
+                                              std::chrono::steady_clock::time_point until) {
+  for (;;) {
+    int status = 0;
+    auto pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      auto i = live_.find(pid);
+      if (i == live_.end()) continue;
+      worker_exit out{i->second, pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                      WIFSIGNALED(status) ? WTERMSIG(status) : 0};
+      live_.erase(i);
+      return out;
+    }
+    if (!block_until_one || empty()) return std::nullopt;
+    auto left = until - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return std::nullopt;
+    // Sleep until a child changes state (SIGCHLD is blocked, so it stays
+    // pending for sigtimedwait) or the deadline passes.
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
+                     static_cast<long>(ns % 1'000'000'000)};
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    ::sigtimedwait(&chld, nullptr, &timeout);
+  }
+}
+
+std::optional<worker_exit> worker_group::wait_any(std::chrono::steady_clock::time_point until) {
+  return reap(true, until);
+}
+
+std::vector<worker_exit> worker_group::wait_all(std::chrono::steady_clock::time_point until) {
+  std::vector<worker_exit> exits;
+  while (auto e = reap(true, until)) exits.push_back(*e);
+  if (!empty()) {
+    signal_all(SIGKILL);
+    while (auto e = reap(true, std::chrono::steady_clock::time_point::max())) exits.push_back(*e);
+  }
+  return exits;
+}
+
+void worker_group::signal_all(int signo) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& [pid, rank] : live_) ::kill(pid, signo);
+}
+
+bool worker_group::empty() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return live_.empty();
+}
+
+}  // namespace lifeboat::apps

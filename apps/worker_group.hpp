@@ -1,0 +1,57 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lifeboat::apps {
+
+/// How one worker process ended.
+struct worker_exit {
+  int rank = -1;
+  pid_t pid = -1;
+  int code = -1;   // exit code, or -1 when killed by a signal
+  int signal = 0;  // the signal that killed it, or 0
+  std::string describe() const;
+};
+
+/// Starts and reaps one generation of N local worker processes. Every worker
+/// dies with the launcher (PR_SET_PDEATHSIG), starts with no signals blocked,
+/// and gets `env` plus LIFEBOAT_RANK. SIGCHLD must be blocked in every thread
+/// of the calling process (the group waits for it with sigtimedwait).
+class worker_group {
+ public:
+  worker_group(std::vector<std::string> command, std::map<std::string, std::string> env);
+
+  /// Starts `n` workers; prints "lifeboat-launch: rank=R pid=PID restart=K".
+  /// Returns an error message when a worker cannot be started.
+  std::optional<std::string> start(int n, int restart);
+
+  /// Waits for the first worker to exit (or `until`); nothing when none did.
+  std::optional<worker_exit> wait_any(std::chrono::steady_clock::time_point until);
+
+  /// Waits for every remaining worker until `until`, then kills the rest with
+  /// SIGKILL and reaps them. Returns every exit of this call.
+  std::vector<worker_exit> wait_all(std::chrono::steady_clock::time_point until);
+
+  /// Sends `signo` to every live worker.
+  void signal_all(int signo);
+
+  bool empty() const;
+
+ private:
+  std::optional<worker_exit> reap(bool block_until_one,
+                                  std::chrono::steady_clock::time_point until);
+
+  std::vector<std::string> command_;
+  std::map<std::string, std::string> env_;
+  mutable std::mutex mtx_;
+  std::map<pid_t, int> live_;  // pid -> rank
+};
+
+}  // namespace lifeboat::apps

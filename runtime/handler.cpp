@@ -1,0 +1,37 @@
+#include "lifeboat/handler.hpp"
+
+#include "runtime/worker_runtime.hpp"
+
+namespace lifeboat {
+
+preemption_checkpoint_handler::preemption_checkpoint_handler(checkpoint_state& state,
+                                                             std::string checkpoint_dir,
+                                                             termination_config config)
+    : runtime_(std::make_unique<worker_runtime>(state, std::move(checkpoint_dir), std::move(config),
+                                                completed_step_, action_step_)) {}
+
+preemption_checkpoint_handler::~preemption_checkpoint_handler() = default;
+
+void preemption_checkpoint_handler::on_action_step(int64_t step) { runtime_->on_action_step(step); }
+
+void preemption_checkpoint_handler::report_error(std::exception_ptr error) {
+  runtime_->report_error(std::move(error));
+}
+
+void preemption_checkpoint_handler::barrier(const std::string& name,
+                                            std::chrono::milliseconds timeout) {
+  runtime_->barrier(name, timeout);
+}
+
+int preemption_checkpoint_handler::rank() const { return runtime_->rank(); }
+
+int preemption_checkpoint_handler::world_size() const { return runtime_->world_size(); }
+
+preemption_checkpoint_handler::scope::~scope() {
+  // Left by an exception while a worker failed: end the process with the
+  // failure code, as the contract says, whatever the exception was.
+  if (std::uncaught_exceptions() > exceptions_ && handler_.runtime_->failed())
+    handler_.runtime_->exit_after_failure();
+}
+
+}  // namespace lifeboat

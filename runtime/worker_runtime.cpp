@@ -1,0 +1,369 @@
+#include "runtime/worker_runtime.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/checkpoint_writer.hpp"
+#include "actors/cluster_watcher.hpp"
+#include "actors/coordination_barrier.hpp"
+#include "actors/coordination_client.hpp"
+#include "actors/coordination_service.hpp"
+#include "actors/exit_controller.hpp"
+#include "actors/poll_watcher.hpp"
+#include "actors/protocol.hpp"
+#include "actors/signal_watcher.hpp"
+#include "actors/status_endpoint.hpp"
+#include "actors/step_resolver.hpp"
+#include "actors/system_config.hpp"
+#include "lifeboat/errors.hpp"
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
+#include "platform/environment.hpp"
+#include "platform/notice_source.hpp"
+#include "platform/platform_detection.hpp"
+#include "platform/signal_names.hpp"
+#include "runtime/config_check.hpp"
+
+namespace lifeboat {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Workers may start before the service is up (a launcher, rank 0).
+constexpr auto join_timeout = 120s;
+// Heartbeats go out this many times per heartbeat timeout.
+constexpr int heartbeats_per_timeout = 4;
+constexpr auto max_heartbeat_interval = 1000ms;
+// Every rank publishes the step it could restore; the others wait this long.
+constexpr auto restore_agreement_timeout = 120s;
+constexpr int max_restore_rounds = 4;
+// At the end of training every worker meets the others before leaving, so
+// the worker hosting the service does not take it away from the rest.
+constexpr auto shutdown_barrier_timeout = 60s;
+// After the final save is handed over: the commit must come within this bound.
+constexpr auto final_commit_bound = 300s;
+constexpr auto failure_arrival_bound = 5s;
+constexpr const char* restore_key_prefix = "lifeboat/restore/";
+
+[[noreturn]] void fail_config(const std::string& what) { throw config_error(what); }
+
+std::string status_port_env() {
+  auto value = std::getenv("LIFEBOAT_STATUS_PORT");
+  return value == nullptr ? std::string{} : std::string{value};
+}
+
+}  // namespace
+
+worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_dir,
+                               termination_config config, std::atomic<int64_t>& completed_step,
+                               std::atomic<int64_t>& action_step)
+    : state_(state),
+      checkpoint_dir_(std::move(checkpoint_dir)),
+      config_(std::move(config)),
+      gate_(completed_step, action_step),
+      completed_step_(completed_step) {
+  // 1. Everything that can be wrong with the configuration, before anything is written.
+  if (auto err = check_config(config_)) fail_config(describe(err));
+  if (checkpoint_dir_.empty() && !config_.save_fn) fail_config("checkpoint_dir is empty");
+  auto cluster = discover_cluster(process_environment());
+  if (!cluster) fail_config(describe(cluster.error()));
+  cluster_ = *cluster;
+  set_log_rank(cluster_.rank);
+  auto platform = detect_platform();
+  if (!platform) fail_config(describe(platform.error()));
+  restart_code_ = config_.restart_code.value_or(platform->restart_exit_code);
+  grace_period_ = config_.grace_period.value_or(
+      std::chrono::duration_cast<std::chrono::milliseconds>(platform->grace_period));
+  signals_ = platform->signals;
+  for (auto& name : config_.signals) signals_.push_back(*signal_number(name));
+  std::sort(signals_.begin(), signals_.end());
+  signals_.erase(std::unique(signals_.begin(), signals_.end()), signals_.end());
+  notice_sources_ = config_.notice_sources.value_or(platform->notice_sources);
+  for (auto& spec : notice_sources_)
+    if (auto source = make_notice_source(spec); !source) fail_config(describe(source.error()));
+  if (!config_.save_fn) {
+    checkpoint::store_config store_cfg;
+    store_cfg.dir = checkpoint_dir_;
+    store_cfg.rank = cluster_.rank;
+    store_cfg.world_size = cluster_.world_size;
+    store_cfg.max_to_keep = config_.max_to_keep;
+    auto opened = checkpoint::store::open(store_cfg);
+    if (!opened)
+      fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(opened.error()));
+    store_.emplace(std::move(*opened));
+  }
+  log(log_level::info, "runtime", "rank ", cluster_.rank, " of ", cluster_.world_size, " (",
+      cluster_.origin, ", platform ", platform->name, ", restart ", cluster_.restart_count,
+      ", grace period ", grace_period_.count(), " ms)");
+  // 2. Join the cluster, 3. restore, 4. start watching.
+  start_cluster();
+  restore();
+  spawn_actors();
+}
+
+void worker_runtime::start_cluster() {
+  system_config_ = std::make_unique<system_config>();
+  system_ = std::make_unique<caf::actor_system>(*system_config_);
+  auto heartbeat_timeout = config_.heartbeat_timeout;
+  if (!cluster_.coordinator_external && cluster_.rank == 0) {
+    service_config cfg;
+    cfg.host = cluster_.world_size == 1 ? "127.0.0.1" : cluster_.coordinator_host;
+    cfg.port = cluster_.world_size == 1 ? 0 : cluster_.coordinator_port;
+    cfg.world_size = cluster_.world_size;
+    cfg.token = cluster_.token;
+    cfg.heartbeat_timeout = heartbeat_timeout;
+    auto service = spawn_coordination_service(*system_, cfg);
+    if (!service)
+      fail_config("cannot host the coordination service at " + cfg.host + ":" +
+                  std::to_string(cfg.port) + ": " + describe(service.error()));
+    service_ = service->first;
+    cluster_.coordinator_port = service->second;
+  }
+  agent_config agent;
+  agent.host = cluster_.coordinator_host;
+  agent.port = cluster_.coordinator_port;
+  agent.rank = cluster_.rank;
+  agent.world_size = cluster_.world_size;
+  agent.incarnation = static_cast<uint32_t>(cluster_.restart_count);
+  agent.token = cluster_.token;
+  agent.heartbeat_interval = std::min<std::chrono::milliseconds>(
+      max_heartbeat_interval, heartbeat_timeout / heartbeats_per_timeout);
+  agent.join_timeout = join_timeout;
+  agent.step_source = [this] { return completed_step_.load(std::memory_order_relaxed); };
+  auto client = coordination_client::connect(*system_, agent);
+  if (!client)
+    fail_config("cannot join the coordination service at " + agent.host + ":" +
+                std::to_string(agent.port) + ": " + describe(client.error()));
+  client_ = std::move(*client);
+}
+
+// Every rank restores the newest checkpoint it can verify; when they differ
+// (a shard of the newest is corrupt on one rank), all restore the newest step
+// every rank has, so the cluster resumes from one step.
+void worker_runtime::restore() {
+  if (!store_) return;
+  if (cluster_.rank == 0)
+    if (auto err = store_->remove_partial())
+      log(log_level::warning, "runtime", "cleaning partial checkpoints: ", describe(err));
+  std::optional<int64_t> limit;
+  for (int round = 0; round < max_restore_rounds; ++round) {
+    auto restored = store_->restore_latest(state_.registry(), limit);
+    if (!restored)
+      fail_config("restoring from '" + checkpoint_dir_ + "': " + describe(restored.error()));
+    int64_t mine = *restored ? (*restored)->total_run_calls : 0;
+    int64_t my_step = *restored ? (*restored)->step : -1;
+    int64_t common = my_step;
+    if (cluster_.world_size > 1) {
+      auto prefix = restore_key_prefix + std::to_string(round) + "/";
+      client_->insert(prefix + std::to_string(cluster_.rank), std::to_string(my_step));
+      for (int r = 0; r < cluster_.world_size; ++r) {
+        auto theirs = client_->get(prefix + std::to_string(r), restore_agreement_timeout);
+        if (!theirs)
+          fail_config("agreeing on the checkpoint to restore: " + describe(theirs.error()));
+        common = std::min<int64_t>(common, std::stoll(*theirs));
+      }
+    }
+    if (common == my_step) {
+      restored_step_ = mine;
+      completed_step_.store(mine);
+      if (my_step >= 0)
+        log(log_level::info, "runtime", "restored checkpoint at step ", my_step,
+            " (total_run_calls ", mine, ") from ", (*restored)->path);
+      return;
+    }
+    if (common < 0) {
+      log(log_level::warning, "runtime",
+          "a peer has no checkpoint to restore: every worker starts fresh");
+      restored_step_ = 0;
+      completed_step_.store(0);
+      return;
+    }
+    limit = common;
+  }
+  fail_config("the workers could not agree on a checkpoint to restore");
+}
+
+void worker_runtime::spawn_actors() {
+  auto& sys = *system_;
+  step_resolver_state::config resolver_cfg{cluster_.rank, cluster_.world_size,
+                                           grace_period_.count(), config_.safety_factor};
+  resolver_ = sys.spawn(step_resolver, resolver_cfg, &gate_, client_.get());
+  writer_ = sys.spawn(checkpoint_writer, client_.get(), resolver_, cluster_.rank == 0);
+  exit_controller_config exit_cfg;
+  exit_cfg.restart_code = restart_code_;
+  exit_controller_ = sys.spawn(exit_controller, exit_cfg, &gate_);
+  std::vector<std::unique_ptr<notice_source>> sources;
+  for (auto& spec : notice_sources_)
+    if (auto source = make_notice_source(spec)) sources.push_back(std::move(*source));
+  if (config_.termination_watcher_fn)
+    sources.push_back(make_function_source(config_.termination_watcher_fn));
+  poll_watcher_ = sys.spawn(poll_watcher, &sources, config_.poll_interval, resolver_);
+  signal_watcher_ = sys.spawn(signal_watcher, signals_, grace_period_.count(), resolver_);
+  cluster_watcher_ = sys.spawn(
+      cluster_watcher, cluster_watcher_peers{resolver_, writer_, poll_watcher_, exit_controller_});
+  client_->subscribe(cluster_watcher_);
+  if (store_) {
+    if (cluster_.world_size > 1) ready_barrier_ = std::make_unique<coordination_barrier>(*client_);
+    saver_ = std::make_unique<checkpoint::async_saver>(*store_, ready_barrier_.get());
+  }
+  if (config_.save_every_steps > 0) gate_.set_backup_interval(config_.save_every_steps);
+  if (auto port_text = status_port_env(); !port_text.empty()) {
+    char* end = nullptr;
+    auto port = std::strtol(port_text.c_str(), &end, 10);
+    if (end == port_text.c_str() || *end != '\0' || port < 0 || port > 65535) {
+      log(log_level::error, "runtime", "LIFEBOAT_STATUS_PORT='", port_text,
+          "' is not a port (0..65535); status endpoint not started");
+      return;
+    }
+    status_endpoint_config cfg;
+    cfg.rank = cluster_.rank;
+    cfg.world_size = cluster_.world_size;
+    cfg.port = static_cast<uint16_t>(port);
+    cfg.observed = {signal_watcher_, poll_watcher_, cluster_watcher_,
+                    resolver_,       writer_,       exit_controller_};
+    if (service_) cfg.observed.push_back(service_);
+    auto endpoint = spawn_status_endpoint(sys, cfg);
+    if (endpoint)
+      status_endpoint_ = endpoint->first;
+    else
+      log(log_level::error, "runtime", "status endpoint not started: ", describe(endpoint.error()));
+  }
+}
+
+void worker_runtime::on_action_step(int64_t step) {
+  auto act = gate_.at_boundary(step);
+  switch (act.kind) {
+    case step_gate::action_kind::resume:
+      return;
+    case step_gate::action_kind::fail:
+      throw_failure();
+    case step_gate::action_kind::save:
+      save(act.step, act.final_save);
+      return;
+  }
+}
+
+void worker_runtime::save(int64_t step, bool final_save) {
+  caf::anon_send(writer_, saving_atom::value, step);
+  auto started = std::chrono::steady_clock::now();
+  if (config_.save_fn) {
+    // The user's save_fn writes the checkpoint; lifeboat writes no files of
+    // its own and only makes sure every worker saved before anyone exits.
+    config_.save_fn(step, checkpoint_dir_);
+    if (cluster_.world_size > 1)
+      if (auto err =
+              client_->barrier("lifeboat/save_fn/" + std::to_string(step), final_commit_bound))
+        throw_failure();
+    wire::CheckpointInfo info;
+    info.set_step(step);
+    info.set_path(checkpoint_dir_);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    info.set_seconds(seconds);
+    caf::anon_send(writer_, saved_atom::value, step, final_save, info, seconds);
+  } else {
+    auto writer = writer_;
+    auto err = saver_->save(
+        state_.registry(), step, step,
+        [writer, step, final_save,
+         started](const caf::expected<checkpoint::checkpoint_info>& done) {
+          if (!done) {
+            caf::anon_send(writer, save_failed_atom::value, step, describe(done.error()));
+            return;
+          }
+          wire::CheckpointInfo info;
+          info.set_step(done->step);
+          info.set_path(done->path);
+          info.set_bytes(done->bytes);
+          double seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+          info.set_seconds(seconds);
+          caf::anon_send(writer, saved_atom::value, step, final_save, info, seconds);
+        });
+    if (err) caf::anon_send(writer_, save_failed_atom::value, step, describe(err));
+  }
+  if (final_save) wait_and_exit(step);
+}
+
+void worker_runtime::wait_and_exit(int64_t step) {
+  auto decision = gate_.await_exit(final_commit_bound);
+  if (!decision.allowed) {
+    if (gate_.failure().failed) throw_failure();
+    log(log_level::error, "runtime", "the checkpoint at step ", step, " was not committed within ",
+        std::chrono::duration_cast<std::chrono::seconds>(final_commit_bound).count(), " s");
+    exit_process(failure_exit_code);
+  }
+  client_->leave();
+  if (config_.exit_fn) config_.exit_fn();
+  exit_process(decision.code);
+}
+
+void worker_runtime::throw_failure() {
+  auto f = gate_.failure();
+  throw peer_error(f.origin_rank, f.message, f.lost);
+}
+
+bool worker_runtime::failed() const { return gate_.failure().failed; }
+
+void worker_runtime::exit_after_failure() {
+  auto f = gate_.failure();
+  log(log_level::error, "runtime", peer_error(f.origin_rank, f.message, f.lost).what());
+  exit_process(failure_exit_code);
+}
+
+void worker_runtime::report_error(std::exception_ptr error) {
+  std::string text = "unknown exception";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    text = e.what();
+  } catch (...) {
+  }
+  if (failure_reported_) return;
+  failure_reported_ = true;
+  log(log_level::error, "runtime", "step ", completed_step_.load() + 1, " failed: ", text);
+  client_->report_error(static_cast<int32_t>(errc::peer_error), text);
+}
+
+void worker_runtime::barrier(const std::string& name, std::chrono::milliseconds timeout) {
+  auto err = client_->barrier("user/" + name, timeout);
+  if (!err) return;
+  // A barrier fails when a participant failed; the failure itself (with its
+  // origin) reaches this worker through the cluster watcher at about the same time.
+  gate_.await_exit(failure_arrival_bound);
+  if (gate_.failure().failed) throw_failure();
+  throw peer_error(-1, "barrier '" + name + "' failed: " + describe(err), false);
+}
+
+void worker_runtime::shutdown() {
+  bool ok = !failed();
+  if (saver_) {
+    if (auto err = saver_->wait(final_commit_bound))
+      log(log_level::warning, "runtime",
+          "a checkpoint was still being written at exit: ", describe(err));
+  }
+  if (ok && cluster_.world_size > 1)
+    if (auto err = client_->barrier("lifeboat/shutdown", shutdown_barrier_timeout))
+      log(log_level::warning, "runtime", "not every worker reached the end: ", describe(err));
+  client_->leave();
+  if (status_endpoint_) stop_status_endpoint(status_endpoint_);
+  saver_.reset();
+  ready_barrier_.reset();
+  for (auto* hdl : {&signal_watcher_, &poll_watcher_, &cluster_watcher_, &resolver_, &writer_,
+                    &exit_controller_, &status_endpoint_, &service_}) {
+    if (*hdl) caf::anon_send_exit(*hdl, caf::exit_reason::user_shutdown);
+    *hdl = nullptr;
+  }
+  client_.reset();
+  system_.reset();
+}
+
+worker_runtime::~worker_runtime() { shutdown(); }
+
+}  // namespace lifeboat

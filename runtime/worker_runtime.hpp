@@ -1,0 +1,92 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/step_gate.hpp"
+#include "checkpoint/async_saver.hpp"
+#include "checkpoint/store.hpp"
+#include "lifeboat/checkpoint_state.hpp"
+#include "lifeboat/termination_config.hpp"
+#include "platform/cluster_discovery.hpp"
+
+namespace lifeboat {
+
+class coordination_barrier;
+class coordination_client;
+class system_config;
+
+/// Everything behind preemption_checkpoint_handler: the cluster, the actor
+/// system with the six worker actors (and the coordination service when this
+/// worker hosts it), the checkpoint store, and the training thread's slow path.
+class worker_runtime {
+ public:
+  /// Reads the cluster and the platform, joins, restores. Throws config_error.
+  worker_runtime(checkpoint_state& state, std::string checkpoint_dir, termination_config config,
+                 std::atomic<int64_t>& completed_step, std::atomic<int64_t>& action_step);
+  ~worker_runtime();
+
+  int rank() const { return cluster_.rank; }
+  int world_size() const { return cluster_.world_size; }
+
+  /// The restored step count (0 for a fresh start).
+  int64_t restored_step() const { return restored_step_; }
+
+  /// The training thread's slow path at a step boundary: saves, exits or
+  /// throws peer_error as the cluster decided.
+  void on_action_step(int64_t step);
+
+  void report_error(std::exception_ptr error);
+  void barrier(const std::string& name, std::chrono::milliseconds timeout);
+
+  /// Whether a worker failed (this one included); the failure as peer_error.
+  bool failed() const;
+  [[noreturn]] void exit_after_failure();
+
+ private:
+  void start_cluster();
+  void restore();
+  void spawn_actors();
+  void save(int64_t step, bool final_save);
+  [[noreturn]] void wait_and_exit(int64_t step);
+  [[noreturn]] void throw_failure();
+  void shutdown();
+
+  checkpoint_state& state_;
+  std::string checkpoint_dir_;
+  termination_config config_;
+  cluster_spec cluster_;
+  int restart_code_ = 42;
+  std::chrono::milliseconds grace_period_{0};
+  std::vector<int> signals_;
+  std::vector<std::string> notice_sources_;
+  step_gate gate_;
+  std::atomic<int64_t>& completed_step_;
+  int64_t restored_step_ = 0;
+  bool failure_reported_ = false;
+
+  std::optional<checkpoint::store> store_;
+  std::unique_ptr<system_config> system_config_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::actor service_;
+  std::unique_ptr<coordination_client> client_;
+  std::unique_ptr<coordination_barrier> ready_barrier_;
+  std::unique_ptr<checkpoint::async_saver> saver_;
+  caf::actor resolver_;
+  caf::actor writer_;
+  caf::actor exit_controller_;
+  caf::actor cluster_watcher_;
+  caf::actor signal_watcher_;
+  caf::actor poll_watcher_;
+  caf::actor status_endpoint_;
+};
+
+}  // namespace lifeboat
