@@ -6,7 +6,7 @@
 #include "actors/coordination_client.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
-#include "tests/coordination/coordination_process.hpp"
+#include "tests/support/child_process.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;

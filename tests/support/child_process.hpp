@@ -1,8 +1,8 @@
 #pragma once
 
-// A child process with pipes to its stdin and stdout, for the coordination
-// tests and benchmark: they drive coordination_worker processes line by line
-// and wait on their output with deadlines, never with sleeps.
+// A child process with pipes to its stdin and stdout, shared by the tests and
+// benchmarks that run real processes: they drive workers line by line and wait
+// on their output with deadlines, never with sleeps.
 
 #include <chrono>
 #include <csignal>
