@@ -48,9 +48,9 @@ struct termination_config {
   /// Complete checkpoints kept on disk (>= 1); 2 leaves a fallback for a corrupt newest one.
   int max_to_keep = 2;
 
-  /// Periodic backup saves, for failures that come without notice (0: off).
+  /// Periodic backup saves every this many steps, for failures that come
+  /// without notice (0: off). Every worker saves at the same steps.
   int64_t save_every_steps = 0;
-  std::chrono::milliseconds save_every{0};
 
   /// A peer whose heartbeats stop for this long is lost.
   std::chrono::milliseconds heartbeat_timeout{10000};
