@@ -27,7 +27,11 @@ if(NOT LIFEBOAT_WITH_NCCL STREQUAL "OFF")
   if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
     set(CUDAToolkit_ROOT /usr/local/cuda)
   endif()
-  find_package(CUDAToolkit QUIET)
+  # FindCUDAToolkit also searches PATH and /usr/local/cuda; a CUDAToolkit_ROOT
+  # the user names is taken at its word, so an empty one means "no CUDA".
+  if(DEFINED CUDAToolkit_ROOT AND EXISTS ${CUDAToolkit_ROOT}/include/cuda_runtime.h)
+    find_package(CUDAToolkit QUIET)
+  endif()
   if(CUDAToolkit_FOUND)
     find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_ROOT}/include)
     find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_ROOT}/lib64 ${CUDAToolkit_ROOT}/lib)

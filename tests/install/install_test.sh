@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs lifeboat to a temporary prefix, then builds the C++ example of
+# README.md as a program outside the tree with find_package(lifeboat), runs
+# it in local mode, and runs it again to see it restore its last checkpoint.
+set -euo pipefail
+build_dir=$1
+source_dir=$2
+work=$(mktemp -d /tmp/lifeboat-install-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+
+# The first ```cpp block of the README is the example a newcomer copies.
+mkdir -p "$work/consumer"
+awk '/^```cpp$/ {inside=1; next} /^```$/ && inside {exit} inside {print}' \
+  "$source_dir/README.md" >"$work/consumer/main.cpp"
+if [[ ! -s "$work/consumer/main.cpp" ]]; then
+  echo "install_test: README.md has no \`\`\`cpp block" >&2
+  exit 1
+fi
+cat >"$work/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.16)
+project(lifeboat_consumer CXX)
+set(CMAKE_CXX_STANDARD 17)
+find_package(lifeboat 0.1 REQUIRED)
+add_executable(trainer main.cpp)
+target_compile_options(trainer PRIVATE -Wall -Wextra -Werror)
+target_link_libraries(trainer PRIVATE lifeboat::lifeboat)
+CMAKE
+cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/consumer/build" >/dev/null
+
+# Local mode: no cluster variables from the test environment.
+run() {
+  env -u LIFEBOAT_RANK -u LIFEBOAT_WORLD_SIZE -u LIFEBOAT_COORDINATOR -u TF_CONFIG \
+    -u RANK -u WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS \
+    LD_LIBRARY_PATH="$work/prefix/lib:$work/prefix/lib64" \
+    "$work/consumer/build/trainer" "$work/checkpoints"
+}
+first=$(run 2>"$work/first.err")
+echo "$first"
+grep -q '^trained 1000 steps$' <<<"$first" || { cat "$work/first.err" >&2; exit 1; }
+
+# The example saves a backup every 250 steps: a second run restores step 1000.
+second=$(run 2>"$work/second.err")
+grep -q '^trained 1000 steps$' <<<"$second" || { cat "$work/second.err" >&2; exit 1; }
+grep -q 'restored checkpoint at step 1000' "$work/second.err" || {
+  echo "install_test: the second run did not restore step 1000" >&2
+  cat "$work/second.err" >&2
+  exit 1
+}
+
+echo "install_test: the installed package builds and runs the README example"
