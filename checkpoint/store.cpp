@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "checkpoint/file_io.hpp"
@@ -20,8 +21,11 @@ namespace {
 
 constexpr const char* component = "checkpoint";
 
-// The file created (and removed) by open to prove that the directory is writable.
-constexpr const char* probe_file_name = ".lifeboat-write-probe";
+// The file created (and removed) by open to prove that the directory is
+// writable; a name of its own for every call, as every worker of a job probes
+// the same directory at start-up.
+constexpr const char* probe_file_prefix = ".lifeboat-write-probe-";
+std::atomic<uint64_t> probe_counter{0};
 
 struct step_dir {
   int64_t step;
@@ -44,7 +48,8 @@ caf::expected<std::vector<step_dir>> scan(const std::string& dir) {
 }
 
 caf::error check_writable(const std::string& dir) {
-  auto probe = join_path(dir, probe_file_name);
+  auto probe = join_path(
+      dir, probe_file_prefix + std::to_string(::getpid()) + "-" + std::to_string(probe_counter++));
   auto fd = open_file(probe, O_WRONLY | O_CREAT | O_TRUNC);
   if (!fd) return std::move(fd.error());
   auto err = fd->close(probe);

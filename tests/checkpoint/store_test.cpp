@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "checkpoint/layout.hpp"
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
@@ -157,6 +161,23 @@ TEST_F(store_test, open_creates_missing_parent_directories) {
   auto st = store::open({dir_.sub("a/b/c"), 0, 1});
   ASSERT_TRUE(st) << describe(st.error());
   EXPECT_TRUE(exists(dir_.sub("a/b/c")));
+}
+
+// Every worker of a job opens the same directory at start-up; each one's
+// writability probe must not trip over another's.
+TEST_F(store_test, many_workers_open_one_directory_at_once) {
+  constexpr int workers = 8;
+  constexpr int opens_per_worker = 20;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int rank = 0; rank < workers; ++rank) {
+    threads.emplace_back([&, rank] {
+      for (int i = 0; i < opens_per_worker; ++i)
+        if (!store::open({dir_.path(), rank, workers})) ++failures;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 TEST_F(store_test, only_the_commit_rank_commits) {
