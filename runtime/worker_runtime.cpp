@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/checkpoint_writer.hpp"
 #include "actors/cluster_watcher.hpp"
 #include "actors/coordination_barrier.hpp"
@@ -49,9 +51,23 @@ constexpr auto shutdown_barrier_timeout = 60s;
 // After the final save is handed over: the commit must come within this bound.
 constexpr auto final_commit_bound = 300s;
 constexpr auto failure_arrival_bound = 5s;
+// The worker hosting the service stays until the others have left (or are
+// lost), so none of them loses the service before it got the commit; bounded
+// so a stuck peer never keeps this process past its deadline.
+constexpr auto peer_departure_bound = 10s;
+constexpr auto peer_departure_poll = 10ms;
+// A spawned actor answers its first message within this bound, or something is badly wrong.
+constexpr auto actor_start_bound = 30s;
 constexpr const char* restore_key_prefix = "lifeboat/restore/";
 
 [[noreturn]] void fail_config(const std::string& what) { throw config_error(what); }
+
+void await_started(caf::actor_system& sys, const caf::actor& actor) {
+  caf::scoped_actor self{sys};
+  self->request(actor, actor_start_bound, status_atom::value)
+      .receive([](const wire::ActorStatus&) {},
+               [](const caf::error& err) { fail_config("starting an actor: " + describe(err)); });
+}
 
 std::string status_port_env() {
   auto value = std::getenv("LIFEBOAT_STATUS_PORT");
@@ -199,12 +215,23 @@ void worker_runtime::spawn_actors() {
   exit_cfg.restart_code = restart_code_;
   exit_controller_ = sys.spawn(exit_controller, exit_cfg, &gate_);
   std::vector<std::unique_ptr<notice_source>> sources;
-  for (auto& spec : notice_sources_)
-    if (auto source = make_notice_source(spec)) sources.push_back(std::move(*source));
+  for (auto& spec : notice_sources_) {
+    if (auto source = make_notice_source(spec))
+      sources.push_back(std::move(*source));
+    else
+      log(log_level::error, "runtime", "notice source '", spec,
+          "' not watched: ", describe(source.error()));
+  }
   if (config_.termination_watcher_fn)
     sources.push_back(make_function_source(config_.termination_watcher_fn));
   poll_watcher_ = sys.spawn(poll_watcher, &sources, config_.poll_interval, resolver_);
   signal_watcher_ = sys.spawn(signal_watcher, signals_, grace_period_.count(), resolver_);
+  // An actor initialises on a scheduler thread after spawn returns. The poll
+  // watcher takes `sources` (a local) and the signal watcher installs the
+  // signal handlers there; a signal before that would kill the process with no
+  // checkpoint. Both answer a status request only once they are initialised.
+  await_started(sys, poll_watcher_);
+  await_started(sys, signal_watcher_);
   cluster_watcher_ = sys.spawn(
       cluster_watcher, cluster_watcher_peers{resolver_, writer_, poll_watcher_, exit_controller_});
   client_->subscribe(cluster_watcher_);
@@ -300,8 +327,30 @@ void worker_runtime::wait_and_exit(int64_t step) {
     exit_process(failure_exit_code);
   }
   client_->leave();
+  wait_for_peers_to_leave();
   if (config_.exit_fn) config_.exit_fn();
   exit_process(decision.code);
+}
+
+void worker_runtime::wait_for_peers_to_leave() {
+  if (!service_ || cluster_.world_size <= 1) return;
+  caf::scoped_actor self{*system_};
+  auto deadline = std::chrono::steady_clock::now() + peer_departure_bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all_gone = false;
+    self->request(service_, peer_departure_poll * 100, workers_atom::value)
+        .receive(
+            [&](const std::vector<wire::WorkerInfo>& workers) {
+              all_gone = std::all_of(workers.begin(), workers.end(), [](const auto& w) {
+                return w.state() == "left" || w.state() == "lost" || w.state() == "error";
+              });
+            },
+            [&](const caf::error&) { all_gone = true; });
+    if (all_gone) return;
+    std::this_thread::sleep_for(peer_departure_poll);
+  }
+  log(log_level::warning, "runtime", "not every worker left the service within ",
+      std::chrono::duration_cast<std::chrono::seconds>(peer_departure_bound).count(), " s");
 }
 
 void worker_runtime::throw_failure() {
@@ -352,6 +401,7 @@ void worker_runtime::shutdown() {
     if (auto err = client_->barrier("lifeboat/shutdown", shutdown_barrier_timeout))
       log(log_level::warning, "runtime", "not every worker reached the end: ", describe(err));
   client_->leave();
+  wait_for_peers_to_leave();
   if (status_endpoint_) stop_status_endpoint(status_endpoint_);
   saver_.reset();
   ready_barrier_.reset();

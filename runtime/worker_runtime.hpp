@@ -57,6 +57,9 @@ class worker_runtime {
   void spawn_actors();
   void save(int64_t step, bool final_save);
   [[noreturn]] void wait_and_exit(int64_t step);
+  // On the worker hosting the service: waits (bounded) until every other
+  // worker left or was lost.
+  void wait_for_peers_to_leave();
   [[noreturn]] void throw_failure();
   void shutdown();
 
