@@ -4,8 +4,10 @@
 // benchmarks that run real processes: they drive workers line by line and wait
 // on their output with deadlines, never with sleeps.
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -60,12 +62,16 @@ class child_process {
   bool started() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
 
+  /// The read end of the child's stdout, to poll many children at once.
+  int output_fd() const { return from_child_; }
+
   bool send_line(const std::string& line) {
     auto text = line + "\n";
     return ::write(to_child_, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   }
 
   /// The next line of the child's stdout, or nullopt at the deadline or at EOF.
+  /// With a zero timeout it never waits.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
@@ -77,9 +83,12 @@ class child_process {
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return std::nullopt;
+      // A timeout of zero still takes what the child has already written.
       pollfd pfd{from_child_, POLLIN, 0};
-      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
+      if (::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(0, left.count()))) <= 0) {
+        if (left.count() <= 0) return std::nullopt;
+        continue;
+      }
       char chunk[4096];
       auto n = ::read(from_child_, chunk, sizeof(chunk));
       if (n <= 0) return std::nullopt;
