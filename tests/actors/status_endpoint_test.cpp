@@ -276,7 +276,7 @@ TEST_F(status_endpoint_test, logs_the_port_it_listens_on) {
 TEST_F(status_endpoint_test, marks_a_silent_actor_unresponsive_and_turns_unhealthy) {
   status_endpoint_config cfg;
   cfg.ask_timeout = 200ms;
-  actors_.push_back(sys_.spawn(test::silent_status_actor));
+  actors_.push_back(sys_.spawn(test::silent_status_actor, "step_resolver"));
   cfg.observed.push_back(actors_.back());
   start(saving_cluster(), cfg);
   auto json = parse_json(get("/status").body);

@@ -182,12 +182,17 @@ inline caf::behavior fixed_status_actor(caf::event_based_actor*, wire::ActorStat
 }
 
 /// A real actor that takes status requests and never answers them (it holds
-/// the promises), as a stuck actor would.
+/// the promises), as a stuck actor would. It takes its name as an argument:
+/// CAF 0.17 dereferences a null argument tuple when a function actor is
+/// spawned with no arguments, which UBSan reports.
 struct silent_state {
+  std::string name;
   std::vector<caf::response_promise> held;
 };
 
-inline caf::behavior silent_status_actor(caf::stateful_actor<silent_state>* self) {
+inline caf::behavior silent_status_actor(caf::stateful_actor<silent_state>* self,
+                                         std::string name) {
+  self->state.name = std::move(name);
   return {[self](status_atom) { self->state.held.push_back(self->make_response_promise()); }};
 }
 
