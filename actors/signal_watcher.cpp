@@ -17,21 +17,28 @@ namespace lifeboat {
 
 const char* signal_watcher_state::name = "signal_watcher";
 
-caf::behavior signal_watcher(caf::stateful_actor<signal_watcher_state>* self,
-                             std::vector<int> signals, int64_t grace_period_ms,
-                             caf::actor resolver) {
+void signal_relay::on_signal(int signo) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (auto hdl = caf::actor_cast<caf::actor>(watcher_))
+    caf::anon_send(hdl, signal_atom::value, signo);
+  else
+    pending_.push_back(signo);
+}
+
+void signal_relay::attach(const caf::actor& watcher) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  // The relay holds only a weak address, so it never keeps the actor alive.
+  watcher_ = watcher.address();
+  for (int signo : pending_) caf::anon_send(watcher, signal_atom::value, signo);
+  pending_.clear();
+}
+
+caf::behavior signal_watcher(caf::stateful_actor<signal_watcher_state>* self, bool watching,
+                             int64_t grace_period_ms, caf::actor resolver) {
   auto& st = self->state;
   st.resolver = std::move(resolver);
   st.grace_period_ms = grace_period_ms;
-  // The pipe's thread holds only a weak address, so it never keeps this actor alive.
-  caf::actor_addr me = self->address();
-  auto pipe = signal_pipe::install(std::move(signals), [me](int signo) {
-    if (auto hdl = caf::actor_cast<caf::actor>(me)) caf::anon_send(hdl, signal_atom::value, signo);
-  });
-  if (pipe)
-    st.pipe = std::move(*pipe);
-  else
-    log(log_level::error, "signal_watcher", "signals not watched: ", describe(pipe.error()));
+  st.watching = watching;
   return {
       [=](signal_atom, int signo) {
         auto& st = self->state;
@@ -51,9 +58,9 @@ caf::behavior signal_watcher(caf::stateful_actor<signal_watcher_state>* self,
       [=](status_atom) {
         wire::ActorStatus st;
         st.set_name(signal_watcher_state::name);
-        st.set_state(self->state.pipe == nullptr ? "inactive"
-                     : self->state.received > 0  ? "notified"
-                                                 : "watching");
+        st.set_state(!self->state.watching      ? "inactive"
+                     : self->state.received > 0 ? "notified"
+                                                : "watching");
         st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
         (*st.mutable_metrics())["signals_received_total"] =
             static_cast<double>(self->state.received);

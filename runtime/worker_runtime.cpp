@@ -29,6 +29,7 @@
 #include "platform/notice_source.hpp"
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
+#include "platform/signal_pipe.hpp"
 #include "runtime/config_check.hpp"
 
 namespace lifeboat {
@@ -100,6 +101,15 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   for (auto& name : config_.signals) signals_.push_back(*signal_number(name));
   std::sort(signals_.begin(), signals_.end());
   signals_.erase(std::unique(signals_.begin(), signals_.end()), signals_.end());
+  // The signal handlers go in before anything slow (joining, restoring): a
+  // notice during start-up is kept by the relay, not fatal to the process.
+  signal_relay_ = std::make_shared<signal_relay>();
+  auto pipe = signal_pipe::install(signals_,
+                                   [relay = signal_relay_](int signo) { relay->on_signal(signo); });
+  if (pipe)
+    signal_pipe_ = std::move(*pipe);
+  else
+    log(log_level::error, "runtime", "signals not watched: ", describe(pipe.error()));
   notice_sources_ = config_.notice_sources.value_or(platform->notice_sources);
   for (auto& spec : notice_sources_)
     if (auto source = make_notice_source(spec); !source) fail_config(describe(source.error()));
@@ -225,13 +235,13 @@ void worker_runtime::spawn_actors() {
   if (config_.termination_watcher_fn)
     sources.push_back(make_function_source(config_.termination_watcher_fn));
   poll_watcher_ = sys.spawn(poll_watcher, &sources, config_.poll_interval, resolver_);
-  signal_watcher_ = sys.spawn(signal_watcher, signals_, grace_period_.count(), resolver_);
-  // An actor initialises on a scheduler thread after spawn returns. The poll
-  // watcher takes `sources` (a local) and the signal watcher installs the
-  // signal handlers there; a signal before that would kill the process with no
-  // checkpoint. Both answer a status request only once they are initialised.
+  signal_watcher_ =
+      sys.spawn(signal_watcher, signal_pipe_ != nullptr, grace_period_.count(), resolver_);
+  signal_relay_->attach(signal_watcher_);
+  // An actor initialises on a scheduler thread after spawn returns, and the
+  // poll watcher takes `sources` (a local) there. It answers a status request
+  // only once it is initialised.
   await_started(sys, poll_watcher_);
-  await_started(sys, signal_watcher_);
   cluster_watcher_ = sys.spawn(
       cluster_watcher, cluster_watcher_peers{resolver_, writer_, poll_watcher_, exit_controller_});
   client_->subscribe(cluster_watcher_);
@@ -402,6 +412,7 @@ void worker_runtime::shutdown() {
       log(log_level::warning, "runtime", "not every worker reached the end: ", describe(err));
   client_->leave();
   wait_for_peers_to_leave();
+  signal_pipe_.reset();
   if (status_endpoint_) stop_status_endpoint(status_endpoint_);
   saver_.reset();
   ready_barrier_.reset();

@@ -23,6 +23,8 @@ namespace lifeboat {
 class coordination_barrier;
 class coordination_client;
 class system_config;
+class signal_pipe;
+class signal_relay;
 
 /// Everything behind preemption_checkpoint_handler: the cluster, the actor
 /// system with the six worker actors (and the coordination service when this
@@ -90,6 +92,9 @@ class worker_runtime {
   caf::actor signal_watcher_;
   caf::actor poll_watcher_;
   caf::actor status_endpoint_;
+  // Last, so it goes first: its thread sends to actors of `system_`.
+  std::shared_ptr<signal_relay> signal_relay_;
+  std::unique_ptr<signal_pipe> signal_pipe_;
 };
 
 }  // namespace lifeboat
