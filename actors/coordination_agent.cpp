@@ -53,6 +53,9 @@ struct agent_actor_state {
   std::map<uint64_t, pending_request> pending;
   std::map<uint64_t, get_slot> gets;
   std::vector<caf::actor> subscribers;
+  // Events that came before anyone subscribed (a worker joins before its
+  // actors exist); the first subscriber gets them.
+  std::vector<caf::message> unclaimed;
   static inline const char* name = "coordination_agent";
 };
 
@@ -68,6 +71,7 @@ void send_envelope(agent_broker* self, const wire::Envelope& env) {
 }
 
 void notify(agent_broker* self, const caf::message& msg) {
+  if (self->state.subscribers.empty()) self->state.unclaimed.push_back(msg);
   for (auto& sub : self->state.subscribers) self->send(sub, msg);
 }
 
@@ -457,6 +461,8 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
       [self](subscribe_atom, const caf::actor& subscriber) {
         self->monitor(subscriber);
         self->state.subscribers.push_back(subscriber);
+        for (auto& msg : self->state.unclaimed) self->send(subscriber, msg);
+        self->state.unclaimed.clear();
       },
       [self](leave_atom) -> caf::result<void> {
         auto& st = self->state;
