@@ -1,5 +1,6 @@
 #include "actors/step_resolver.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <caf/event_based_actor.hpp>
@@ -26,14 +27,38 @@ constexpr int64_t step_sample_ms = 1000;
 constexpr auto notice_record_timeout = std::chrono::seconds{10};
 
 using self_ptr = caf::stateful_actor<step_resolver_actor_state>*;
+using final_due_atom = caf::atom_constant<caf::atom("finaldue")>;
 
 void dispatch(self_ptr self, std::vector<outgoing> out) {
   for (auto& msg : out)
     self->state.client->send(msg.to, protocol_channel, msg.message.SerializeAsString());
 }
 
+// Starts the leader's final save once it is due.
+void fire_final_save_if_due(self_ptr self) {
+  auto& st = self->state;
+  if (auto due = st.logic->final_save_due_ms(); due && unix_now_ms() >= *due) {
+    log(log_level::info, "step_resolver", "final save of the grace period is due");
+    dispatch(self, st.logic->on_final_save_due());
+  }
+}
+
+// A one-shot timer for the final save, armed whenever its due time changes
+// (the first commit, an earlier deadline). The tick alone would start it up
+// to a tick late, and with short steps and checkpoints the whole safety
+// margin before the deadline is shorter than a tick. A timer left from an
+// earlier due time finds nothing due and does nothing.
+void arm_final_save_timer(self_ptr self) {
+  auto& st = self->state;
+  auto due = st.logic->final_save_due_ms();
+  if (!due || *due == st.armed_due_ms) return;
+  st.armed_due_ms = *due;
+  auto delay = std::max<int64_t>(0, *due - unix_now_ms());
+  self->delayed_send(self, std::chrono::milliseconds{delay}, final_due_atom::value);
+}
+
 // Samples the trainer's completed step once a second for the step time, and
-// fires the leader's final save when it is due.
+// fires the leader's final save when it is due (a fallback for the timer).
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = unix_now_ms();
@@ -44,10 +69,8 @@ void on_tick(self_ptr self) {
     st.sampled_step = step;
     st.sampled_at_ms = now;
   }
-  if (auto due = st.logic->final_save_due_ms(); due && now >= *due) {
-    log(log_level::info, "step_resolver", "final save of the grace period is due");
-    dispatch(self, st.logic->on_final_save_due());
-  }
+  fire_final_save_if_due(self);
+  arm_final_save_timer(self);
   self->delayed_send(self, tick_interval, tick_atom::value);
 }
 
@@ -75,6 +98,7 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
               .then([] {}, [](caf::error&) {});
         }
         dispatch(self, st.logic->on_local_notice(notice, unix_now_ms()));
+        arm_final_save_timer(self);
       },
       [=](const wire::ProtocolMessage& msg) {
         auto& logic = *self->state.logic;
@@ -83,10 +107,13 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         if (logic.agreed_step() != before)
           log(log_level::info, "step_resolver", "agreed to save at step ", logic.agreed_step(),
               msg.commit().final_save() ? " (final)" : " (grace period continues)");
+        arm_final_save_timer(self);
       },
+      [=](final_due_atom) { fire_final_save_if_due(self); },
       [=](saving_atom, int64_t) { self->state.logic->on_save_started(); },
       [=](ckpt_time_atom, double seconds) {
         self->state.logic->record_checkpoint_seconds(seconds);
+        arm_final_save_timer(self);
       },
       [=](tick_atom) { on_tick(self); },
       [=](status_atom) {

@@ -26,6 +26,8 @@ struct step_resolver_actor_state {
   int64_t sampled_step = 0;
   int64_t sampled_at_ms = 0;
   int64_t notices = 0;
+  // The final-save due time a one-shot timer is armed for (0: none).
+  int64_t armed_due_ms = 0;
 };
 
 caf::behavior step_resolver(caf::stateful_actor<step_resolver_actor_state>* self,

@@ -19,11 +19,23 @@ outgoing make_outgoing(int32_t to, Body* (wire::ProtocolMessage::*mutable_body)(
 
 step_resolver_state::step_resolver_state(config cfg, step_gate& gate) : cfg_(cfg), gate_(gate) {}
 
-void step_resolver_state::record_step_seconds(double seconds) { step_seconds_ = seconds; }
+void step_resolver_state::record_step_seconds(double seconds) {
+  step_seconds_ = seconds;
+  reschedule_final_save();
+}
 
 void step_resolver_state::record_checkpoint_seconds(double seconds) {
   // The slowest recent save matters for the deadline; decay it slowly.
   checkpoint_seconds_ = std::max(seconds, checkpoint_seconds_ * 0.8);
+  reschedule_final_save();
+}
+
+// The final save is first scheduled at the first commit, before the first
+// save was measured (and, early in training, before any step was): a
+// measurement that comes during the countdown must move it, or it starts at
+// the deadline itself.
+void step_resolver_state::reschedule_final_save() {
+  if (final_due_ms_) final_due_ms_ = deadline_ms_ - save_cycle_ms();
 }
 
 int64_t step_resolver_state::save_cycle_ms() const {

@@ -91,6 +91,8 @@ class step_resolver_state {
   // The time one more save cycle needs, with the safety factor applied.
   int64_t save_cycle_ms() const;
   void schedule_final_save(int64_t now_ms);
+  // A new step or checkpoint time during the countdown: the due time again.
+  void reschedule_final_save();
 
   config cfg_;
   step_gate& gate_;

@@ -105,6 +105,28 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
   EXPECT_EQ(c.workers[1]->action.load(), 21);
 }
 
+TEST(step_resolver_state, times_measured_during_the_countdown_move_the_final_save_earlier) {
+  const int64_t grace = 60'000;
+  cluster c{2, grace};
+  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.run();
+  // Nothing measured yet: the final save is due at the deadline itself.
+  ASSERT_TRUE(c.at(0).final_save_due_ms());
+  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace);
+  // The first save took 1.5 s, a step 0.5 s: safety 2 * (0.5 + 1.5) s before it.
+  c.at(0).record_checkpoint_seconds(1.5);
+  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 3000);
+  c.at(0).record_step_seconds(0.5);
+  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 4000);
+}
+
+TEST(step_resolver_state, without_a_countdown_a_measurement_schedules_nothing) {
+  cluster c{2, 60'000};
+  c.at(0).record_checkpoint_seconds(1.5);
+  c.at(0).record_step_seconds(0.5);
+  EXPECT_FALSE(c.at(0).final_save_due_ms());
+}
+
 TEST(step_resolver_state, an_earlier_deadline_during_the_countdown_moves_the_final_save) {
   cluster c{2, 60'000};
   c.post(c.at(0).on_local_notice(c.notice(0), c.now));
