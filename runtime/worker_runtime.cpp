@@ -127,10 +127,17 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   log(log_level::info, "runtime", "rank ", cluster_.rank, " of ", cluster_.world_size, " (",
       cluster_.origin, ", platform ", platform->name, ", restart ", cluster_.restart_count,
       ", grace period ", grace_period_.count(), " ms)");
-  // 2. Join the cluster, 3. restore, 4. start watching.
-  start_cluster();
-  restore();
-  spawn_actors();
+  // 2. Join the cluster, 3. restore, 4. start watching. A failure on the way
+  // stops what was started: the actor system's destructor would otherwise
+  // wait forever for the actors (the hosted service above all).
+  try {
+    start_cluster();
+    restore();
+    spawn_actors();
+  } catch (...) {
+    stop_actors();
+    throw;
+  }
 }
 
 void worker_runtime::start_cluster() {
@@ -167,6 +174,8 @@ void worker_runtime::start_cluster() {
     fail_config("cannot join the coordination service at " + agent.host + ":" +
                 std::to_string(agent.port) + ": " + describe(client.error()));
   client_ = std::move(*client);
+  log(log_level::info, "runtime", "joined the coordination service at ", agent.host, ":",
+      agent.port, " (incarnation ", agent.incarnation, ")");
 }
 
 // Every rank restores the newest checkpoint it can verify; when they differ
@@ -186,14 +195,20 @@ void worker_runtime::restore() {
     int64_t my_step = *restored ? (*restored)->step : -1;
     int64_t common = my_step;
     if (cluster_.world_size > 1) {
+      // Publish, meet, read: the barrier fails at once for everyone when a
+      // peer is lost or failed, where waiting on its key would not.
       auto prefix = restore_key_prefix + std::to_string(round) + "/";
       client_->insert(prefix + std::to_string(cluster_.rank), std::to_string(my_step));
-      for (int r = 0; r < cluster_.world_size; ++r) {
-        auto theirs = client_->get(prefix + std::to_string(r), restore_agreement_timeout);
-        if (!theirs)
-          fail_config("agreeing on the checkpoint to restore: " + describe(theirs.error()));
-        common = std::min<int64_t>(common, std::stoll(*theirs));
-      }
+      if (auto err = client_->barrier(prefix, restore_agreement_timeout))
+        throw peer_error(-1, "agreeing on the checkpoint to restore: " + describe(err), false);
+      auto published = client_->get_prefix(prefix);
+      if (!published)
+        throw peer_error(
+            -1, "agreeing on the checkpoint to restore: " + describe(published.error()), false);
+      if (published->size() != static_cast<size_t>(cluster_.world_size))
+        fail_config("agreeing on the checkpoint to restore: " + std::to_string(published->size()) +
+                    " of " + std::to_string(cluster_.world_size) + " ranks published a step");
+      for (auto& [key, value] : *published) common = std::min<int64_t>(common, std::stoll(value));
     }
     if (common == my_step) {
       restored_step_ = mine;
@@ -373,6 +388,10 @@ bool worker_runtime::failed() const { return gate_.failure().failed; }
 void worker_runtime::exit_after_failure() {
   auto f = gate_.failure();
   log(log_level::error, "runtime", peer_error(f.origin_rank, f.message, f.lost).what());
+  // The rank hosting the service stays until its peers are gone: its exit
+  // would otherwise reach them as a lost service, hiding the failure's origin.
+  client_->leave();
+  wait_for_peers_to_leave();
   exit_process(failure_exit_code);
 }
 
@@ -413,6 +432,10 @@ void worker_runtime::shutdown() {
   client_->leave();
   wait_for_peers_to_leave();
   signal_pipe_.reset();
+  stop_actors();
+}
+
+void worker_runtime::stop_actors() {
   if (status_endpoint_) stop_status_endpoint(status_endpoint_);
   saver_.reset();
   ready_barrier_.reset();

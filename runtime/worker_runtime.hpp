@@ -64,6 +64,8 @@ class worker_runtime {
   void wait_for_peers_to_leave();
   [[noreturn]] void throw_failure();
   void shutdown();
+  // Stops every actor this runtime started, then the actor system.
+  void stop_actors();
 
   checkpoint_state& state_;
   std::string checkpoint_dir_;

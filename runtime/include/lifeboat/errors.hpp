@@ -13,12 +13,15 @@ class config_error : public std::invalid_argument {
 };
 
 /// Raised by `run` on every worker when any worker (this one included) failed
-/// or was lost; `what()` names the origin as "rank N".
+/// or was lost; `what()` names the origin as "rank N". An origin of -1 means
+/// the service reported the failure (a failed barrier) and `message`, from
+/// the service, names the rank.
 class peer_error : public std::runtime_error {
  public:
   peer_error(int origin_rank, const std::string& message, bool lost)
-      : std::runtime_error("rank " + std::to_string(origin_rank) + (lost ? " lost: " : ": ") +
-                           message),
+      : std::runtime_error(origin_rank < 0 ? message
+                                           : "rank " + std::to_string(origin_rank) +
+                                                 (lost ? " lost: " : ": ") + message),
         origin_rank_(origin_rank),
         lost_(lost) {}
 

@@ -26,7 +26,9 @@ class worker_runtime;
 /// restart code; an error on any worker makes `run` raise `peer_error` on all.
 class preemption_checkpoint_handler {
  public:
-  /// Throws config_error on bad configuration or environment.
+  /// Throws config_error on bad configuration or environment, and peer_error
+  /// when a peer fails or is lost while the workers agree on the checkpoint
+  /// to restore.
   preemption_checkpoint_handler(checkpoint_state& state, std::string checkpoint_dir,
                                 termination_config config = {});
   ~preemption_checkpoint_handler();
