@@ -5,10 +5,12 @@
 // on their output with deadlines, never with sleeps.
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,8 +27,15 @@ namespace lifeboat::test {
 class child_process {
  public:
   /// Starts `argv[0]` with the arguments; stderr is inherited, or read
-  /// together with stdout when `merge_stderr`.
-  explicit child_process(const std::vector<std::string>& argv, bool merge_stderr = false) {
+  /// together with stdout when `merge_stderr`. With `env` the child gets
+  /// exactly that environment ("NAME=value" entries) instead of this one's.
+  explicit child_process(const std::vector<std::string>& argv, bool merge_stderr = false,
+                         const std::optional<std::vector<std::string>>& env = std::nullopt) {
+    // Built before fork: the child of a multi-threaded process may only call
+    // async-signal-safe functions, and malloc is not one.
+    auto args = c_strings(argv);
+    std::vector<char*> envp;
+    if (env) envp = c_strings(*env);
     int in[2];
     int out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
@@ -35,10 +44,10 @@ class child_process {
       dup2(in[0], STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);
       if (merge_stderr) dup2(out[1], STDERR_FILENO);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
+      if (env)
+        execve(args[0], args.data(), envp.data());
+      else
+        execv(args[0], args.data());
       _exit(127);
     }
     ::close(in[0]);
@@ -64,6 +73,9 @@ class child_process {
 
   /// The read end of the child's stdout, to poll many children at once.
   int output_fd() const { return from_child_; }
+
+  /// Whether the child's stdout reached its end (it exited or closed it).
+  bool at_eof() const { return eof_; }
 
   bool send_line(const std::string& line) {
     auto text = line + "\n";
@@ -91,7 +103,11 @@ class child_process {
       }
       char chunk[4096];
       auto n = ::read(from_child_, chunk, sizeof(chunk));
-      if (n <= 0) return std::nullopt;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        eof_ = true;
+        return std::nullopt;
+      }
       buf_.append(chunk, static_cast<size_t>(n));
     }
   }
@@ -115,10 +131,19 @@ class child_process {
   }
 
  private:
+  // Pointers into `strings`, null-terminated, as exec wants them.
+  static std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    for (auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+    out.push_back(nullptr);
+    return out;
+  }
+
   pid_t pid_ = -1;
   int to_child_ = -1;
   int from_child_ = -1;
   std::string buf_;
+  bool eof_ = false;
   std::optional<int> exit_status_;
 };
 

@@ -1,0 +1,63 @@
+// A configured save_fn replaces lifeboat's own checkpoint files: lifeboat
+// writes nothing, and calls save_fn exactly once per save on every worker,
+// all at the agreed step.
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/runtime/runtime_checks.hpp"
+#include "tests/runtime/worker_cluster.hpp"
+
+namespace lifeboat::test {
+namespace {
+
+constexpr int workers = 4;
+constexpr int64_t endless_steps = 100000;
+
+// What save_fn (runtime_test_worker --save-fn) writes: one marker per rank and step.
+std::vector<std::string> markers(const std::vector<int64_t>& steps) {
+  std::vector<std::string> out;
+  for (auto step : steps)
+    for (int r = 0; r < workers; ++r)
+      out.push_back("user-rank-" + std::to_string(r) + "-step-" + std::to_string(step));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(save_fn_test, called_once_on_every_worker_and_no_lifeboat_files) {
+  temp_dir dir{"save-fn"};
+  worker_cluster c{
+      make_options(workers, dir.str(),
+                   {"--steps", std::to_string(endless_steps), "--step-ms", "10", "--save-fn"})};
+  ASSERT_TRUE(c.wait_step(1, 10)) << c.transcript();
+  c.worker(1).kill(SIGTERM);
+  auto codes = c.finish();
+  ASSERT_TRUE(all_exited(codes, restart_exit_code, workers)) << c.transcript();
+  int64_t agreed = 0;
+  ASSERT_TRUE(single_agreed_save(c, agreed, "saved"));
+  // lifeboat never snapshotted the state itself.
+  ASSERT_TRUE(saves_at(c, {}, "saving"));
+  EXPECT_TRUE(ran_steps(c, 0, agreed));
+  EXPECT_EQ(entries(dir.path()), markers({agreed}));
+}
+
+TEST(save_fn_test, called_once_per_save_in_a_grace_period) {
+  temp_dir dir{"save-fn-grace"};
+  worker_cluster c{make_options(workers, dir.str(),
+                                {"--steps", std::to_string(endless_steps), "--step-ms", "10",
+                                 "--grace-ms", "1500", "--save-fn"})};
+  ASSERT_TRUE(c.wait_step(3, 10)) << c.transcript();
+  c.worker(3).kill(SIGTERM);
+  auto codes = c.finish();
+  ASSERT_TRUE(all_exited(codes, restart_exit_code, workers)) << c.transcript();
+  auto saves = c.values(0, "saved");
+  ASSERT_EQ(saves.size(), 2u) << c.transcript();
+  ASSERT_TRUE(saves_at(c, saves, "saved"));
+  EXPECT_LT(saves[0], saves[1]);
+  ASSERT_TRUE(saves_at(c, {}, "saving"));
+  EXPECT_EQ(entries(dir.path()), markers(saves));
+}
+
+}  // namespace
+}  // namespace lifeboat::test
