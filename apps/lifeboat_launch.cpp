@@ -1,11 +1,14 @@
 // lifeboat-launch: starts N local workers, hosts their coordination service,
 // and restarts the group after a preemption (DESIGN "lifeboat-launch").
 //
-//   lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P] -- CMD ARGS...
+//   lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P]
+//                   [--status-port BASE] -- CMD ARGS...
 //
 // Restarts after the restart code do not count against --max-restarts;
-// failures do. SIGTERM/SIGINT are forwarded to every worker; the launcher then
-// exits with the group's outcome. Exits 0 when every worker exited 0.
+// failures do. With --status-port, rank r serves its status endpoint on
+// BASE + r (BASE 0: every worker picks a free port and logs it).
+// SIGTERM/SIGINT are forwarded to every worker; the launcher then exits with
+// the group's outcome. Exits 0 when every worker exited 0.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -49,19 +52,27 @@ struct options {
   int max_restarts = 0;
   int restart_code = default_restart_code;
   uint16_t port = 0;
+  std::optional<uint16_t> status_port_base;
   std::vector<std::string> command;
 };
 
 std::optional<options> parse(int argc, char** argv) {
   std::string error;
-  auto f = lifeboat::apps::flags::parse(argc, argv,
-                                        {"nproc", "max-restarts", "restart-code", "port"}, error);
+  auto f = lifeboat::apps::flags::parse(
+      argc, argv, {"nproc", "max-restarts", "restart-code", "port", "status-port"}, error);
   auto nproc = f ? f->integer("nproc", 1, 1, 4096, error) : std::nullopt;
   auto max_restarts = nproc ? f->integer("max-restarts", 0, 0, 1'000'000, error) : std::nullopt;
   auto code =
       max_restarts ? f->integer("restart-code", default_restart_code, 1, 255, error) : std::nullopt;
   auto port = code ? f->integer("port", 0, 0, 65535, error) : std::nullopt;
-  if (!port) {
+  // -1: no status endpoints. Every rank's port BASE + r must be a port.
+  auto status_base = port ? f->integer("status-port", -1, 0, 65535, error) : std::nullopt;
+  if (status_base && *status_base > 0 && *status_base + *nproc - 1 > 65535) {
+    error = "--status-port " + std::to_string(*status_base) + " leaves no port for rank " +
+            std::to_string(65536 - *status_base) + " (BASE + nproc - 1 must be at most 65535)";
+    status_base.reset();
+  }
+  if (!status_base) {
     std::cerr << "lifeboat-launch: " << error << "\n";
     return std::nullopt;
   }
@@ -73,8 +84,14 @@ std::optional<options> parse(int argc, char** argv) {
     std::cerr << "lifeboat-launch: --restart-code must differ from the failure code 3\n";
     return std::nullopt;
   }
-  return options{static_cast<int>(*nproc), static_cast<int>(*max_restarts), static_cast<int>(*code),
-                 static_cast<uint16_t>(*port), f->rest()};
+  options out{static_cast<int>(*nproc),
+              static_cast<int>(*max_restarts),
+              static_cast<int>(*code),
+              static_cast<uint16_t>(*port),
+              std::nullopt,
+              f->rest()};
+  if (*status_base >= 0) out.status_port_base = static_cast<uint16_t>(*status_base);
+  return out;
 }
 
 std::string random_token() {
@@ -125,7 +142,7 @@ int main(int argc, char** argv) {
   auto opts = parse(argc, argv);
   if (!opts) {
     std::cerr << "usage: lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P]"
-                 " -- CMD ARGS...\n";
+                 " [--status-port BASE] -- CMD ARGS...\n";
     return usage_exit_code;
   }
   // Block the signals we wait for before any thread exists, so every thread
@@ -161,7 +178,8 @@ int main(int argc, char** argv) {
                                      {{"LIFEBOAT_WORLD_SIZE", std::to_string(opts->nproc)},
                                       {"LIFEBOAT_COORDINATOR", "127.0.0.1:" + std::to_string(port)},
                                       {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
-                                      {"LIFEBOAT_CLUSTER_TOKEN", token}}};
+                                      {"LIFEBOAT_CLUSTER_TOKEN", token}},
+                                     opts->status_port_base};
 
   // Signals to the launcher go to every worker: they save and exit with the
   // restart code, and the launcher then exits with the group's outcome.

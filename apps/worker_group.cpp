@@ -20,8 +20,9 @@ std::string worker_exit::describe() const {
   return who + " exited with code " + std::to_string(code);
 }
 
-worker_group::worker_group(std::vector<std::string> command, std::map<std::string, std::string> env)
-    : command_(std::move(command)), env_(std::move(env)) {}
+worker_group::worker_group(std::vector<std::string> command, std::map<std::string, std::string> env,
+                           std::optional<uint16_t> status_port_base)
+    : command_(std::move(command)), env_(std::move(env)), status_port_base_(status_port_base) {}
 
 std::optional<std::string> worker_group::start(int n, int restart) {
   auto launcher = ::getpid();
@@ -29,6 +30,11 @@ std::optional<std::string> worker_group::start(int n, int restart) {
     auto env = env_;
     env["LIFEBOAT_RANK"] = std::to_string(rank);
     env["LIFEBOAT_RESTART_COUNT"] = std::to_string(restart);
+    // Base 0 asks every worker to pick a free port (it logs the one it got);
+    // otherwise each rank gets its own fixed port, the same in every generation.
+    if (status_port_base_)
+      env["LIFEBOAT_STATUS_PORT"] =
+          std::to_string(*status_port_base_ == 0 ? 0 : *status_port_base_ + rank);
     // Everything the child needs is prepared before fork: after it, only
     // async-signal-safe calls until exec.
     std::vector<std::string> env_strings;

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,11 +23,14 @@ struct worker_exit {
 
 /// Starts and reaps one generation of N local worker processes. Every worker
 /// dies with the launcher (PR_SET_PDEATHSIG), starts with no signals blocked,
-/// and gets `env` plus LIFEBOAT_RANK. SIGCHLD must be blocked in every thread
-/// of the calling process (the group waits for it with sigtimedwait).
+/// and gets `env` plus LIFEBOAT_RANK, LIFEBOAT_RESTART_COUNT and, with a
+/// `status_port_base`, LIFEBOAT_STATUS_PORT (base + rank; 0 stays 0).
+/// SIGCHLD must be blocked in every thread of the calling process (the group
+/// waits for it with sigtimedwait).
 class worker_group {
  public:
-  worker_group(std::vector<std::string> command, std::map<std::string, std::string> env);
+  worker_group(std::vector<std::string> command, std::map<std::string, std::string> env,
+               std::optional<uint16_t> status_port_base = std::nullopt);
 
   /// Starts `n` workers; prints "lifeboat-launch: rank=R pid=PID restart=K".
   /// Returns an error message when a worker cannot be started.
@@ -50,6 +54,7 @@ class worker_group {
 
   std::vector<std::string> command_;
   std::map<std::string, std::string> env_;
+  std::optional<uint16_t> status_port_base_;
   mutable std::mutex mtx_;
   std::map<pid_t, int> live_;  // pid -> rank
 };

@@ -1,0 +1,60 @@
+// lifeboat-demo's --fail-rank/--fail-step (DESIGN "lifeboat-demo"): rank R's
+// step K throws; the error reaches every worker, every worker exits 3 and its
+// error line names `rank R`, and the launcher gives up naming a worker.
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/apps/app_test_support.hpp"
+
+namespace {
+
+using namespace lifeboat::test;
+
+constexpr int workers = 3;
+constexpr int64_t steps = 200;
+constexpr int max_fail_step = 50;
+
+TEST(demo_failure_test, an_injected_failure_makes_every_worker_exit_3_naming_the_rank) {
+  scratch_dir dir{"apps-fail"};
+  std::mt19937 rng{std::random_device{}()};
+  int fail_rank = static_cast<int>(rng() % workers);
+  int fail_step = 1 + static_cast<int>(rng() % max_fail_step);
+  auto where = "--fail-rank " + std::to_string(fail_rank) + " --fail-step " +
+               std::to_string(fail_step) + "\n";
+  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--max-restarts", "0",
+                     "--", LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps",
+                     std::to_string(steps), "--state-mb", "1", "--step-ms", "2", "--fail-rank",
+                     std::to_string(fail_rank), "--fail-step", std::to_string(fail_step)},
+                    true,
+                    environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), failure_exit_code) << where << log.text();
+  auto pids = log.pids(0);
+  ASSERT_EQ(pids.size(), static_cast<size_t>(workers)) << where << log.text();
+  auto origin = "rank " + std::to_string(fail_rank);
+  for (auto [rank, pid] : pids) {
+    auto prefix = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+    // The launcher saw the exit code itself (waitpid), not a kill after a timeout.
+    EXPECT_TRUE(log.contains("lifeboat-launch: " + prefix + " exited with code 3"))
+        << where << log.text();
+    auto error_line = "lifeboat-demo: rank=" + std::to_string(rank) + " error: ";
+    if (rank == fail_rank) {
+      EXPECT_TRUE(
+          log.contains(error_line + "injected failure at step " + std::to_string(fail_step)))
+          << where << log.text();
+    } else {
+      // A peer's error line names the worker the failure came from.
+      EXPECT_TRUE(log.contains(error_line + origin + ": injected failure")) << where << log.text();
+    }
+  }
+  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: rank ")) << where << log.text();
+  EXPECT_TRUE(log.digests(steps).empty()) << where << log.text();
+}
+
+}  // namespace

@@ -1,0 +1,123 @@
+// The status endpoint of running lifeboat-demo workers (DESIGN "Status
+// endpoint"), started through lifeboat-launch --status-port 0: every worker
+// picks a free port and logs it; /status, /metrics, /healthz and / answer
+// with what the demo is doing.
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/apps/app_test_support.hpp"
+#include "tests/apps/status_client.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace lifeboat::test;
+
+constexpr int workers = 2;
+// Training outlasts the test, which ends it with a SIGTERM to the launcher.
+constexpr int64_t endless_steps = 1'000'000;
+// /status is asked again until the step moved, at most this long.
+constexpr auto progress_deadline = 30s;
+const std::vector<std::string> worker_actors{"signal_watcher",    "poll_watcher",
+                                             "cluster_watcher",   "step_resolver",
+                                             "checkpoint_writer", "exit_controller"};
+
+// rank -> port of "lifeboat[rank R] status_endpoint: status endpoint listening on 127.0.0.1:P".
+std::map<int, uint16_t> status_ports(const output_log& log) {
+  std::map<int, uint16_t> out;
+  for (const auto& l : log.lines()) {
+    int rank = -1;
+    if (l.find("status endpoint listening on") != std::string::npos &&
+        std::sscanf(l.c_str(), "lifeboat[rank %d]", &rank) == 1)
+      out[rank] = listening_port(l);
+  }
+  return out;
+}
+
+TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
+  scratch_dir dir{"apps-status"};
+  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--status-port", "0",
+                     "--", LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps",
+                     std::to_string(endless_steps), "--state-mb", "1", "--step-ms", "10"},
+                    true,
+                    environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  output_log log{run};
+  // The endpoint starts after the worker joined and restored, when its actors run.
+  ASSERT_TRUE(log.read_until_count("status endpoint listening on 127.0.0.1:", workers))
+      << log.text();
+  auto ports = status_ports(log);
+  ASSERT_EQ(ports.size(), static_cast<size_t>(workers)) << log.text();
+
+  int64_t highest_step = 0;
+  for (auto [rank, port] : ports) {
+    SCOPED_TRACE("rank " + std::to_string(rank) + " on port " + std::to_string(port));
+    ASSERT_NE(port, 0);
+    std::string raw;
+    auto first = fetch_status(port, &raw);
+    ASSERT_TRUE(first) << raw;
+    // The contract's keys are in the JSON itself, not only defaults of the parse.
+    for (const char* key : {"\"rank\":", "\"world_size\":", "\"step\":", "\"phase\":",
+                            "\"last_checkpoint\":", "\"actors\":"})
+      EXPECT_NE(raw.find(key), std::string::npos) << key << " in " << raw;
+    EXPECT_EQ(first->rank(), rank);
+    EXPECT_EQ(first->world_size(), workers);
+    EXPECT_EQ(first->phase(), "training");
+    EXPECT_TRUE(first->healthy());
+    EXPECT_GE(first->step(), 0);
+    std::set<std::string> names;
+    for (const auto& actor : first->actors()) names.insert(actor.name());
+    for (const auto& name : worker_actors) EXPECT_EQ(names.count(name), 1u) << name << " " << raw;
+    EXPECT_EQ(names.count("status_endpoint"), 1u) << raw;
+    // The launcher hosts the service: no worker runs one.
+    EXPECT_EQ(names.count("coordination_service"), 0u) << raw;
+
+    // Training goes on: the step moves past the first answer's.
+    auto latest = await_step_past(port, first->step(), progress_deadline);
+    ASSERT_TRUE(latest);
+    EXPECT_GT(latest->step(), first->step());
+    EXPECT_LT(latest->step(), endless_steps);
+    EXPECT_EQ(latest->phase(), "training");
+    highest_step = std::max(highest_step, latest->step());
+
+    auto metrics = http_get(port, "/metrics");
+    EXPECT_EQ(metrics.status, 200);
+    for (const auto& sample : std::vector<std::string>{
+             "lifeboat_rank " + std::to_string(rank), "lifeboat_world_size 2", "lifeboat_step ",
+             "lifeboat_phase{phase=\"training\"} 1", "lifeboat_healthy 1"})
+      EXPECT_NE(metrics.body.find(sample), std::string::npos) << sample << " in\n" << metrics.body;
+    for (const auto& name : worker_actors)
+      EXPECT_NE(metrics.body.find("actor=\"" + name + "\""), std::string::npos) << name << " in\n"
+                                                                                << metrics.body;
+
+    auto health = http_get(port, "/healthz");
+    EXPECT_EQ(health.status, 200);
+    EXPECT_EQ(health.body, "ok\n");
+
+    auto page = http_get(port, "/");
+    EXPECT_EQ(page.status, 200);
+    EXPECT_NE(page.body.find("<title>lifeboat status</title>"), std::string::npos);
+
+    EXPECT_EQ(http_get(port, "/no-such-page").status, 404);
+  }
+
+  // The step the cluster agrees on is past every step the endpoints reported.
+  run.kill(SIGTERM);
+  log.read_all();
+  EXPECT_EQ(exit_code(run), restart_exit_code) << log.text();
+  auto agreed = log.agreed_steps();
+  ASSERT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
+  EXPECT_EQ(agreed[0], agreed[1]) << log.text();
+  EXPECT_GE(agreed[0], highest_step) << log.text();
+}
+
+}  // namespace

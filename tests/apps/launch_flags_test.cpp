@@ -1,0 +1,68 @@
+// lifeboat-launch's command line and the environment it gives each worker,
+// checked with a shell as the worker command: quick, and free of the
+// coordination and checkpoint machinery that the end-to-end tests cover.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/apps/app_test_support.hpp"
+
+namespace {
+
+using namespace lifeboat::test;
+
+constexpr int workers = 3;
+constexpr int usage_exit_code = 2;
+// Each worker prints the variables the launcher set for it, then exits 0.
+const std::string print_env =
+    "echo \"worker rank=$LIFEBOAT_RANK world=$LIFEBOAT_WORLD_SIZE "
+    "restart=$LIFEBOAT_RESTART_COUNT status_port=${LIFEBOAT_STATUS_PORT-unset}\"";
+
+std::vector<std::string> launcher(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_env});
+  return argv;
+}
+
+TEST(launch_flags_test, status_port_base_gives_rank_r_base_plus_r) {
+  constexpr int base = 40000;
+  child_process run{launcher({"--status-port", std::to_string(base)}), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  for (int rank = 0; rank < workers; ++rank)
+    EXPECT_TRUE(log.contains("worker rank=" + std::to_string(rank) + " world=3 restart=0" +
+                             " status_port=" + std::to_string(base + rank)))
+        << log.text();
+}
+
+TEST(launch_flags_test, status_port_zero_lets_every_worker_pick_a_free_port) {
+  child_process run{launcher({"--status-port", "0"}), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  EXPECT_EQ(log.count("status_port=0"), workers) << log.text();
+}
+
+TEST(launch_flags_test, without_status_port_no_worker_serves_one) {
+  child_process run{launcher({}), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  EXPECT_EQ(log.count("status_port=unset"), workers) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: all 3 workers finished")) << log.text();
+}
+
+TEST(launch_flags_test, a_status_port_range_past_65535_is_a_usage_error) {
+  child_process run{launcher({"--status-port", "65534"}), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), usage_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("--status-port 65534")) << log.text();
+  EXPECT_FALSE(log.contains("worker rank=")) << log.text();
+}
+
+}  // namespace

@@ -1,0 +1,59 @@
+#pragma once
+
+// GET requests to a worker's status endpoint (DESIGN "Status endpoint") for
+// the end-to-end tests, through lifeboat's own HTTP client.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "messages/status.pb.h"
+#include "platform/http_client.hpp"
+#include "platform/json.hpp"
+
+namespace lifeboat::test {
+
+constexpr std::chrono::milliseconds status_request_timeout{5'000};
+// Pace of repeated /status requests while waiting for the step to move: the
+// condition is the step, the pause only keeps the loop from taking a core of
+// the two the tests share.
+constexpr std::chrono::milliseconds status_poll_pace{20};
+
+/// GET `target` on 127.0.0.1:`port`; status 0 when nothing answered.
+inline http_response http_get(uint16_t port, const std::string& target) {
+  http_request request;
+  request.host = "127.0.0.1";
+  request.port = port;
+  request.target = target;
+  auto reply = http_send(request, status_request_timeout);
+  if (!reply) return {};
+  return *reply;
+}
+
+/// GET /status, parsed; nothing unless it answered 200 with JSON of the
+/// schema. `raw` (when given) gets the body as sent.
+inline std::optional<wire::Status> fetch_status(uint16_t port, std::string* raw = nullptr) {
+  auto reply = http_get(port, "/status");
+  if (raw != nullptr) *raw = reply.body;
+  if (reply.status != 200) return std::nullopt;
+  wire::Status out;
+  if (parse_json(reply.body, out, "/status")) return std::nullopt;
+  return out;
+}
+
+/// Asks /status until its step is past `step` or `deadline` passes; the last
+/// answer (nothing when the endpoint stopped answering).
+inline std::optional<wire::Status> await_step_past(uint16_t port, int64_t step,
+                                                   std::chrono::milliseconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  auto latest = fetch_status(port);
+  while (latest && latest->step() <= step && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(status_poll_pace);
+    latest = fetch_status(port);
+  }
+  return latest;
+}
+
+}  // namespace lifeboat::test
