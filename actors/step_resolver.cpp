@@ -57,8 +57,9 @@ void arm_final_save_timer(self_ptr self) {
   self->delayed_send(self, std::chrono::milliseconds{delay}, final_due_atom::value);
 }
 
-// Samples the trainer's completed step once a second for the step time, and
-// fires the leader's final save when it is due (a fallback for the timer).
+// Samples the trainer's completed step once a second for the step time,
+// fires the leader's final save when it is due (a fallback for the timer) and
+// starts the leader's periodic backup saves.
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = unix_now_ms();
@@ -71,6 +72,7 @@ void on_tick(self_ptr self) {
   }
   fire_final_save_if_due(self);
   arm_final_save_timer(self);
+  dispatch(self, st.logic->on_backup_check(now));
   self->delayed_send(self, tick_interval, tick_atom::value);
 }
 
@@ -106,7 +108,9 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         dispatch(self, logic.on_message(msg, unix_now_ms()));
         if (logic.agreed_step() != before)
           log(log_level::info, "step_resolver", "agreed to save at step ", logic.agreed_step(),
-              msg.commit().final_save() ? " (final)" : " (grace period continues)");
+              msg.commit().final_save()  ? " (final)"
+              : logic.deadline_ms() == 0 ? " (backup)"
+                                         : " (grace period continues)");
         arm_final_save_timer(self);
       },
       [=](final_due_atom) { fire_final_save_if_due(self); },

@@ -115,7 +115,8 @@ std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessag
 
 // Step 3: report the completed step to the leader.
 std::vector<outgoing> step_resolver_state::on_query(const wire::StepQuery& query) {
-  if (phase_ == phase::training) phase_ = phase::notice_received;
+  // A backup round's query (no deadline known) leaves the phase at training.
+  if (phase_ == phase::training && deadline_ms_ != 0) phase_ = phase::notice_received;
   wire::StepReport report;
   report.set_round(query.round());
   report.set_rank(cfg_.rank);
@@ -137,7 +138,8 @@ std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& rep
     cluster_step_seconds_ = std::max(cluster_step_seconds_, r.step_seconds());
     cluster_checkpoint_seconds_ = std::max(cluster_checkpoint_seconds_, r.checkpoint_seconds());
   }
-  if (!round_final_ && deadline_ms_ - now_ms <= save_cycle_ms()) round_final_ = true;
+  if (!round_final_ && deadline_ms_ != 0 && deadline_ms_ - now_ms <= save_cycle_ms())
+    round_final_ = true;
   return propose(max_step + 1);
 }
 
@@ -175,9 +177,11 @@ std::vector<outgoing> step_resolver_state::on_ack(const wire::StepAck& ack) {
     return propose(furthest + 1);
   }
   round_open_ = false;
+  // A round with no deadline known is a backup save: a later notice still
+  // needs a round of its own.
   if (round_final_)
     final_save_decided_ = true;
-  else
+  else if (deadline_ms_ != 0)
     first_save_decided_ = true;
   wire::StepCommit commit;
   commit.set_round(round_);
@@ -190,16 +194,26 @@ std::vector<outgoing> step_resolver_state::on_ack(const wire::StepAck& ack) {
 void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_ms) {
   gate_.commit(commit.step(), commit.final_save());
   agreed_step_ = commit.step();
-  if (deadline_ms_ == 0 || commit.deadline_unix_ms() < deadline_ms_)
+  // A backup's commit carries no deadline; it must not erase one known here.
+  if (commit.deadline_unix_ms() != 0 &&
+      (deadline_ms_ == 0 || commit.deadline_unix_ms() < deadline_ms_))
     deadline_ms_ = commit.deadline_unix_ms();
   phase_ = phase::checkpoint_scheduled;
-  if (is_leader() && !commit.final_save()) schedule_final_save(now_ms);
+  if (is_leader() && !commit.final_save() && deadline_ms_ != 0) schedule_final_save(now_ms);
 }
 
 std::vector<outgoing> step_resolver_state::on_final_save_due() {
   if (!is_leader() || !first_save_decided_ || final_save_decided_ || round_open_) return {};
   final_due_ms_.reset();
   return start_round(true);
+}
+
+std::vector<outgoing> step_resolver_state::on_backup_check(int64_t now_ms) {
+  if (!is_leader() || cfg_.backup_interval_ms <= 0 || round_open_ || deadline_ms_ != 0) return {};
+  if (last_backup_ms_ == 0) last_backup_ms_ = now_ms;
+  if (now_ms - last_backup_ms_ < cfg_.backup_interval_ms) return {};
+  last_backup_ms_ = now_ms;
+  return start_round(false);
 }
 
 void step_resolver_state::on_save_started() {

@@ -40,6 +40,8 @@ constexpr int32_t all_ranks = -1;
 ///   7. With a grace period the first save is not final: the leader schedules
 ///      the final round at deadline - safety * (step time + checkpoint time),
 ///      earlier if an earlier deadline arrives, and runs 2-6 again with final set.
+/// A periodic backup save (no notice) runs 2-6 without final; a notice that
+/// arrives during its round makes it that notice's first save.
 class step_resolver_state {
  public:
   struct config {
@@ -47,6 +49,8 @@ class step_resolver_state {
     int32_t world_size = 1;
     int64_t grace_period_ms = 0;
     double safety_factor = 2.0;
+    // Leader only: a backup save this often (0: none).
+    int64_t backup_interval_ms = 0;
   };
 
   step_resolver_state(config cfg, step_gate& gate);
@@ -59,6 +63,11 @@ class step_resolver_state {
 
   /// Step 7: the leader's timer for the final save fired.
   std::vector<outgoing> on_final_save_due();
+
+  /// The leader's periodic check: once `backup_interval_ms` passed since the
+  /// first check (or the last backup), runs 2-6 for a save that is neither a
+  /// notice's nor final. Nothing while a notice is known or a round is open.
+  std::vector<outgoing> on_backup_check(int64_t now_ms);
 
   /// The trainer measured a step / the writer measured a checkpoint (seconds).
   void record_step_seconds(double seconds);
@@ -114,6 +123,7 @@ class step_resolver_state {
   double cluster_step_seconds_ = 0;
   double cluster_checkpoint_seconds_ = 0;
   std::optional<int64_t> final_due_ms_;
+  int64_t last_backup_ms_ = 0;  // 0: the backup clock has not started
 };
 
 }  // namespace lifeboat

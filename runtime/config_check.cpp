@@ -22,6 +22,7 @@ caf::error check_config(const termination_config& config) {
   if (config.max_to_keep < 1)
     return bad("max_to_keep must be >= 1, got " + std::to_string(config.max_to_keep));
   if (config.save_every_steps < 0) return bad("save_every_steps must be >= 0");
+  if (config.save_every_seconds.count() < 0) return bad("save_every_seconds must be >= 0");
   if (config.heartbeat_timeout.count() <= 0) return bad("heartbeat_timeout must be > 0");
   return caf::none;
 }

@@ -232,8 +232,9 @@ void worker_runtime::restore() {
 
 void worker_runtime::spawn_actors() {
   auto& sys = *system_;
-  step_resolver_state::config resolver_cfg{cluster_.rank, cluster_.world_size,
-                                           grace_period_.count(), config_.safety_factor};
+  step_resolver_state::config resolver_cfg{
+      cluster_.rank, cluster_.world_size, grace_period_.count(), config_.safety_factor,
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.save_every_seconds).count()};
   resolver_ = sys.spawn(step_resolver, resolver_cfg, &gate_, client_.get());
   writer_ = sys.spawn(checkpoint_writer, client_.get(), resolver_, cluster_.rank == 0);
   exit_controller_config exit_cfg;

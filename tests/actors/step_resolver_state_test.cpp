@@ -25,11 +25,11 @@ struct cluster {
   std::deque<outgoing> in_flight;
   int64_t now = t0;
 
-  cluster(int n, int64_t grace_ms, double safety = 2.0) {
+  cluster(int n, int64_t grace_ms, double safety = 2.0, int64_t backup_ms = 0) {
     for (int r = 0; r < n; ++r) {
       auto w = std::make_unique<worker>();
       w->logic = std::make_unique<step_resolver_state>(
-          step_resolver_state::config{r, n, grace_ms, safety}, w->gate);
+          step_resolver_state::config{r, n, grace_ms, safety, backup_ms}, w->gate);
       workers.push_back(std::move(w));
     }
   }
@@ -183,6 +183,51 @@ TEST(step_resolver_state, phases_follow_the_save) {
   EXPECT_EQ(c.at(0).phase(), phase::grace_countdown);
   c.at(0).on_save_committed(true);
   EXPECT_EQ(c.at(0).phase(), phase::exiting);
+}
+
+TEST(step_resolver_state, backup_saves_come_from_the_leader_at_its_interval_and_training_goes_on) {
+  const int64_t every = 5'000;
+  cluster c{3, 60'000, 2.0, every};
+  for (int r = 0; r < 3; ++r) c.workers[r]->completed = 10 + r;
+  EXPECT_TRUE(c.at(0).on_backup_check(t0).empty()) << "the first check starts the clock";
+  EXPECT_TRUE(c.at(0).on_backup_check(t0 + every - 1).empty());
+  EXPECT_TRUE(c.at(1).on_backup_check(t0 + 10 * every).empty()) << "only the leader decides";
+  c.post(c.at(0).on_backup_check(t0 + every));
+  c.run();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(c.at(r).agreed_step(), 13) << "rank " << r;
+    EXPECT_EQ(c.workers[r]->action.load(), 13);
+    EXPECT_EQ(c.at(r).deadline_ms(), 0) << "a backup is no notice";
+    c.at(r).on_save_committed(false);
+    EXPECT_EQ(c.at(r).phase(), phase::training);
+  }
+  EXPECT_FALSE(c.at(0).final_save_due_ms());
+  EXPECT_TRUE(c.at(0).on_backup_check(t0 + 2 * every - 1).empty());
+
+  // A notice afterwards gets a round of its own, with a final save scheduled.
+  for (int r = 0; r < 3; ++r) c.workers[r]->completed = 20;
+  auto rounds = c.at(0).rounds();
+  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.run();
+  EXPECT_GT(c.at(0).rounds(), rounds);
+  EXPECT_EQ(c.at(2).agreed_step(), 21);
+  EXPECT_TRUE(c.at(0).final_save_due_ms());
+  EXPECT_TRUE(c.at(0).on_backup_check(t0 + 100 * every).empty()) << "no backups after a notice";
+}
+
+TEST(step_resolver_state, a_notice_during_a_backup_round_makes_it_the_notices_first_save) {
+  const int64_t every = 5'000;
+  cluster c{3, 60'000, 2.0, every};
+  c.at(0).on_backup_check(t0);
+  c.post(c.at(0).on_backup_check(t0 + every));
+  c.post(c.at(2).on_local_notice(c.notice(t0 + 60'000), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).rounds(), 1u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(c.at(r).agreed_step(), 1) << "rank " << r;
+    EXPECT_EQ(c.at(r).deadline_ms(), t0 + 60'000) << "rank " << r;
+  }
+  ASSERT_TRUE(c.at(0).final_save_due_ms()) << "the final save of the grace period follows";
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ struct options {
   std::vector<std::string> signals;
   int64_t state_kb = 0;
   int64_t heartbeat_ms = 2000;
+  int64_t save_every_s = 0;
 };
 
 int64_t unix_ms() {
@@ -136,7 +137,7 @@ bool parse(int argc, char** argv, options& o) {
             integer("self-signal-step", o.self_signal_step) && integer("grace-ms", o.grace_ms) &&
             integer("watcher-rank", o.watcher_rank) && integer("watcher-after", o.watcher_after) &&
             integer("poll-ms", o.poll_ms) && integer("state-kb", o.state_kb) &&
-            integer("heartbeat-ms", o.heartbeat_ms);
+            integer("heartbeat-ms", o.heartbeat_ms) && integer("save-every-s", o.save_every_s);
   for (auto& [name, value] : flags)
     std::cerr << "runtime_test_worker: unknown flag --" << name << "\n";
   return ok && flags.empty() && o.steps > 0;
@@ -202,6 +203,7 @@ lifeboat::termination_config make_config(const options& opts, published& pub) {
   if (opts.grace_ms != no_grace) config.grace_period = std::chrono::milliseconds{opts.grace_ms};
   config.poll_interval = std::chrono::milliseconds{opts.poll_ms};
   config.heartbeat_timeout = std::chrono::milliseconds{opts.heartbeat_ms};
+  config.save_every_seconds = std::chrono::seconds{opts.save_every_s};
   for (auto& s : opts.signals) config.signals.push_back(s);
   // No platform sources: the tests run on machines that may look like a cloud.
   config.notice_sources = std::vector<std::string>{};

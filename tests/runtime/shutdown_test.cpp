@@ -18,10 +18,11 @@ void finishes_without_a_notice(int world_size) {
   temp_dir dir{"shutdown"};
   worker_cluster c{make_options(world_size, dir.str(),
                                 {"--steps", std::to_string(target_steps), "--step-ms", "5"})};
-  int finished = 0;
-  ASSERT_TRUE(c.wait_for([&](int, const std::string& line) {
-    finished += line.rfind("done total=", 0) == 0 ? 1 : 0;
-    return finished == c.size();
+  // wait_for looks at every line read so far on each pass: count, not accumulate.
+  ASSERT_TRUE(c.wait_for([&](int, const std::string&) {
+    for (int r = 0; r < c.size(); ++r)
+      if (c.lines_containing(r, "done total=").empty()) return false;
+    return true;
   })) << c.transcript();
   auto all_done = std::chrono::steady_clock::now();
   auto codes = c.finish();

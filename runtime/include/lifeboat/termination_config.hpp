@@ -52,6 +52,11 @@ struct termination_config {
   /// without notice (0: off). Every worker saves at the same steps.
   int64_t save_every_steps = 0;
 
+  /// Periodic backup saves about every this many seconds (0: off). Rank 0
+  /// picks the step and every worker saves at it, as after a notice, but
+  /// training goes on.
+  std::chrono::seconds save_every_seconds{0};
+
   /// A peer whose heartbeats stop for this long is lost.
   std::chrono::milliseconds heartbeat_timeout{10000};
 };
