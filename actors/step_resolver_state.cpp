@@ -70,7 +70,16 @@ std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& noti
     round_final_ = round_final_ || too_close;
     return {};
   }
-  if (!first_save_decided_) return start_round(too_close);
+  if (!first_save_decided_) {
+    // A backup save in flight becomes this notice's first save: a round
+    // started now could stop a trainer before the step it must save at.
+    if (save_in_flight_) {
+      first_save_decided_ = true;
+      schedule_final_save(now_ms);
+      return {};
+    }
+    return start_round(too_close);
+  }
   // Step 7: an earlier deadline during the countdown moves the final save.
   schedule_final_save(now_ms);
   return {};
@@ -199,17 +208,23 @@ void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_
       (deadline_ms_ == 0 || commit.deadline_unix_ms() < deadline_ms_))
     deadline_ms_ = commit.deadline_unix_ms();
   phase_ = phase::checkpoint_scheduled;
+  save_in_flight_ = !commit.final_save();
   if (is_leader() && !commit.final_save() && deadline_ms_ != 0) schedule_final_save(now_ms);
 }
 
 std::vector<outgoing> step_resolver_state::on_final_save_due() {
-  if (!is_leader() || !first_save_decided_ || final_save_decided_ || round_open_) return {};
+  // While the first save is written nothing starts; the actor asks again on
+  // its next tick.
+  if (!is_leader() || !first_save_decided_ || final_save_decided_ || round_open_ || save_in_flight_)
+    return {};
   final_due_ms_.reset();
   return start_round(true);
 }
 
 std::vector<outgoing> step_resolver_state::on_backup_check(int64_t now_ms) {
-  if (!is_leader() || cfg_.backup_interval_ms <= 0 || round_open_ || deadline_ms_ != 0) return {};
+  if (!is_leader() || cfg_.backup_interval_ms <= 0 || round_open_ || save_in_flight_ ||
+      deadline_ms_ != 0)
+    return {};
   if (last_backup_ms_ == 0) last_backup_ms_ = now_ms;
   if (now_ms - last_backup_ms_ < cfg_.backup_interval_ms) return {};
   last_backup_ms_ = now_ms;
@@ -221,6 +236,7 @@ void step_resolver_state::on_save_started() {
 }
 
 void step_resolver_state::on_save_committed(bool final_save) {
+  save_in_flight_ = false;
   if (final_save)
     phase_ = phase::exiting;
   else if (deadline_ms_ != 0)

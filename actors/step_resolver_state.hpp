@@ -41,7 +41,8 @@ constexpr int32_t all_ranks = -1;
 ///      the final round at deadline - safety * (step time + checkpoint time),
 ///      earlier if an earlier deadline arrives, and runs 2-6 again with final set.
 /// A periodic backup save (no notice) runs 2-6 without final; a notice that
-/// arrives during its round makes it that notice's first save.
+/// arrives during its round or while it is written makes it that notice's
+/// first save. No round starts while a non-final save is being written.
 class step_resolver_state {
  public:
   struct config {
@@ -124,6 +125,9 @@ class step_resolver_state {
   double cluster_checkpoint_seconds_ = 0;
   std::optional<int64_t> final_due_ms_;
   int64_t last_backup_ms_ = 0;  // 0: the backup clock has not started
+  // From a non-final commit until its SaveCommitted: no new round starts, as
+  // its query would move the trainers' stop step before the committed one.
+  bool save_in_flight_ = false;
 };
 
 }  // namespace lifeboat

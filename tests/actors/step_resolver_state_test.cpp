@@ -98,6 +98,8 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
   // deadline - safety * (step + checkpoint) = t0 + 60 s - 2 * 2 s
   EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 4000);
 
+  EXPECT_TRUE(c.at(0).on_final_save_due().empty()) << "the first save is still being written";
+  for (int r = 0; r < 2; ++r) c.at(r).on_save_committed(false);
   for (int r = 0; r < 2; ++r) c.workers[r]->completed = 20;
   c.post(c.at(0).on_final_save_due());
   c.run();
@@ -228,6 +230,37 @@ TEST(step_resolver_state, a_notice_during_a_backup_round_makes_it_the_notices_fi
     EXPECT_EQ(c.at(r).deadline_ms(), t0 + 60'000) << "rank " << r;
   }
   ASSERT_TRUE(c.at(0).final_save_due_ms()) << "the final save of the grace period follows";
+}
+
+// A notice while a backup is being written: no round may start before the
+// backup is committed (its query would move the stop step before the
+// backup's); the backup is the notice's first save and the final one follows.
+TEST(step_resolver_state, a_notice_while_a_backup_is_written_waits_for_it_and_then_saves_final) {
+  const int64_t every = 5'000;
+  cluster c{3, 0, 2.0, every};
+  c.at(0).on_backup_check(t0);
+  c.post(c.at(0).on_backup_check(t0 + every));
+  c.run();
+  ASSERT_EQ(c.at(0).agreed_step(), 1);
+  auto rounds = c.at(0).rounds();
+  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).rounds(), rounds) << "no round while the backup is written";
+  ASSERT_TRUE(c.at(0).final_save_due_ms());
+  EXPECT_TRUE(c.at(0).on_final_save_due().empty());
+  EXPECT_TRUE(c.at(0).on_backup_check(t0 + 10 * every).empty());
+
+  for (int r = 0; r < 3; ++r) {
+    c.at(r).on_save_committed(false);
+    c.workers[r]->completed = 4;
+  }
+  c.post(c.at(0).on_final_save_due());
+  c.run();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(c.at(r).agreed_step(), 5) << "rank " << r;
+    EXPECT_EQ(c.workers[r]->action.load(), 5);
+  }
+  EXPECT_FALSE(c.at(0).final_save_due_ms());
 }
 
 }  // namespace
