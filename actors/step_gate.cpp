@@ -31,6 +31,15 @@ step_gate::probe step_gate::propose(int64_t step) {
   return {completed, accepted};
 }
 
+// The trainer may complete a step between the read and the proposal; then
+// the proposal is refused and the next step is tried. It wins within a step.
+int64_t step_gate::hold_next_step() {
+  for (;;) {
+    auto step = completed_step() + 1;
+    if (propose(step).accepted) return step;
+  }
+}
+
 void step_gate::commit(int64_t step, bool final_save) {
   std::lock_guard<std::mutex> guard{mtx_};
   target_ = step;

@@ -37,6 +37,10 @@ class step_gate {
   /// Asks the trainer to stop at `step` for a decision; says whether it will.
   probe propose(int64_t step);
 
+  /// Stops the trainer at the first step it has not completed (the one it
+  /// is in) and returns that step; it waits there for a commit.
+  int64_t hold_next_step();
+
   /// The cluster agreed: save at `step` (and exit afterwards if `final_save`).
   void commit(int64_t step, bool final_save);
 

@@ -80,7 +80,7 @@ std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& noti
     }
     return start_round(too_close);
   }
-  // Step 7: an earlier deadline during the countdown moves the final save.
+  // Step 6: an earlier deadline during the countdown moves the final save.
   schedule_final_save(now_ms);
   return {};
 }
@@ -90,7 +90,6 @@ std::vector<outgoing> step_resolver_state::start_round(bool final_save) {
   round_open_ = true;
   round_final_ = final_save;
   reports_.clear();
-  acks_.clear();
   wire::StepQuery query;
   query.set_round(round_);
   query.set_final_save(final_save);
@@ -106,10 +105,6 @@ std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessag
       return on_query(msg.query());
     case wire::ProtocolMessage::kReport:
       return on_report(msg.report(), now_ms);
-    case wire::ProtocolMessage::kProposal:
-      return on_proposal(msg.proposal());
-    case wire::ProtocolMessage::kAck:
-      return on_ack(msg.ack());
     case wire::ProtocolMessage::kCommit:
       on_commit(msg.commit(), now_ms);
       return {};
@@ -122,69 +117,35 @@ std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessag
   return {};
 }
 
-// Step 3: report the completed step to the leader.
+// Step 3: hold the trainer at the step it is in (it waits there until the
+// commit) and report that step to the leader.
 std::vector<outgoing> step_resolver_state::on_query(const wire::StepQuery& query) {
   // A backup round's query (no deadline known) leaves the phase at training.
   if (phase_ == phase::training && deadline_ms_ != 0) phase_ = phase::notice_received;
   wire::StepReport report;
   report.set_round(query.round());
   report.set_rank(cfg_.rank);
-  report.set_completed_step(gate_.completed_step());
+  report.set_stop_step(gate_.hold_next_step());
   report.set_step_seconds(step_seconds_);
   report.set_checkpoint_seconds(checkpoint_seconds_);
   return {make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_report, report)};
 }
 
-// Step 4: with every report in, propose max + 1.
+// Step 4: with every report in, commit the furthest stop step. No trainer is
+// past it: each waits at its own stop step, at most this one.
 std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& report,
                                                      int64_t now_ms) {
   if (!is_leader() || !round_open_ || report.round() != round_) return {};
   reports_[report.rank()] = report;
   if (static_cast<int32_t>(reports_.size()) < cfg_.world_size) return {};
-  int64_t max_step = 0;
+  int64_t step = 0;
   for (auto& [rank, r] : reports_) {
-    max_step = std::max(max_step, r.completed_step());
+    step = std::max(step, r.stop_step());
     cluster_step_seconds_ = std::max(cluster_step_seconds_, r.step_seconds());
     cluster_checkpoint_seconds_ = std::max(cluster_checkpoint_seconds_, r.checkpoint_seconds());
   }
   if (!round_final_ && deadline_ms_ != 0 && deadline_ms_ - now_ms <= save_cycle_ms())
     round_final_ = true;
-  return propose(max_step + 1);
-}
-
-std::vector<outgoing> step_resolver_state::propose(int64_t step) {
-  proposed_step_ = step;
-  acks_.clear();
-  wire::StepProposal proposal;
-  proposal.set_round(round_);
-  proposal.set_step(step);
-  proposal.set_final_save(round_final_);
-  return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_proposal, proposal)};
-}
-
-// Step 5: stop the trainer at the proposed step, or say it already passed it.
-std::vector<outgoing> step_resolver_state::on_proposal(const wire::StepProposal& proposal) {
-  auto probe = gate_.propose(proposal.step());
-  wire::StepAck ack;
-  ack.set_round(proposal.round());
-  ack.set_rank(cfg_.rank);
-  ack.set_accepted(probe.accepted);
-  ack.set_completed_step(probe.completed);
-  return {make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_ack, ack)};
-}
-
-// Step 6: commit when all accepted; otherwise propose after the furthest.
-std::vector<outgoing> step_resolver_state::on_ack(const wire::StepAck& ack) {
-  if (!is_leader() || !round_open_ || ack.round() != round_) return {};
-  acks_[ack.rank()] = ack;
-  if (static_cast<int32_t>(acks_.size()) < cfg_.world_size) return {};
-  int64_t furthest = -1;
-  for (auto& [rank, a] : acks_)
-    if (!a.accepted()) furthest = std::max(furthest, a.completed_step());
-  if (furthest >= 0) {
-    ++round_;
-    return propose(furthest + 1);
-  }
   round_open_ = false;
   // A round with no deadline known is a backup save: a later notice still
   // needs a round of its own.
@@ -194,7 +155,7 @@ std::vector<outgoing> step_resolver_state::on_ack(const wire::StepAck& ack) {
     first_save_decided_ = true;
   wire::StepCommit commit;
   commit.set_round(round_);
-  commit.set_step(proposed_step_);
+  commit.set_step(step);
   commit.set_final_save(round_final_);
   commit.set_deadline_unix_ms(deadline_ms_);
   return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_commit, commit)};

@@ -27,20 +27,19 @@ constexpr int32_t all_ranks = -1;
 /// The protocol, in the order it runs:
 ///   1. A worker gets a notice and sends it to every worker; the earliest
 ///      deadline known anywhere wins.
-///   2. The leader (rank 0) asks every worker for its completed step (StepQuery).
-///   3. Every worker reports its completed step and its measured step and
-///      checkpoint times (StepReport).
-///   4. The leader proposes max + 1 (StepProposal); it is final when there is
-///      no grace period or the deadline is too close for another round.
-///   5. Every worker sets its stop step and answers whether its trainer will
-///      stop there (StepAck); a trainer that already passed it refuses, and the
-///      leader proposes again after the furthest one.
-///   6. When all accept, the leader commits (StepCommit); every worker saves
-///      at that step.
-///   7. With a grace period the first save is not final: the leader schedules
+///   2. The leader (rank 0) asks every worker for its step (StepQuery).
+///   3. Every worker holds its trainer at the step it is in (completed + 1;
+///      the trainer waits there) and reports that stop step with its measured
+///      step and checkpoint times (StepReport).
+///   4. The leader commits the furthest stop step (StepCommit): no trainer is
+///      past it, so every one reaches it; it is final when there is no grace
+///      period or the deadline is too close for another round.
+///   5. Every worker moves its trainer's stop step to the committed one and
+///      saves there.
+///   6. With a grace period the first save is not final: the leader schedules
 ///      the final round at deadline - safety * (step time + checkpoint time),
-///      earlier if an earlier deadline arrives, and runs 2-6 again with final set.
-/// A periodic backup save (no notice) runs 2-6 without final; a notice that
+///      earlier if an earlier deadline arrives, and runs 2-5 again with final set.
+/// A periodic backup save (no notice) runs 2-5 without final; a notice that
 /// arrives during its round or while it is written makes it that notice's
 /// first save. No round starts while a non-final save is being written.
 class step_resolver_state {
@@ -62,11 +61,11 @@ class step_resolver_state {
   /// Any protocol message from a peer (or from itself through the service).
   std::vector<outgoing> on_message(const wire::ProtocolMessage& msg, int64_t now_ms);
 
-  /// Step 7: the leader's timer for the final save fired.
+  /// Step 6: the leader's timer for the final save fired.
   std::vector<outgoing> on_final_save_due();
 
   /// The leader's periodic check: once `backup_interval_ms` passed since the
-  /// first check (or the last backup), runs 2-6 for a save that is neither a
+  /// first check (or the last backup), runs 2-5 for a save that is neither a
   /// notice's nor final. Nothing while a notice is known or a round is open.
   std::vector<outgoing> on_backup_check(int64_t now_ms);
 
@@ -93,10 +92,7 @@ class step_resolver_state {
   std::vector<outgoing> start_round(bool final_save);
   std::vector<outgoing> on_query(const wire::StepQuery& query);
   std::vector<outgoing> on_report(const wire::StepReport& report, int64_t now_ms);
-  std::vector<outgoing> on_proposal(const wire::StepProposal& proposal);
-  std::vector<outgoing> on_ack(const wire::StepAck& ack);
   void on_commit(const wire::StepCommit& commit, int64_t now_ms);
-  std::vector<outgoing> propose(int64_t step);
 
   // The time one more save cycle needs, with the safety factor applied.
   int64_t save_cycle_ms() const;
@@ -119,8 +115,6 @@ class step_resolver_state {
   bool first_save_decided_ = false;
   bool final_save_decided_ = false;
   std::map<int32_t, wire::StepReport> reports_;
-  std::map<int32_t, wire::StepAck> acks_;
-  int64_t proposed_step_ = -1;
   double cluster_step_seconds_ = 0;
   double cluster_checkpoint_seconds_ = 0;
   std::optional<int64_t> final_due_ms_;

@@ -80,6 +80,29 @@ TEST_F(gate_fixture, a_later_proposal_releases_a_waiting_trainer) {
   EXPECT_EQ(action.load(), 5);
 }
 
+TEST_F(gate_fixture, hold_stops_the_trainer_at_the_step_it_is_in) {
+  completed = 4;
+  EXPECT_EQ(gate.hold_next_step(), 5);
+  EXPECT_EQ(action.load(), 5);
+  auto held = finish_step(5);
+  ASSERT_TRUE(trainer_waits_at(5));
+  // A later commit releases it towards the committed step.
+  gate.commit(7, false);
+  ASSERT_EQ(held.wait_for(answer_bound), std::future_status::ready);
+  EXPECT_EQ(held.get().kind, step_gate::action_kind::resume);
+  EXPECT_EQ(finish_step(6).get().kind, step_gate::action_kind::resume);
+  EXPECT_EQ(finish_step(7).get().kind, step_gate::action_kind::save);
+}
+
+TEST_F(gate_fixture, hold_finds_a_trainer_already_waiting) {
+  gate.propose(3);
+  auto stopped = finish_step(3);
+  ASSERT_TRUE(trainer_waits_at(3));
+  EXPECT_EQ(gate.hold_next_step(), 4) << "completed 3: it is in step 4 once released";
+  ASSERT_EQ(stopped.wait_for(answer_bound), std::future_status::ready);
+  EXPECT_EQ(stopped.get().kind, step_gate::action_kind::resume);
+}
+
 TEST_F(gate_fixture, after_a_non_final_save_training_resumes_without_a_target) {
   gate.propose(2);
   gate.commit(2, false);

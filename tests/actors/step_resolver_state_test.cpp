@@ -72,18 +72,27 @@ TEST(step_resolver_state, without_grace_every_worker_commits_max_plus_one_as_fin
   EXPECT_FALSE(c.at(0).final_save_due_ms()) << "no grace period: the first save is final";
 }
 
-TEST(step_resolver_state, a_trainer_that_runs_past_the_proposal_gets_a_later_step) {
+TEST(step_resolver_state, every_trainer_waits_at_its_next_step_until_the_commit_moves_it) {
   cluster c{2, 0};
   c.workers[0]->completed = 5;
   c.workers[1]->completed = 5;
   c.post(c.at(1).on_local_notice(c.notice(0), c.now));
-  // Rank 1's trainer completes two more steps before the proposal reaches it.
+  bool checked = false;
   c.run([&](const outgoing& m) {
-    if (m.message.has_proposal() && m.message.proposal().step() == 6) c.workers[1]->completed = 7;
+    // Rank 1's trainer completes two more steps before the query reaches it.
+    if (m.message.has_query()) c.workers[1]->completed = 7;
+    if (m.message.has_commit()) {
+      EXPECT_EQ(c.workers[0]->action.load(), 6) << "held at the step it is in";
+      EXPECT_EQ(c.workers[1]->action.load(), 8);
+      checked = true;
+    }
   });
-  EXPECT_EQ(c.at(0).agreed_step(), 8);
-  EXPECT_EQ(c.at(1).agreed_step(), 8);
-  EXPECT_GE(c.at(0).rounds(), 2u);
+  EXPECT_TRUE(checked);
+  EXPECT_EQ(c.at(0).rounds(), 1u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(c.at(r).agreed_step(), 8);
+    EXPECT_EQ(c.workers[r]->action.load(), 8);
+  }
 }
 
 TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_one_is_scheduled) {
