@@ -86,8 +86,10 @@ step_gate::action step_gate::at_boundary(int64_t step) {
       rearm_locked();
       return {action_kind::save, step, final_save};
     }
+    // A backup step that is also the pending decision's step waits for it:
+    // saved now, the trainer would go on past the step the cluster may commit.
     if (committed_step_ != step && backup_every_ > 0 && step % backup_every_ == 0 &&
-        last_saved_ < step && target_ >= step) {
+        last_saved_ < step && target_ > step) {
       last_saved_ = step;
       stopped_at_ = -1;
       rearm_locked();

@@ -137,6 +137,38 @@ TEST_F(gate_fixture, backup_saves_come_every_n_steps) {
   EXPECT_EQ(action.load(), 6);
 }
 
+// Every worker saves every backup step, held there or not; a held trainer
+// saves it once the decision moved on, or saves there for the decision.
+TEST_F(gate_fixture, a_trainer_held_at_a_backup_step_waits_for_the_decision_before_saving) {
+  gate.set_backup_interval(3);
+  completed = 2;
+  ASSERT_EQ(gate.hold_next_step(), 3);
+  auto held = finish_step(3);
+  ASSERT_TRUE(trainer_waits_at(3)) << "no backup save past a pending decision";
+  gate.commit(5, true);
+  ASSERT_EQ(held.wait_for(answer_bound), std::future_status::ready);
+  auto backup = held.get();
+  EXPECT_EQ(backup.kind, step_gate::action_kind::save);
+  EXPECT_FALSE(backup.final_save);
+  EXPECT_EQ(finish_step(4).get().kind, step_gate::action_kind::resume);
+  auto decided = finish_step(5).get();
+  EXPECT_EQ(decided.kind, step_gate::action_kind::save);
+  EXPECT_TRUE(decided.final_save);
+}
+
+TEST_F(gate_fixture, a_decision_at_a_backup_step_is_saved_once) {
+  gate.set_backup_interval(3);
+  completed = 2;
+  ASSERT_EQ(gate.hold_next_step(), 3);
+  auto held = finish_step(3);
+  ASSERT_TRUE(trainer_waits_at(3));
+  gate.commit(3, false);
+  ASSERT_EQ(held.wait_for(answer_bound), std::future_status::ready);
+  EXPECT_EQ(held.get().kind, step_gate::action_kind::save);
+  EXPECT_EQ(action.load(), 6) << "on to the next backup";
+  EXPECT_EQ(finish_step(4).get().kind, step_gate::action_kind::resume);
+}
+
 TEST_F(gate_fixture, await_exit_reports_the_code_a_failure_or_a_timeout) {
   EXPECT_FALSE(gate.await_exit(10ms).allowed);
   gate.allow_exit(42);
