@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include <caf/event_based_actor.hpp>
 
@@ -34,12 +35,15 @@ void dispatch(self_ptr self, std::vector<outgoing> out) {
     self->state.client->send(msg.to, protocol_channel, msg.message.SerializeAsString());
 }
 
-// Starts the leader's final save once it is due.
+// Starts the leader's final save once it is due. While the first save is
+// still written the logic declines and the tick asks again: log only the start.
 void fire_final_save_if_due(self_ptr self) {
   auto& st = self->state;
   if (auto due = st.logic->final_save_due_ms(); due && unix_now_ms() >= *due) {
-    log(log_level::info, "step_resolver", "final save of the grace period is due");
-    dispatch(self, st.logic->on_final_save_due());
+    auto out = st.logic->on_final_save_due();
+    if (!out.empty())
+      log(log_level::info, "step_resolver", "final save of the grace period is due");
+    dispatch(self, std::move(out));
   }
 }
 
