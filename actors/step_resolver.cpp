@@ -91,6 +91,10 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
   return {
       [=](notice_atom, const wire::Notice& notice) {
         auto& st = self->state;
+        // The protocol goes first: the log line and the record are not on the
+        // way to the decision, and the agent sends in order.
+        dispatch(self, st.logic->on_local_notice(notice, unix_now_ms()));
+        arm_final_save_timer(self);
         log(log_level::info, "step_resolver", "notice from ", notice.source(), ": ",
             notice.reason());
         // The first notice of this worker is recorded for the preemption
@@ -103,8 +107,6 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
                         record.SerializeAsString())
               .then([] {}, [](caf::error&) {});
         }
-        dispatch(self, st.logic->on_local_notice(notice, unix_now_ms()));
-        arm_final_save_timer(self);
       },
       [=](const wire::ProtocolMessage& msg) {
         auto& logic = *self->state.logic;

@@ -51,9 +51,10 @@ void step_resolver_state::schedule_final_save(int64_t now_ms) {
 std::vector<outgoing> step_resolver_state::on_local_notice(wire::Notice notice, int64_t now_ms) {
   notice.set_rank(cfg_.rank);
   if (notice.deadline_unix_ms() == 0) notice.set_deadline_unix_ms(now_ms + cfg_.grace_period_ms);
+  if (is_leader()) return learn_notice(notice, now_ms);
   auto out = learn_notice(notice, now_ms);
   if (deadline_ms_ == notice.deadline_unix_ms())
-    out.push_back(make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_notice, notice));
+    out.push_back(make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_notice, notice));
   return out;
 }
 
@@ -64,7 +65,17 @@ std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& noti
   if (deadline_ms_ != 0 && notice.deadline_unix_ms() >= deadline_ms_) return {};
   deadline_ms_ = notice.deadline_unix_ms();
   if (phase_ == phase::training) phase_ = phase::notice_received;
-  if (!is_leader() || final_save_decided_) return {};
+  if (!is_leader()) return {};
+  auto out = act_on_notice(now_ms);
+  if (out.empty())
+    out.push_back(make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_notice, notice));
+  return out;
+}
+
+// The leader's part of step 1: a round for the first save, or a final save
+// moved earlier.
+std::vector<outgoing> step_resolver_state::act_on_notice(int64_t now_ms) {
+  if (final_save_decided_) return {};
   bool too_close = cfg_.grace_period_ms == 0 || deadline_ms_ - now_ms <= save_cycle_ms();
   if (round_open_) {
     round_final_ = round_final_ || too_close;
@@ -93,6 +104,7 @@ std::vector<outgoing> step_resolver_state::start_round(bool final_save) {
   wire::StepQuery query;
   query.set_round(round_);
   query.set_final_save(final_save);
+  query.set_deadline_unix_ms(deadline_ms_);
   return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_query, query)};
 }
 
@@ -120,7 +132,12 @@ std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessag
 // Step 3: hold the trainer at the step it is in (it waits there until the
 // commit) and report that step to the leader.
 std::vector<outgoing> step_resolver_state::on_query(const wire::StepQuery& query) {
-  // A backup round's query (no deadline known) leaves the phase at training.
+  // Step 1 for every worker but the leader and the notice's own: the
+  // deadline arrives with the query. A backup round's query carries none and
+  // leaves the phase at training.
+  if (query.deadline_unix_ms() != 0 &&
+      (deadline_ms_ == 0 || query.deadline_unix_ms() < deadline_ms_))
+    deadline_ms_ = query.deadline_unix_ms();
   if (phase_ == phase::training && deadline_ms_ != 0) phase_ = phase::notice_received;
   wire::StepReport report;
   report.set_round(query.round());

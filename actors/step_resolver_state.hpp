@@ -25,9 +25,13 @@ constexpr int32_t all_ranks = -1;
 /// drive it directly.
 ///
 /// The protocol, in the order it runs:
-///   1. A worker gets a notice and sends it to every worker; the earliest
-///      deadline known anywhere wins.
-///   2. The leader (rank 0) asks every worker for its step (StepQuery).
+///   1. A worker gets a notice and sends it to the leader (rank 0); the
+///      earliest deadline known anywhere wins. Only the leader acts on a
+///      notice, so only it must hear of one at once: a fan-out to every worker
+///      here would be a whole hop on the way to the decision.
+///   2. The leader asks every worker for its step (StepQuery); the query
+///      carries the deadline. A notice that starts no round (one is open, or
+///      the first save is decided) the leader relays to every worker.
 ///   3. Every worker holds its trainer at the step it is in (completed + 1;
 ///      the trainer waits there) and reports that stop step with its measured
 ///      step and checkpoint times (StepReport).
@@ -89,6 +93,7 @@ class step_resolver_state {
 
  private:
   std::vector<outgoing> learn_notice(const wire::Notice& notice, int64_t now_ms);
+  std::vector<outgoing> act_on_notice(int64_t now_ms);
   std::vector<outgoing> start_round(bool final_save);
   std::vector<outgoing> on_query(const wire::StepQuery& query);
   std::vector<outgoing> on_report(const wire::StepReport& report, int64_t now_ms);

@@ -48,7 +48,7 @@ struct sizes {
   int rounds;
 };
 // Fewer rounds for the larger clusters: each round starts every process anew.
-constexpr sizes agreement_sizes[] = {{2, 10}, {8, 6}, {16, 4}};
+constexpr sizes agreement_sizes[] = {{2, 10}, {8, 8}, {16, 8}};
 
 std::unique_ptr<lifeboat::preemption_checkpoint_handler> hot_handler;
 int64_t hot_step = 0;

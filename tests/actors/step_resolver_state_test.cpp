@@ -151,6 +151,38 @@ TEST(step_resolver_state, an_earlier_deadline_during_the_countdown_moves_the_fin
   EXPECT_EQ(c.at(1).deadline_ms(), t0 + 10'000);
 }
 
+// Only the leader acts on a notice: the notice goes to it alone, and the
+// other workers learn the deadline from its query.
+TEST(step_resolver_state, a_notice_goes_to_the_leader_and_its_query_carries_the_deadline) {
+  cluster c{3, 60'000};
+  auto out = c.at(2).on_local_notice(c.notice(t0 + 30'000), c.now);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].to, leader_rank);
+  EXPECT_TRUE(out[0].message.has_notice());
+  c.post(out);
+  bool queried = false;
+  c.run([&](const outgoing& m) {
+    if (!m.message.has_query()) return;
+    EXPECT_EQ(m.message.query().deadline_unix_ms(), t0 + 30'000);
+    queried = true;
+  });
+  EXPECT_TRUE(queried);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(c.at(r).deadline_ms(), t0 + 30'000) << "rank " << r;
+}
+
+// A notice that starts no round (here: during the countdown) is relayed by
+// the leader, so every worker still knows the earliest deadline.
+TEST(step_resolver_state, a_notice_that_starts_no_round_is_relayed_to_every_worker) {
+  cluster c{3, 60'000};
+  c.post(c.at(0).on_local_notice(c.notice(0), c.now));
+  c.run();
+  auto rounds = c.at(0).rounds();
+  c.post(c.at(2).on_local_notice(c.notice(t0 + 10'000), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).rounds(), rounds);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(c.at(r).deadline_ms(), t0 + 10'000) << "rank " << r;
+}
+
 TEST(step_resolver_state, a_later_deadline_changes_nothing) {
   cluster c{2, 60'000};
   c.post(c.at(0).on_local_notice(c.notice(t0 + 30'000), c.now));
