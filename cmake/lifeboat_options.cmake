@@ -15,6 +15,10 @@ if(LIFEBOAT_SANITIZE)
   set(_flags -fsanitize=${LIFEBOAT_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_compile_options(${_flags})
   add_link_options(${_flags})
+  # -O1, the level the sanitizers are documented with, and line tables only
+  # (enough for symbolized reports): the sanitized build is a third of `make
+  # test`'s time on two cores, and these cut its compile time by about 30%.
+  add_compile_options(-O1 -g1)
   # Boost.Asio (in the status endpoint and the metadata clients) uses
   # std::atomic_thread_fence, which GCC warns ThreadSanitizer cannot see; the
   # warning is about Boost's headers, not a race in our code.
