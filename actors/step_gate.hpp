@@ -19,8 +19,8 @@ namespace lifeboat {
 /// reads the target (both seq_cst). If the resolver reads a completed step
 /// below the target, the trainer is guaranteed to stop at the target. If it
 /// reads exactly the target, the trainer stopped there only if it says so
-/// (`stopped_at_`); otherwise it has gone past and the leader must propose a
-/// later step.
+/// (`stopped_at_`); otherwise it has gone past, and `hold_next_step` tries
+/// the step after.
 class step_gate {
  public:
   static constexpr int64_t no_step = std::numeric_limits<int64_t>::max();

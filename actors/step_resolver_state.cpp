@@ -48,6 +48,14 @@ void step_resolver_state::schedule_final_save(int64_t now_ms) {
   final_due_ms_ = std::max(now_ms, deadline_ms_ - save_cycle_ms());
 }
 
+// The earliest deadline wins. A backup round's query and commit carry none
+// (0); they must not erase one known here.
+bool step_resolver_state::adopt_deadline(int64_t deadline_ms) {
+  if (deadline_ms == 0 || (deadline_ms_ != 0 && deadline_ms >= deadline_ms_)) return false;
+  deadline_ms_ = deadline_ms;
+  return true;
+}
+
 std::vector<outgoing> step_resolver_state::on_local_notice(wire::Notice notice, int64_t now_ms) {
   notice.set_rank(cfg_.rank);
   if (notice.deadline_unix_ms() == 0) notice.set_deadline_unix_ms(now_ms + cfg_.grace_period_ms);
@@ -62,8 +70,7 @@ std::vector<outgoing> step_resolver_state::on_local_notice(wire::Notice notice, 
 // does not move the deadline earlier changes nothing (repeated signals).
 std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& notice,
                                                         int64_t now_ms) {
-  if (deadline_ms_ != 0 && notice.deadline_unix_ms() >= deadline_ms_) return {};
-  deadline_ms_ = notice.deadline_unix_ms();
+  if (!adopt_deadline(notice.deadline_unix_ms())) return {};
   if (phase_ == phase::training) phase_ = phase::notice_received;
   if (!is_leader()) return {};
   auto out = act_on_notice(now_ms);
@@ -135,9 +142,7 @@ std::vector<outgoing> step_resolver_state::on_query(const wire::StepQuery& query
   // Step 1 for every worker but the leader and the notice's own: the
   // deadline arrives with the query. A backup round's query carries none and
   // leaves the phase at training.
-  if (query.deadline_unix_ms() != 0 &&
-      (deadline_ms_ == 0 || query.deadline_unix_ms() < deadline_ms_))
-    deadline_ms_ = query.deadline_unix_ms();
+  adopt_deadline(query.deadline_unix_ms());
   if (phase_ == phase::training && deadline_ms_ != 0) phase_ = phase::notice_received;
   wire::StepReport report;
   report.set_round(query.round());
@@ -181,10 +186,7 @@ std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& rep
 void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_ms) {
   gate_.commit(commit.step(), commit.final_save());
   agreed_step_ = commit.step();
-  // A backup's commit carries no deadline; it must not erase one known here.
-  if (commit.deadline_unix_ms() != 0 &&
-      (deadline_ms_ == 0 || commit.deadline_unix_ms() < deadline_ms_))
-    deadline_ms_ = commit.deadline_unix_ms();
+  adopt_deadline(commit.deadline_unix_ms());
   phase_ = phase::checkpoint_scheduled;
   save_in_flight_ = !commit.final_save();
   if (is_leader() && !commit.final_save() && deadline_ms_ != 0) schedule_final_save(now_ms);

@@ -92,6 +92,8 @@ class step_resolver_state {
   int32_t rank() const { return cfg_.rank; }
 
  private:
+  // Takes `deadline_ms` if it is earlier than the known one; says whether it did.
+  bool adopt_deadline(int64_t deadline_ms);
   std::vector<outgoing> learn_notice(const wire::Notice& notice, int64_t now_ms);
   std::vector<outgoing> act_on_notice(int64_t now_ms);
   std::vector<outgoing> start_round(bool final_save);

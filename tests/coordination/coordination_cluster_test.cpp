@@ -10,6 +10,7 @@
 #include "actors/coordination_service.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
+#include "tests/coordination/coordination_fixture.hpp"
 #include "tests/support/child_process.hpp"
 
 using namespace lifeboat;
@@ -19,14 +20,8 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr int world_size = 8;
-// Sanitized processes run several times slower and eight start at once: a
-// timeout this short would lose workers that are only slow.
-#ifdef LIFEBOAT_SANITIZED
-constexpr milliseconds heartbeat_timeout{3000};
-#else
-constexpr milliseconds heartbeat_timeout{500};
-#endif
-constexpr milliseconds heartbeat_interval{100};
+constexpr milliseconds heartbeat_timeout = fixture_heartbeat_timeout;
+constexpr milliseconds heartbeat_interval = fixture_heartbeat_interval;
 constexpr milliseconds line_deadline{20000};
 const std::string token = "cluster-token";
 
