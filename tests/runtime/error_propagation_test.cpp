@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <random>
+#include <regex>
 
 #include <gtest/gtest.h>
 
@@ -117,7 +118,8 @@ TEST(error_propagation_test, a_peer_lost_while_agreeing_on_the_restore_step_ends
   ASSERT_EQ(codes, (std::vector<int>{failure_exit_code, 128 + SIGKILL})) << c.transcript();
   auto errors = c.lines_containing(0, "error=");
   ASSERT_EQ(errors.size(), 1u) << c.transcript();
-  EXPECT_NE(errors.front().find("rank 1 lost"), std::string::npos) << c.transcript();
+  // The agent's loss report and the restore barrier's refusal race; either names rank 1.
+  EXPECT_TRUE(std::regex_search(errors.front(), std::regex{"rank 1 (is )?lost"})) << c.transcript();
   EXPECT_TRUE(c.values(0, "restored").empty()) << c.transcript();
 }
 
