@@ -1,6 +1,6 @@
 #include "actors/cluster_watcher.hpp"
 
-#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
 
 #include "actors/atoms.hpp"
 #include "actors/coordination_client.hpp"
@@ -14,7 +14,7 @@ namespace lifeboat {
 
 const char* cluster_watcher_state::name = "cluster_watcher";
 
-caf::behavior cluster_watcher(caf::stateful_actor<cluster_watcher_state>* self,
+caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* self,
                               cluster_watcher_peers peers) {
   auto& st = self->state;
   st.resolver = std::move(peers.resolver);
@@ -56,6 +56,10 @@ caf::behavior cluster_watcher(caf::stateful_actor<cluster_watcher_state>* self,
         return out;
       },
   };
+}
+
+caf::actor spawn_cluster_watcher(caf::actor_system& sys, cluster_watcher_peers peers) {
+  return sys.middleman().spawn_broker(cluster_watcher, std::move(peers));
 }
 
 }  // namespace lifeboat

@@ -3,8 +3,8 @@
 #include <cstdint>
 
 #include <caf/actor.hpp>
-#include <caf/event_based_actor.hpp>
-#include <caf/stateful_actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/io/broker.hpp>
 
 namespace lifeboat {
 
@@ -33,7 +33,11 @@ struct cluster_watcher_peers {
   caf::actor exit_controller;
 };
 
-caf::behavior cluster_watcher(caf::stateful_actor<cluster_watcher_state>* self,
+caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* self,
                               cluster_watcher_peers peers);
+
+/// Spawns the cluster watcher on the middleman's I/O thread (see
+/// spawn_step_resolver for why).
+caf::actor spawn_cluster_watcher(caf::actor_system& sys, cluster_watcher_peers peers);
 
 }  // namespace lifeboat

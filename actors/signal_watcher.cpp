@@ -1,7 +1,7 @@
 #include "actors/signal_watcher.hpp"
 
 #include <caf/actor_cast.hpp>
-#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/send.hpp>
 
 #include "actors/atoms.hpp"
@@ -33,7 +33,7 @@ void signal_relay::attach(const caf::actor& watcher) {
   pending_.clear();
 }
 
-caf::behavior signal_watcher(caf::stateful_actor<signal_watcher_state>* self, bool watching,
+caf::behavior signal_watcher(caf::io::stateful_broker<signal_watcher_state>* self, bool watching,
                              int64_t grace_period_ms, caf::actor resolver) {
   auto& st = self->state;
   st.resolver = std::move(resolver);
@@ -67,6 +67,12 @@ caf::behavior signal_watcher(caf::stateful_actor<signal_watcher_state>* self, bo
         return st;
       },
   };
+}
+
+caf::actor spawn_signal_watcher(caf::actor_system& sys, bool watching, int64_t grace_period_ms,
+                                caf::actor resolver) {
+  return sys.middleman().spawn_broker(signal_watcher, watching, grace_period_ms,
+                                      std::move(resolver));
 }
 
 }  // namespace lifeboat

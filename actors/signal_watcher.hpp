@@ -5,8 +5,8 @@
 #include <vector>
 
 #include <caf/actor.hpp>
-#include <caf/event_based_actor.hpp>
-#include <caf/stateful_actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/io/broker.hpp>
 
 #include <caf/actor_addr.hpp>
 
@@ -42,7 +42,13 @@ struct signal_watcher_state {
 };
 
 /// `watching`: whether the signal pipe is installed (for the status only).
-caf::behavior signal_watcher(caf::stateful_actor<signal_watcher_state>* self, bool watching,
+caf::behavior signal_watcher(caf::io::stateful_broker<signal_watcher_state>* self, bool watching,
                              int64_t grace_period_ms, caf::actor resolver);
+
+/// Spawns the signal watcher on the middleman's I/O thread, the step
+/// resolver's (see spawn_step_resolver): the notice reaches the resolver
+/// without waking a scheduler thread on the way.
+caf::actor spawn_signal_watcher(caf::actor_system& sys, bool watching, int64_t grace_period_ms,
+                                caf::actor resolver);
 
 }  // namespace lifeboat

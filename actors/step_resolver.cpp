@@ -4,7 +4,7 @@
 #include <chrono>
 #include <utility>
 
-#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
 
 #include "actors/atoms.hpp"
 #include "actors/coordination_atoms.hpp"
@@ -27,7 +27,7 @@ constexpr auto tick_interval = std::chrono::milliseconds{50};
 constexpr int64_t step_sample_ms = 1000;
 constexpr auto notice_record_timeout = std::chrono::seconds{10};
 
-using self_ptr = caf::stateful_actor<step_resolver_actor_state>*;
+using self_ptr = caf::io::stateful_broker<step_resolver_actor_state>*;
 using final_due_atom = caf::atom_constant<caf::atom("finaldue")>;
 
 void dispatch(self_ptr self, std::vector<outgoing> out) {
@@ -141,6 +141,11 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         return st;
       },
   };
+}
+
+caf::actor spawn_step_resolver(caf::actor_system& sys, step_resolver_state::config cfg,
+                               step_gate* gate, coordination_client* client) {
+  return sys.middleman().spawn_broker(step_resolver, cfg, gate, client);
 }
 
 }  // namespace lifeboat

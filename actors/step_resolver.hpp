@@ -1,8 +1,8 @@
 #pragma once
 
 #include <caf/actor.hpp>
-#include <caf/event_based_actor.hpp>
-#include <caf/stateful_actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/io/broker.hpp>
 
 #include "actors/step_resolver_state.hpp"
 
@@ -30,8 +30,18 @@ struct step_resolver_actor_state {
   int64_t armed_due_ms = 0;
 };
 
-caf::behavior step_resolver(caf::stateful_actor<step_resolver_actor_state>* self,
+caf::behavior step_resolver(caf::io::stateful_broker<step_resolver_actor_state>* self,
                             step_resolver_state::config cfg, step_gate* gate,
                             coordination_client* client);
+
+/// Spawns the step resolver as a broker without connections: it runs on the
+/// middleman's I/O thread, the thread of the coordination agent, so a protocol
+/// message goes from the socket through the cluster watcher and the resolver
+/// and back to the socket without a thread switch. Every worker handles each
+/// message of an agreement that way; on a loaded host a wake-up of another
+/// thread per hop was most of the agreement's latency. Its handlers are short
+/// and never block, as every actor on that thread must.
+caf::actor spawn_step_resolver(caf::actor_system& sys, step_resolver_state::config cfg,
+                               step_gate* gate, coordination_client* client);
 
 }  // namespace lifeboat

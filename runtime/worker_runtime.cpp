@@ -235,7 +235,7 @@ void worker_runtime::spawn_actors() {
   step_resolver_state::config resolver_cfg{
       cluster_.rank, cluster_.world_size, grace_period_.count(), config_.safety_factor,
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.save_every_seconds).count()};
-  resolver_ = sys.spawn(step_resolver, resolver_cfg, &gate_, client_.get());
+  resolver_ = spawn_step_resolver(sys, resolver_cfg, &gate_, client_.get());
   writer_ = sys.spawn(checkpoint_writer, client_.get(), resolver_, cluster_.rank == 0);
   exit_controller_config exit_cfg;
   exit_cfg.restart_code = restart_code_;
@@ -252,14 +252,14 @@ void worker_runtime::spawn_actors() {
     sources.push_back(make_function_source(config_.termination_watcher_fn));
   poll_watcher_ = sys.spawn(poll_watcher, &sources, config_.poll_interval, resolver_);
   signal_watcher_ =
-      sys.spawn(signal_watcher, signal_pipe_ != nullptr, grace_period_.count(), resolver_);
+      spawn_signal_watcher(sys, signal_pipe_ != nullptr, grace_period_.count(), resolver_);
   signal_relay_->attach(signal_watcher_);
   // An actor initialises on a scheduler thread after spawn returns, and the
   // poll watcher takes `sources` (a local) there. It answers a status request
   // only once it is initialised.
   await_started(sys, poll_watcher_);
-  cluster_watcher_ = sys.spawn(
-      cluster_watcher, cluster_watcher_peers{resolver_, writer_, poll_watcher_, exit_controller_});
+  cluster_watcher_ = spawn_cluster_watcher(
+      sys, cluster_watcher_peers{resolver_, writer_, poll_watcher_, exit_controller_});
   client_->subscribe(cluster_watcher_);
   if (store_) {
     if (cluster_.world_size > 1) ready_barrier_ = std::make_unique<coordination_barrier>(*client_);
