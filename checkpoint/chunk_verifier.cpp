@@ -1,9 +1,6 @@
 #include "checkpoint/chunk_verifier.hpp"
 
-// The XXH3 state is used on the stack (no allocation per chunk).
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-
+#include "checkpoint/xxh3.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {

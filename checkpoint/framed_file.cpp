@@ -1,9 +1,8 @@
 #include "checkpoint/framed_file.hpp"
 
-#include <xxhash.h>
-
 #include <cstring>
 
+#include "checkpoint/xxh3.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {

@@ -2,13 +2,13 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <chrono>
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/framed_file.hpp"
 #include "checkpoint/layout.hpp"
+#include "checkpoint/xxh3.hpp"
 #include "messages/checkpoint.pb.h"
 #include "messages/log.hpp"
 
