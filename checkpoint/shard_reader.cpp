@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "checkpoint/chunk_verifier.hpp"
+#include "checkpoint/chunk_reader.hpp"
 #include "checkpoint/device_memory.hpp"
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/framed_file.hpp"
@@ -182,18 +182,14 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
   if (static_cast<uint64_t>(st.st_size) != total)
     return corrupt(data_path,
                    std::to_string(st.st_size) + " bytes, index says " + std::to_string(total));
-  ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
   size_t first = 0;
-  chunk_verifier verifier{data_path};
-  for (uint64_t begin = 0, chunk = 0; begin < total && !verifier.failed();
-       begin += chunk_size, ++chunk) {
-    auto end = std::min(total, begin + chunk_size);
-    auto iov = destinations(segs, first, begin, end);
-    touched = true;
-    if (auto err = preadv_all(fd->get(), iov, static_cast<off_t>(begin), data_path)) return err;
-    verifier.submit(chunk, begin, end, std::move(iov), chunks.checksums(static_cast<int>(chunk)));
-  }
-  if (auto err = verifier.finish()) return err;
+  std::vector<chunk_read> plan;
+  for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk)
+    plan.push_back({chunk, begin,
+                    destinations(segs, first, begin, std::min(total, begin + chunk_size)),
+                    chunks.checksums(static_cast<int>(chunk))});
+  touched = !plan.empty();
+  if (auto err = read_chunks(data_path, plan)) return err;
   device_offset = 0;
   auto callback_iter = callback_bytes.begin();
   for (int i = 0; i < index.buffers_size(); ++i) {

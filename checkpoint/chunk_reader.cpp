@@ -1,0 +1,103 @@
+#include "checkpoint/chunk_reader.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <optional>
+#include <system_error>
+#include <thread>
+
+#include "checkpoint/file_io.hpp"
+#include "checkpoint/xxh3.hpp"
+#include "messages/errors.hpp"
+
+namespace lifeboat::checkpoint {
+
+namespace {
+
+// Read, then hashed while it is still in the cache: a block this size fits
+// the L2 of current server cores. Hashing whole 8 MiB chunks after reading
+// them reads every byte back from memory, and restore ran at 0.76x of a
+// plain read of a cached file.
+constexpr uint64_t hash_block = uint64_t{1} << 20;
+
+struct failure {
+  uint64_t chunk;
+  caf::error error;
+};
+
+std::optional<failure> read_one(int fd, const std::string& path, const chunk_read& chunk) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  auto offset = chunk.begin;
+  for (auto& part : chunk.parts) {
+    auto* dst = static_cast<char*>(part.iov_base);
+    for (uint64_t done = 0; done < part.iov_len;) {
+      auto len = std::min<uint64_t>(hash_block, part.iov_len - done);
+      if (auto err = preadv_all(fd, {iovec{dst + done, len}}, static_cast<off_t>(offset), path))
+        return failure{chunk.index, std::move(err)};
+      XXH3_64bits_update(&state, dst + done, len);
+      done += len;
+      offset += len;
+    }
+  }
+  if (XXH3_64bits_digest(&state) == chunk.expected) return std::nullopt;
+  return failure{chunk.index,
+                 make_error(errc::corrupt,
+                            "corrupt file " + path + ": checksum mismatch in chunk " +
+                                std::to_string(chunk.index) + " (bytes " +
+                                std::to_string(chunk.begin) + ".." + std::to_string(offset) + ")")};
+}
+
+// Lowers `first_bad` to `index` unless a lower one is there already.
+void record_bad(std::atomic<uint64_t>& first_bad, uint64_t index) {
+  auto known = first_bad.load();
+  while (index < known && !first_bad.compare_exchange_weak(known, index)) {
+  }
+}
+
+// Chunks [from, to) in order, until one fails or every chunk left is past one
+// that failed in the other half.
+std::optional<failure> read_range(const std::string& path, const std::vector<chunk_read>& chunks,
+                                  size_t from, size_t to, std::atomic<uint64_t>& first_bad) {
+  if (from == to) return std::nullopt;
+  auto fd = open_file(path, O_RDONLY);
+  if (!fd) {
+    record_bad(first_bad, chunks[from].index);
+    return failure{chunks[from].index, std::move(fd.error())};
+  }
+  ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  for (auto i = from; i < to && chunks[i].index < first_bad.load(); ++i) {
+    if (auto failed = read_one(fd->get(), path, chunks[i])) {
+      record_bad(first_bad, failed->chunk);
+      return failed;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+caf::error read_chunks(const std::string& path, const std::vector<chunk_read>& chunks) {
+  std::atomic<uint64_t> first_bad{std::numeric_limits<uint64_t>::max()};
+  auto half = chunks.size() < 2 ? chunks.size() : (chunks.size() + 1) / 2;
+  std::optional<failure> second;
+  std::thread helper;
+  try {
+    if (half < chunks.size())
+      helper =
+          std::thread{[&] { second = read_range(path, chunks, half, chunks.size(), first_bad); }};
+  } catch (const std::system_error&) {
+    // No second thread to be had: this one reads everything.
+    half = chunks.size();
+  }
+  auto first = read_range(path, chunks, 0, half, first_bad);
+  if (helper.joinable()) helper.join();
+  if (first && (!second || first->chunk < second->chunk)) return std::move(first->error);
+  if (second) return std::move(second->error);
+  return {};
+}
+
+}  // namespace lifeboat::checkpoint

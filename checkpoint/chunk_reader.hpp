@@ -1,0 +1,32 @@
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+
+namespace lifeboat::checkpoint {
+
+/// One checksummed chunk of a data file and where its bytes go: the file's
+/// bytes from `begin` on fill `parts` in order.
+struct chunk_read {
+  uint64_t index;
+  uint64_t begin;
+  std::vector<iovec> parts;
+  uint64_t expected;  // XXH3-64 of the chunk's bytes
+};
+
+/// Reads `chunks` (in file order) of the file at `path` into their parts and
+/// checks each against its checksum, so that a restore runs at the speed of a
+/// plain read: two threads (the caller's and one more, when there are two
+/// chunks or more) each take one half, with a descriptor and readahead of
+/// their own, and hash every block right after reading it, while it is still
+/// in the CPU cache. A failure stops each half at the failed chunk's index,
+/// so the one returned is always the first bad chunk: errc::corrupt naming
+/// the file and the chunk, or the read's error.
+caf::error read_chunks(const std::string& path, const std::vector<chunk_read>& chunks);
+
+}  // namespace lifeboat::checkpoint
