@@ -5,7 +5,6 @@
 #include <signal.h>
 
 #include <random>
-#include <regex>
 
 #include <gtest/gtest.h>
 
@@ -119,7 +118,9 @@ TEST(error_propagation_test, a_peer_lost_while_agreeing_on_the_restore_step_ends
   auto errors = c.lines_containing(0, "error=");
   ASSERT_EQ(errors.size(), 1u) << c.transcript();
   // The agent's loss report and the restore barrier's refusal race; either names rank 1.
-  EXPECT_TRUE(std::regex_search(errors.front(), std::regex{"rank 1 (is )?lost"})) << c.transcript();
+  EXPECT_TRUE(errors.front().find("rank 1 lost") != std::string::npos ||
+              errors.front().find("rank 1 is lost") != std::string::npos)
+      << c.transcript();
   EXPECT_TRUE(c.values(0, "restored").empty()) << c.transcript();
 }
 
