@@ -11,7 +11,6 @@
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/xxh3.hpp"
-#include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {
 
@@ -44,11 +43,10 @@ std::optional<failure> read_one(int fd, const std::string& path, const chunk_rea
     }
   }
   if (XXH3_64bits_digest(&state) == chunk.expected) return std::nullopt;
-  return failure{chunk.index,
-                 make_error(errc::corrupt,
-                            "corrupt file " + path + ": checksum mismatch in chunk " +
-                                std::to_string(chunk.index) + " (bytes " +
-                                std::to_string(chunk.begin) + ".." + std::to_string(offset) + ")")};
+  return failure{
+      chunk.index,
+      corrupt_file(path, "checksum mismatch in chunk " + std::to_string(chunk.index) + " (bytes " +
+                             std::to_string(chunk.begin) + ".." + std::to_string(offset) + ")")};
 }
 
 // Lowers `first_bad` to `index` unless a lower one is there already.

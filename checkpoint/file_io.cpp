@@ -49,6 +49,10 @@ caf::error io_error(const char* op, const std::string& path, int err) {
   return make_error(errc::io_error, std::move(text));
 }
 
+caf::error corrupt_file(const std::string& path, const std::string& why) {
+  return make_error(errc::corrupt, "corrupt file " + path + ": " + why);
+}
+
 std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir.back() == '/') return dir + name;
   return dir + "/" + name;

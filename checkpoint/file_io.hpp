@@ -37,6 +37,9 @@ class unique_fd {
 /// errc::io_error "<op> <path>: <strerror(err)>".
 caf::error io_error(const char* op, const std::string& path, int err);
 
+/// errc::corrupt "corrupt file <path>: <why>"; the log line a person greps for.
+caf::error corrupt_file(const std::string& path, const std::string& why);
+
 std::string join_path(const std::string& dir, const std::string& name);
 
 caf::expected<unique_fd> open_file(const std::string& path, int flags, mode_t mode = 0644);

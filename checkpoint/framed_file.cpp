@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "checkpoint/file_io.hpp"
 #include "checkpoint/xxh3.hpp"
-#include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {
 
@@ -17,10 +17,6 @@ uint64_t get_u64(const char* in) {
   uint64_t x = 0;
   for (int i = 7; i >= 0; --i) x = (x << 8) | static_cast<unsigned char>(in[i]);
   return x;
-}
-
-caf::error corrupt(const std::string& path, const std::string& why) {
-  return make_error(errc::corrupt, "corrupt file " + path + ": " + why);
 }
 
 }  // namespace
@@ -41,16 +37,16 @@ std::string encode_framed(const char* magic, const google::protobuf::MessageLite
 caf::error decode_framed(const char* magic, const std::string& bytes, const std::string& path,
                          google::protobuf::MessageLite& msg) {
   if (bytes.size() < frame_header_size)
-    return corrupt(path, "too short (" + std::to_string(bytes.size()) + " bytes)");
-  if (std::memcmp(bytes.data(), magic, magic_size) != 0) return corrupt(path, "bad magic");
+    return corrupt_file(path, "too short (" + std::to_string(bytes.size()) + " bytes)");
+  if (std::memcmp(bytes.data(), magic, magic_size) != 0) return corrupt_file(path, "bad magic");
   auto length = get_u64(bytes.data() + magic_size);
   auto expected = get_u64(bytes.data() + magic_size + sizeof(uint64_t));
   if (length != bytes.size() - frame_header_size)
-    return corrupt(path, "length " + std::to_string(bytes.size() - frame_header_size) +
-                             " instead of " + std::to_string(length));
+    return corrupt_file(path, "length " + std::to_string(bytes.size() - frame_header_size) +
+                                  " instead of " + std::to_string(length));
   auto payload = bytes.substr(frame_header_size);
-  if (checksum_of(payload) != expected) return corrupt(path, "checksum mismatch");
-  if (!msg.ParseFromString(payload)) return corrupt(path, "unparsable");
+  if (checksum_of(payload) != expected) return corrupt_file(path, "checksum mismatch");
+  if (!msg.ParseFromString(payload)) return corrupt_file(path, "unparsable");
   return {};
 }
 

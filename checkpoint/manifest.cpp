@@ -37,9 +37,8 @@ caf::error add_shard_record(const std::string& step_dir, int rank, int world_siz
   struct stat st;
   if (::stat(data_path.c_str(), &st) != 0) return io_error("stat", data_path, errno);
   if (st.st_size != index.data_bytes())
-    return make_error(errc::corrupt, "corrupt file " + data_path + ": " +
-                                         std::to_string(st.st_size) + " bytes, index says " +
-                                         std::to_string(index.data_bytes()));
+    return corrupt_file(data_path, std::to_string(st.st_size) + " bytes, index says " +
+                                       std::to_string(index.data_bytes()));
   auto* record = manifest.add_shards();
   record->set_rank(rank);
   record->set_data_file(index.data_file());
@@ -79,13 +78,11 @@ caf::expected<wire::CheckpointManifest> read_manifest(const std::string& step_di
                       path + " has schema version " + std::to_string(manifest.schema_version()) +
                           ", this build reads " + std::to_string(checkpoint_schema_version));
   if (manifest.step() != step)
-    return make_error(errc::corrupt, "corrupt file " + path + ": records step " +
-                                         std::to_string(manifest.step()) +
-                                         " in the directory of step " + std::to_string(step));
+    return corrupt_file(path, "records step " + std::to_string(manifest.step()) +
+                                  " in the directory of step " + std::to_string(step));
   if (manifest.shards_size() != manifest.world_size())
-    return make_error(errc::corrupt,
-                      "corrupt file " + path + ": " + std::to_string(manifest.shards_size()) +
-                          " shards for world size " + std::to_string(manifest.world_size()));
+    return corrupt_file(path, std::to_string(manifest.shards_size()) + " shards for world size " +
+                                  std::to_string(manifest.world_size()));
   return manifest;
 }
 

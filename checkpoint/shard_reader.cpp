@@ -16,10 +16,6 @@ namespace lifeboat::checkpoint {
 
 namespace {
 
-caf::error corrupt(const std::string& path, const std::string& why) {
-  return make_error(errc::corrupt, "corrupt file " + path + ": " + why);
-}
-
 buffer_kind from_wire(wire::ShardBufferKind kind) {
   switch (kind) {
     case wire::SHARD_BUFFER_DEVICE:
@@ -57,17 +53,18 @@ std::vector<iovec> destinations(const std::vector<segment>& segs, size_t& first,
 caf::expected<wire::ShardIndex> read_shard_index(const std::string& step_dir,
                                                  const wire::ShardRecord& record) {
   auto path = join_path(step_dir, record.index_file());
-  if (!file_exists(path)) return corrupt(path, "missing");
+  if (!file_exists(path)) return corrupt_file(path, "missing");
   auto bytes = read_whole_file(path);
   if (!bytes) return std::move(bytes.error());
   if (static_cast<int64_t>(bytes->size()) != record.index_bytes() ||
       checksum_of(*bytes) != record.index_checksum())
-    return corrupt(path, "differs from the manifest's record (" + std::to_string(bytes->size()) +
-                             " bytes, manifest says " + std::to_string(record.index_bytes()) + ")");
+    return corrupt_file(path, "differs from the manifest's record (" +
+                                  std::to_string(bytes->size()) + " bytes, manifest says " +
+                                  std::to_string(record.index_bytes()) + ")");
   wire::ShardIndex index;
   if (auto err = decode_framed(index_magic, *bytes, path, index)) return err;
   if (index.data_file() != record.data_file() || index.data_bytes() != record.data_bytes())
-    return corrupt(path, "names another data file than the manifest");
+    return corrupt_file(path, "names another data file than the manifest");
   return index;
 }
 
@@ -79,12 +76,13 @@ caf::error verify_shard_files(const std::string& step_dir,
     auto data_path = join_path(step_dir, record.data_file());
     struct stat st;
     if (::stat(data_path.c_str(), &st) != 0) {
-      if (errno == ENOENT) return corrupt(data_path, "missing");
+      if (errno == ENOENT) return corrupt_file(data_path, "missing");
       return io_error("stat", data_path, errno);
     }
     if (st.st_size != record.data_bytes())
-      return corrupt(data_path, "truncated or extended: " + std::to_string(st.st_size) +
-                                    " bytes, manifest says " + std::to_string(record.data_bytes()));
+      return corrupt_file(data_path, "truncated or extended: " + std::to_string(st.st_size) +
+                                         " bytes, manifest says " +
+                                         std::to_string(record.data_bytes()));
   }
   return {};
 }
@@ -134,7 +132,7 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
   const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
   if (chunk_size == 0 ||
       static_cast<uint64_t>(chunks.checksums_size()) != (total + chunk_size - 1) / chunk_size)
-    return corrupt(data_path, "chunk table does not cover the file");
+    return corrupt_file(data_path, "chunk table does not cover the file");
   uint64_t device_bytes = 0;
   for (auto& buf : index.buffers())
     if (from_wire(buf.kind()) == buffer_kind::device) device_bytes += buf.size();
@@ -156,7 +154,7 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
     auto offset = static_cast<uint64_t>(saved.offset());
     auto size = static_cast<uint64_t>(saved.size());
     if (offset + size > total)
-      return corrupt(data_path, "buffer '" + saved.name() + "' lies past the end");
+      return corrupt_file(data_path, "buffer '" + saved.name() + "' lies past the end");
     char* dst = nullptr;
     switch (mine.kind) {
       case buffer_kind::host:
@@ -180,8 +178,8 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
   struct stat st;
   if (::fstat(fd->get(), &st) != 0) return io_error("stat", data_path, errno);
   if (static_cast<uint64_t>(st.st_size) != total)
-    return corrupt(data_path,
-                   std::to_string(st.st_size) + " bytes, index says " + std::to_string(total));
+    return corrupt_file(data_path,
+                        std::to_string(st.st_size) + " bytes, index says " + std::to_string(total));
   size_t first = 0;
   std::vector<chunk_read> plan;
   for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk)

@@ -103,9 +103,9 @@ caf::expected<checkpoint_info> store::load(int64_t step, state_registry& registr
   if (auto err = verify_shard_files(path, *manifest)) return err;
   auto& record = manifest->shards(cfg_.rank);
   if (record.rank() != cfg_.rank)
-    return make_error(errc::corrupt, "corrupt file " + join_path(path, manifest_file_name) +
-                                         ": shard " + std::to_string(cfg_.rank) +
-                                         " is recorded as rank " + std::to_string(record.rank()));
+    return corrupt_file(join_path(path, manifest_file_name), "shard " + std::to_string(cfg_.rank) +
+                                                                 " is recorded as rank " +
+                                                                 std::to_string(record.rank()));
   auto index = read_shard_index(path, record);
   if (!index) return std::move(index.error());
   if (auto err = check_buffer_table(*index, registry)) return err;

@@ -30,6 +30,12 @@ TEST(file_io, errors_name_the_operation_the_path_and_the_reason) {
             "io_error: open " + dir.sub("missing/x") + ": No such file or directory");
 }
 
+TEST(file_io, corruption_names_the_file_and_what_is_wrong) {
+  auto err = corrupt_file("/ckpt/step-7/shard-0.data", "checksum mismatch in chunk 2");
+  EXPECT_EQ(describe(err),
+            "corrupt: corrupt file /ckpt/step-7/shard-0.data: checksum mismatch in chunk 2");
+}
+
 TEST(file_io, make_dir_refuses_a_regular_file) {
   temp_dir dir;
   testing::write_file(dir.sub("f"), "x");
