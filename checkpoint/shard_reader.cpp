@@ -1,6 +1,5 @@
 #include "checkpoint/shard_reader.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -173,10 +172,8 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
   }
   std::sort(segs.begin(), segs.end(),
             [](const segment& a, const segment& b) { return a.offset < b.offset; });
-  auto fd = open_file(data_path, O_RDONLY);
-  if (!fd) return std::move(fd.error());
   struct stat st;
-  if (::fstat(fd->get(), &st) != 0) return io_error("stat", data_path, errno);
+  if (::stat(data_path.c_str(), &st) != 0) return io_error("stat", data_path, errno);
   if (static_cast<uint64_t>(st.st_size) != total)
     return corrupt_file(data_path,
                         std::to_string(st.st_size) + " bytes, index says " + std::to_string(total));
