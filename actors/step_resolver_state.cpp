@@ -60,10 +60,11 @@ std::vector<outgoing> step_resolver_state::on_local_notice(wire::Notice notice, 
   notice.set_rank(cfg_.rank);
   if (notice.deadline_unix_ms() == 0) notice.set_deadline_unix_ms(now_ms + cfg_.grace_period_ms);
   if (is_leader()) return learn_notice(notice, now_ms);
-  auto out = learn_notice(notice, now_ms);
-  if (deadline_ms_ == notice.deadline_unix_ms())
-    out.push_back(make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_notice, notice));
-  return out;
+  // A follower only learns the deadline (learn_notice sends nothing for it)
+  // and passes the notice to the leader unless an earlier deadline is known.
+  learn_notice(notice, now_ms);
+  if (deadline_ms_ != notice.deadline_unix_ms()) return {};
+  return {make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_notice, notice)};
 }
 
 // Step 1: the earliest deadline wins, wherever it came from. A notice that
