@@ -1,8 +1,6 @@
 #include "actors/signal_watcher.hpp"
 
-#include <caf/actor_cast.hpp>
 #include <caf/io/middleman.hpp>
-#include <caf/send.hpp>
 
 #include "actors/atoms.hpp"
 #include "actors/protocol.hpp"
@@ -17,44 +15,48 @@ namespace lifeboat {
 
 const char* signal_watcher_state::name = "signal_watcher";
 
-void signal_relay::on_signal(int signo) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (auto hdl = caf::actor_cast<caf::actor>(watcher_))
-    caf::anon_send(hdl, signal_atom::value, signo);
-  else
-    pending_.push_back(signo);
+namespace {
+
+using self_ptr = caf::io::stateful_broker<signal_watcher_state>*;
+
+// A signal pipe writes one byte per signal; a read never holds more than
+// a few, and any number is fine.
+constexpr size_t max_signals_per_read = 64;
+
+void on_signal(self_ptr self, int signo) {
+  auto& st = self->state;
+  if (++st.received > 1) {
+    log(log_level::info, "signal_watcher", signal_name(signo),
+        " received again; the first notice stands");
+    return;
+  }
+  wire::Notice notice;
+  notice.set_source("signal:" + signal_name(signo));
+  notice.set_reason(signal_name(signo) + " received");
+  auto now = unix_now_ms();
+  notice.set_received_unix_ms(now);
+  notice.set_deadline_unix_ms(now + st.grace_period_ms);
+  self->send(st.resolver, notice_atom::value, notice);
 }
 
-void signal_relay::attach(const caf::actor& watcher) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  // The relay holds only a weak address, so it never keeps the actor alive.
-  watcher_ = watcher.address();
-  for (int signo : pending_) caf::anon_send(watcher, signal_atom::value, signo);
-  pending_.clear();
-}
+}  // namespace
 
-caf::behavior signal_watcher(caf::io::stateful_broker<signal_watcher_state>* self, bool watching,
-                             int64_t grace_period_ms, caf::actor resolver) {
+caf::behavior signal_watcher(self_ptr self, int reader_fd, int64_t grace_period_ms,
+                             caf::actor resolver) {
   auto& st = self->state;
   st.resolver = std::move(resolver);
   st.grace_period_ms = grace_period_ms;
-  st.watching = watching;
+  st.watching = reader_fd >= 0;
+  if (reader_fd >= 0) {
+    auto hdl = self->add_scribe(reader_fd);
+    self->configure_read(hdl, caf::io::receive_policy::at_most(max_signals_per_read));
+  }
   return {
-      [=](signal_atom, int signo) {
-        auto& st = self->state;
-        if (++st.received > 1) {
-          log(log_level::info, "signal_watcher", signal_name(signo),
-              " received again; the first notice stands");
-          return;
-        }
-        wire::Notice notice;
-        notice.set_source("signal:" + signal_name(signo));
-        notice.set_reason(signal_name(signo) + " received");
-        auto now = unix_now_ms();
-        notice.set_received_unix_ms(now);
-        notice.set_deadline_unix_ms(now + st.grace_period_ms);
-        self->send(st.resolver, notice_atom::value, notice);
+      [=](const caf::io::new_data_msg& msg) {
+        for (auto byte : msg.buf) on_signal(self, static_cast<unsigned char>(byte));
       },
+      // The pipe is gone: the process is shutting down.
+      [=](const caf::io::connection_closed_msg&) {},
       [=](status_atom) {
         wire::ActorStatus st;
         st.set_name(signal_watcher_state::name);
@@ -69,9 +71,9 @@ caf::behavior signal_watcher(caf::io::stateful_broker<signal_watcher_state>* sel
   };
 }
 
-caf::actor spawn_signal_watcher(caf::actor_system& sys, bool watching, int64_t grace_period_ms,
+caf::actor spawn_signal_watcher(caf::actor_system& sys, int reader_fd, int64_t grace_period_ms,
                                 caf::actor resolver) {
-  return sys.middleman().spawn_broker(signal_watcher, watching, grace_period_ms,
+  return sys.middleman().spawn_broker(signal_watcher, reader_fd, grace_period_ms,
                                       std::move(resolver));
 }
 

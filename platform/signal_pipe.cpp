@@ -1,6 +1,7 @@
 #include "platform/signal_pipe.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <csignal>
 #include <cstring>
 #include <map>
+#include <string>
 
 #include "messages/errors.hpp"
 
@@ -15,39 +17,42 @@ namespace lifeboat {
 
 namespace {
 
-// The write end of the pipe, read by the async-signal-safe handler.
+// The write end of the socket, read by the async-signal-safe handler.
 std::atomic<int> signal_write_fd{-1};
-
-// Sent through the pipe to stop the reader thread; never a signal number.
-constexpr unsigned char stop_byte = 0;
 
 std::map<int, struct sigaction>& previous_actions() {
   static std::map<int, struct sigaction> actions;
   return actions;
 }
 
+// The write never blocks: with the socket full (thousands of signals nobody
+// read) this one is dropped, and the ones before it still stand.
 extern "C" void on_os_signal(int signo) {
   int saved_errno = errno;
   unsigned char byte = static_cast<unsigned char>(signo);
   if (auto fd = signal_write_fd.load(); fd >= 0) {
-    auto rc = ::write(fd, &byte, 1);
+    auto rc = ::send(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)rc;
   }
   errno = saved_errno;
 }
 
+caf::error system_error(const char* what) {
+  return make_error(errc::io_error, std::string{what} + ": " + std::strerror(errno));
+}
+
 }  // namespace
 
-caf::expected<std::unique_ptr<signal_pipe>> signal_pipe::install(
-    std::vector<int> signals, std::function<void(int)> on_signal) {
+caf::expected<std::unique_ptr<signal_pipe>> signal_pipe::install(std::vector<int> signals) {
   if (signal_write_fd.load() >= 0)
     return make_error(errc::invalid_config, "a signal watcher is already installed");
+  // A socket rather than a pipe: the middleman's I/O loop reads it like any
+  // connection, so a signal wakes that one thread and no relay thread.
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    return make_error(errc::io_error, std::string{"pipe2: "} + std::strerror(errno));
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return system_error("socketpair");
   std::unique_ptr<signal_pipe> result{new signal_pipe};
   result->signals_ = std::move(signals);
-  result->on_signal_ = std::move(on_signal);
   result->read_fd_ = fds[0];
   signal_write_fd = fds[1];
   for (auto signo : result->signals_) {
@@ -59,18 +64,13 @@ caf::expected<std::unique_ptr<signal_pipe>> signal_pipe::install(
     ::sigaction(signo, &action, &previous);
     previous_actions()[signo] = previous;
   }
-  result->reader_ = std::thread{[p = result.get()] { p->read_loop(); }};
   return result;
 }
 
-void signal_pipe::read_loop() {
-  unsigned char byte = 0;
-  for (;;) {
-    auto n = ::read(read_fd_, &byte, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || byte == stop_byte) return;
-    on_signal_(byte);
-  }
+caf::expected<int> signal_pipe::open_reader() const {
+  int fd = ::fcntl(read_fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return system_error("dup of the signal socket");
+  return fd;
 }
 
 signal_pipe::~signal_pipe() {
@@ -79,11 +79,7 @@ signal_pipe::~signal_pipe() {
     ::sigaction(signo, &actions[signo], nullptr);
     actions.erase(signo);
   }
-  auto write_fd = signal_write_fd.exchange(-1);
-  auto rc = ::write(write_fd, &stop_byte, 1);
-  (void)rc;
-  reader_.join();
-  ::close(write_fd);
+  ::close(signal_write_fd.exchange(-1));
   ::close(read_fd_);
 }
 

@@ -1,35 +1,36 @@
 #pragma once
 
-#include <functional>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include <caf/expected.hpp>
 
 namespace lifeboat {
 
-/// Turns POSIX signals into calls of `on_signal(signo)` on a thread of its
-/// own. The handler itself only writes one byte to a pipe (async-signal-safe);
-/// everything else happens on the reader thread. One per process: installing
-/// a second one while the first lives fails. Restores the previous handlers
-/// when destroyed.
+/// Turns POSIX signals into bytes on a local stream socket, one byte (the
+/// signal number) per signal. The handler only writes that byte, without
+/// blocking (async-signal-safe); whoever watches the socket does the rest.
+/// A signal before anyone watches waits in the socket. One per process:
+/// installing a second one while the first lives fails. Restores the
+/// previous handlers when destroyed.
 class signal_pipe {
  public:
-  static caf::expected<std::unique_ptr<signal_pipe>> install(std::vector<int> signals,
-                                                             std::function<void(int)> on_signal);
+  static caf::expected<std::unique_ptr<signal_pipe>> install(std::vector<int> signals);
   ~signal_pipe();
 
   signal_pipe(const signal_pipe&) = delete;
   signal_pipe& operator=(const signal_pipe&) = delete;
 
+  /// A descriptor of the reading end that the caller owns and closes (the
+  /// socket stays readable after this pipe is gone, and reads end of file
+  /// once every byte written before is read).
+  caf::expected<int> open_reader() const;
+
  private:
   signal_pipe() = default;
-  void read_loop();
 
   std::vector<int> signals_;
-  std::function<void(int)> on_signal_;
   int read_fd_ = -1;
-  std::thread reader_;
 };
 
 }  // namespace lifeboat

@@ -102,10 +102,8 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   std::sort(signals_.begin(), signals_.end());
   signals_.erase(std::unique(signals_.begin(), signals_.end()), signals_.end());
   // The signal handlers go in before anything slow (joining, restoring): a
-  // notice during start-up is kept by the relay, not fatal to the process.
-  signal_relay_ = std::make_shared<signal_relay>();
-  auto pipe = signal_pipe::install(signals_,
-                                   [relay = signal_relay_](int signo) { relay->on_signal(signo); });
+  // notice during start-up waits in the pipe, not fatal to the process.
+  auto pipe = signal_pipe::install(signals_);
   if (pipe)
     signal_pipe_ = std::move(*pipe);
   else
@@ -251,9 +249,14 @@ void worker_runtime::spawn_actors() {
   if (config_.termination_watcher_fn)
     sources.push_back(make_function_source(config_.termination_watcher_fn));
   poll_watcher_ = sys.spawn(poll_watcher, &sources, config_.poll_interval, resolver_);
-  signal_watcher_ =
-      spawn_signal_watcher(sys, signal_pipe_ != nullptr, grace_period_.count(), resolver_);
-  signal_relay_->attach(signal_watcher_);
+  int signal_reader = -1;
+  if (signal_pipe_) {
+    if (auto fd = signal_pipe_->open_reader())
+      signal_reader = *fd;
+    else
+      log(log_level::error, "runtime", "signals not watched: ", describe(fd.error()));
+  }
+  signal_watcher_ = spawn_signal_watcher(sys, signal_reader, grace_period_.count(), resolver_);
   // An actor initialises on a scheduler thread after spawn returns, and the
   // poll watcher takes `sources` (a local) there. It answers a status request
   // only once it is initialised.

@@ -24,7 +24,6 @@ class coordination_barrier;
 class coordination_client;
 class system_config;
 class signal_pipe;
-class signal_relay;
 
 /// Everything behind preemption_checkpoint_handler: the cluster, the actor
 /// system with the six worker actors (and the coordination service when this
@@ -95,7 +94,6 @@ class worker_runtime {
   caf::actor poll_watcher_;
   caf::actor status_endpoint_;
   // Last, so it goes first: its thread sends to actors of `system_`.
-  std::shared_ptr<signal_relay> signal_relay_;
   std::unique_ptr<signal_pipe> signal_pipe_;
 };
 

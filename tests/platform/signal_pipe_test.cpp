@@ -1,0 +1,109 @@
+#include "platform/signal_pipe.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <gtest/gtest.h>
+
+#include "messages/errors.hpp"
+
+namespace lifeboat {
+namespace {
+
+// Long enough for any loaded machine; a byte that never comes fails the test
+// here instead of hanging it.
+constexpr int read_timeout_ms = 10000;
+
+// The next byte on `fd`: a signal number, 0 at end of file, -1 on a timeout.
+int next_byte(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, read_timeout_ms) != 1) return -1;
+  unsigned char byte = 0;
+  auto n = ::read(fd, &byte, 1);
+  return n == 1 ? byte : n == 0 ? 0 : -1;
+}
+
+class reader_fd {
+ public:
+  explicit reader_fd(int fd) : fd_(fd) {}
+  ~reader_fd() { ::close(fd_); }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+TEST(signal_pipe, signals_arrive_as_their_numbers_in_order) {
+  auto pipe = signal_pipe::install({SIGUSR1, SIGUSR2});
+  ASSERT_TRUE(pipe) << describe(pipe.error());
+  auto fd = (*pipe)->open_reader();
+  ASSERT_TRUE(fd) << describe(fd.error());
+  reader_fd reader{*fd};
+  // raise() runs the handler on this thread before it returns.
+  std::raise(SIGUSR2);
+  std::raise(SIGUSR1);
+  std::raise(SIGUSR2);
+  EXPECT_EQ(next_byte(reader.get()), SIGUSR2);
+  EXPECT_EQ(next_byte(reader.get()), SIGUSR1);
+  EXPECT_EQ(next_byte(reader.get()), SIGUSR2);
+}
+
+TEST(signal_pipe, a_signal_before_the_reader_is_opened_waits) {
+  auto pipe = signal_pipe::install({SIGUSR1});
+  ASSERT_TRUE(pipe) << describe(pipe.error());
+  std::raise(SIGUSR1);
+  auto fd = (*pipe)->open_reader();
+  ASSERT_TRUE(fd) << describe(fd.error());
+  reader_fd reader{*fd};
+  EXPECT_EQ(next_byte(reader.get()), SIGUSR1);
+}
+
+TEST(signal_pipe, the_reader_outlives_the_pipe_and_then_reads_end_of_file) {
+  auto pipe = signal_pipe::install({SIGUSR1});
+  ASSERT_TRUE(pipe) << describe(pipe.error());
+  auto fd = (*pipe)->open_reader();
+  ASSERT_TRUE(fd) << describe(fd.error());
+  reader_fd reader{*fd};
+  std::raise(SIGUSR1);
+  pipe->reset();
+  EXPECT_EQ(next_byte(reader.get()), SIGUSR1);
+  EXPECT_EQ(next_byte(reader.get()), 0);
+}
+
+TEST(signal_pipe, only_one_is_installed_at_a_time) {
+  auto first = signal_pipe::install({SIGUSR1});
+  ASSERT_TRUE(first) << describe(first.error());
+  auto second = signal_pipe::install({SIGUSR2});
+  ASSERT_FALSE(second);
+  first->reset();
+  auto third = signal_pipe::install({SIGUSR2});
+  EXPECT_TRUE(third) << describe(third.error());
+}
+
+volatile std::sig_atomic_t previous_handler_calls = 0;
+
+extern "C" void count_previous_handler_call(int) {
+  previous_handler_calls = previous_handler_calls + 1;
+}
+
+TEST(signal_pipe, destroying_it_restores_the_previous_handler) {
+  struct sigaction mine {};
+  mine.sa_handler = count_previous_handler_call;
+  sigemptyset(&mine.sa_mask);
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGUSR1, &mine, &before), 0);
+  {
+    auto pipe = signal_pipe::install({SIGUSR1});
+    ASSERT_TRUE(pipe) << describe(pipe.error());
+    std::raise(SIGUSR1);
+    EXPECT_EQ(previous_handler_calls, 0);
+  }
+  std::raise(SIGUSR1);
+  EXPECT_EQ(previous_handler_calls, 1);
+  ::sigaction(SIGUSR1, &before, nullptr);
+}
+
+}  // namespace
+}  // namespace lifeboat
