@@ -152,9 +152,12 @@ caf::expected<std::optional<checkpoint_info>> store::restore_latest(
 }
 
 caf::error store::prepare(const state_registry& registry) {
+  // Callback state has no size until it is saved, and saving it here would
+  // call the user's code once more than asked: the headroom covers small ones,
+  // and a save that needs more maps a larger buffer then.
   std::size_t bytes = staging_headroom;
   for (auto& buf : registry.buffers())
-    bytes += buf.kind == buffer_kind::callbacks ? buf.save().size() : buf.size;
+    if (buf.kind != buffer_kind::callbacks) bytes += buf.size;
   // The lease goes straight back to the pool, where the first save finds it.
   auto lease = pool_->acquire(bytes, registry.has_device_buffers());
   if (!lease) return std::move(lease.error());

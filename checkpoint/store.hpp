@@ -67,6 +67,7 @@ class store {
 
   /// Maps and pre-faults staging memory for `registry` now (at start-up, off
   /// the training path), so that even the first save's stall is only the copy.
+  /// Callback state is not saved for it: staging_headroom stands for it.
   caf::error prepare(const state_registry& registry);
 
   /// Copies the registered state into reusable staging memory.

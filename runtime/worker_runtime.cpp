@@ -125,12 +125,14 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   log(log_level::info, "runtime", "rank ", cluster_.rank, " of ", cluster_.world_size, " (",
       cluster_.origin, ", platform ", platform->name, ", restart ", cluster_.restart_count,
       ", grace period ", grace_period_.count(), " ms)");
-  // 2. Join the cluster, 3. restore, 4. start watching. A failure on the way
-  // stops what was started: the actor system's destructor would otherwise
-  // wait forever for the actors (the hosted service above all).
+  // 2. Join the cluster, 3. restore and prepare the staging memory, 4. start
+  // watching. A failure on the way stops what was started: the actor
+  // system's destructor would otherwise wait forever for the actors (the
+  // hosted service above all).
   try {
     start_cluster();
     restore();
+    prepare_staging();
     spawn_actors();
   } catch (...) {
     stop_actors();
@@ -226,6 +228,16 @@ void worker_runtime::restore() {
     limit = common;
   }
   fail_config("the workers could not agree on a checkpoint to restore");
+}
+
+// The first save's staging memory is mapped and pre-faulted now, not at the
+// notice: there its page faults would lengthen the training stall and, with
+// many workers on few cores, take CPU from peers still hearing the decision.
+// A failure only leaves that work to the first save.
+void worker_runtime::prepare_staging() {
+  if (!store_) return;
+  if (auto err = store_->prepare(state_.registry()))
+    log(log_level::warning, "runtime", "staging memory not prepared: ", describe(err));
 }
 
 void worker_runtime::spawn_actors() {

@@ -55,6 +55,7 @@ class worker_runtime {
  private:
   void start_cluster();
   void restore();
+  void prepare_staging();
   void spawn_actors();
   void save(int64_t step, bool final_save);
   [[noreturn]] void wait_and_exit(int64_t step);

@@ -147,6 +147,31 @@ TEST_F(store_test, a_different_registry_is_refused_with_the_differences) {
             std::string::npos);
 }
 
+// The runtime prepares at start-up; the first save must then map nothing,
+// and the user's callbacks must not run for it (their size is covered by the
+// headroom).
+TEST_F(store_test, prepare_maps_the_first_saves_staging_without_calling_callbacks) {
+  auto st = open();
+  std::vector<char> weights(state_bytes, 'w');
+  int saves = 0;
+  state_registry registry;
+  ASSERT_FALSE(registry.add_host_buffer("weights", weights.data(), weights.size()));
+  ASSERT_FALSE(registry.add_callbacks(
+      "meta",
+      [&] {
+        ++saves;
+        return std::string(100, 'm');
+      },
+      [](const std::string&) {}));
+  ASSERT_FALSE(st.prepare(registry));
+  EXPECT_EQ(saves, 0);
+  EXPECT_EQ(st.pool().allocations(), 1u);
+  auto snap = st.take_snapshot(registry);
+  ASSERT_TRUE(snap) << describe(snap.error());
+  EXPECT_EQ(saves, 1);
+  EXPECT_EQ(st.pool().allocations(), 1u);
+}
+
 TEST_F(store_test, a_committed_step_is_not_written_again) {
   auto st = open();
   save(st, 1);
