@@ -41,8 +41,13 @@ caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* s
         }
       },
       [=](const peer_failure& failure) {
-        ++self->state.failures;
-        self->send(self->state.exit_controller, failure);
+        auto& st = self->state;
+        ++st.failures;
+        // The resolver hears it here, in order with the protocol messages:
+        // the exit controller fails the gate on another thread, later than a
+        // query that follows the failure may arrive.
+        self->send(st.resolver, failure);
+        self->send(st.exit_controller, failure);
       },
       [=](status_atom) {
         auto& st = self->state;

@@ -11,7 +11,7 @@ namespace lifeboat {
 /// Follows the coordination service for this worker: protocol messages from
 /// peers go to the step resolver; a committed save goes to the resolver, the
 /// writer, the poll watcher and the exit controller; peers' errors and lost
-/// peers go to the exit controller. Messages:
+/// peers go to the resolver and the exit controller. Messages:
 ///   (peer_message), (peer_failure)   from the coordination agent
 ///   (status_atom) -> wire::ActorStatus
 struct cluster_watcher_state {

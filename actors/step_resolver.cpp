@@ -9,6 +9,7 @@
 #include "actors/atoms.hpp"
 #include "actors/coordination_atoms.hpp"
 #include "actors/coordination_client.hpp"
+#include "actors/coordination_events.hpp"
 #include "actors/protocol.hpp"
 #include "messages/log.hpp"
 #include "messages/status.pb.h"
@@ -30,9 +31,28 @@ constexpr auto notice_record_timeout = std::chrono::seconds{10};
 using self_ptr = caf::io::stateful_broker<step_resolver_actor_state>*;
 using final_due_atom = caf::atom_constant<caf::atom("finaldue")>;
 
-void dispatch(self_ptr self, std::vector<outgoing> out) {
+void send_out(self_ptr self, std::vector<outgoing> out) {
   for (auto& msg : out)
     self->state.client->send(msg.to, protocol_channel, msg.message.SerializeAsString());
+}
+
+// Any input may bring an agreement: at the leader the last report, in a
+// world of one the notice itself.
+void log_new_agreement(self_ptr self) {
+  auto& st = self->state;
+  auto& logic = *st.logic;
+  if (logic.agreements() == st.logged_agreements) return;
+  st.logged_agreements = logic.agreements();
+  log(log_level::info, "step_resolver", "agreed to save at step ", logic.agreed_step(),
+      logic.agreed_final()       ? " (final)"
+      : logic.deadline_ms() == 0 ? " (backup)"
+                                 : " (grace period continues)");
+}
+
+// The protocol goes first, the log line after it.
+void dispatch(self_ptr self, std::vector<outgoing> out) {
+  send_out(self, std::move(out));
+  log_new_agreement(self);
 }
 
 // Starts the leader's final save once it is due. While the first save is
@@ -40,7 +60,7 @@ void dispatch(self_ptr self, std::vector<outgoing> out) {
 void fire_final_save_if_due(self_ptr self) {
   auto& st = self->state;
   if (auto due = st.logic->final_save_due_ms(); due && unix_now_ms() >= *due) {
-    auto out = st.logic->on_final_save_due();
+    auto out = st.logic->on_final_save_due(unix_now_ms());
     if (!out.empty())
       log(log_level::info, "step_resolver", "final save of the grace period is due");
     dispatch(self, std::move(out));
@@ -93,10 +113,11 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         auto& st = self->state;
         // The protocol goes first: the log line and the record are not on the
         // way to the decision, and the agent sends in order.
-        dispatch(self, st.logic->on_local_notice(notice, unix_now_ms()));
+        send_out(self, st.logic->on_local_notice(notice, unix_now_ms()));
         arm_final_save_timer(self);
         log(log_level::info, "step_resolver", "notice from ", notice.source(), ": ",
             notice.reason());
+        log_new_agreement(self);
         // The first notice of this worker is recorded for the preemption
         // watcher; insert-if-absent keeps the first one.
         if (st.notices++ == 0) {
@@ -109,16 +130,10 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         }
       },
       [=](const wire::ProtocolMessage& msg) {
-        auto& logic = *self->state.logic;
-        auto before = logic.agreed_step();
-        dispatch(self, logic.on_message(msg, unix_now_ms()));
-        if (logic.agreed_step() != before)
-          log(log_level::info, "step_resolver", "agreed to save at step ", logic.agreed_step(),
-              msg.commit().final_save()  ? " (final)"
-              : logic.deadline_ms() == 0 ? " (backup)"
-                                         : " (grace period continues)");
+        dispatch(self, self->state.logic->on_message(msg, unix_now_ms()));
         arm_final_save_timer(self);
       },
+      [=](const peer_failure&) { self->state.logic->on_failure(); },
       [=](final_due_atom) { fire_final_save_if_due(self); },
       [=](saving_atom, int64_t) { self->state.logic->on_save_started(); },
       [=](ckpt_time_atom, double seconds) {

@@ -14,6 +14,7 @@ class coordination_client;
 /// the numbered protocol). Messages:
 ///   (notice_atom, wire::Notice)       a notice from this worker's watchers
 ///   (wire::ProtocolMessage)           the protocol channel, via the cluster watcher
+///   (peer_failure)                    a worker failed, via the cluster watcher
 ///   (saving_atom, int64_t step)       the trainer began a save
 ///   (ckpt_time_atom, double seconds)  the writer measured a save
 ///   (status_atom) -> wire::ActorStatus
@@ -28,6 +29,8 @@ struct step_resolver_actor_state {
   int64_t notices = 0;
   // The final-save due time a one-shot timer is armed for (0: none).
   int64_t armed_due_ms = 0;
+  // The agreements already logged.
+  uint64_t logged_agreements = 0;
 };
 
 caf::behavior step_resolver(caf::io::stateful_broker<step_resolver_actor_state>* self,

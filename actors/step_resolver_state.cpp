@@ -57,6 +57,7 @@ bool step_resolver_state::adopt_deadline(int64_t deadline_ms) {
 }
 
 std::vector<outgoing> step_resolver_state::on_local_notice(wire::Notice notice, int64_t now_ms) {
+  if (failed_) return {};
   notice.set_rank(cfg_.rank);
   if (notice.deadline_unix_ms() == 0) notice.set_deadline_unix_ms(now_ms + cfg_.grace_period_ms);
   if (is_leader()) return learn_notice(notice, now_ms);
@@ -97,14 +98,14 @@ std::vector<outgoing> step_resolver_state::act_on_notice(int64_t now_ms) {
       schedule_final_save(now_ms);
       return {};
     }
-    return start_round(too_close);
+    return start_round(too_close, now_ms);
   }
   // Step 6: an earlier deadline during the countdown moves the final save.
   schedule_final_save(now_ms);
   return {};
 }
 
-std::vector<outgoing> step_resolver_state::start_round(bool final_save) {
+std::vector<outgoing> step_resolver_state::start_round(bool final_save, int64_t now_ms) {
   ++round_;
   round_open_ = true;
   round_final_ = final_save;
@@ -113,20 +114,30 @@ std::vector<outgoing> step_resolver_state::start_round(bool final_save) {
   query.set_round(round_);
   query.set_final_save(final_save);
   query.set_deadline_unix_ms(deadline_ms_);
-  return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_query, query)};
+  std::vector<outgoing> out{make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_query, query)};
+  // The leader answers its own query here: through the service its copy
+  // comes back after every peer's was written, and its report would cross
+  // the connection twice more. In a world of one this commits at once.
+  for (auto& commit : on_report(answer_query(query), now_ms)) out.push_back(std::move(commit));
+  return out;
 }
 
 std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessage& msg,
                                                       int64_t now_ms) {
+  if (failed_) return {};
   switch (msg.body_case()) {
     case wire::ProtocolMessage::kNotice:
       return learn_notice(msg.notice(), now_ms);
     case wire::ProtocolMessage::kQuery:
-      return on_query(msg.query());
+      // The leader answered its own query when it sent it.
+      if (is_leader()) return {};
+      return {make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_report,
+                            answer_query(msg.query()))};
     case wire::ProtocolMessage::kReport:
       return on_report(msg.report(), now_ms);
     case wire::ProtocolMessage::kCommit:
-      on_commit(msg.commit(), now_ms);
+      // The leader took its own commit when it sent it.
+      if (!is_leader()) on_commit(msg.commit(), now_ms);
       return {};
     case wire::ProtocolMessage::kCommitted:
       on_save_committed(msg.committed().final_save());
@@ -138,8 +149,8 @@ std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessag
 }
 
 // Step 3: hold the trainer at the step it is in (it waits there until the
-// commit) and report that step to the leader.
-std::vector<outgoing> step_resolver_state::on_query(const wire::StepQuery& query) {
+// commit); the report of that step goes to the leader.
+wire::StepReport step_resolver_state::answer_query(const wire::StepQuery& query) {
   // Step 1 for every worker but the leader and the notice's own: the
   // deadline arrives with the query. A backup round's query carries none and
   // leaves the phase at training.
@@ -151,7 +162,7 @@ std::vector<outgoing> step_resolver_state::on_query(const wire::StepQuery& query
   report.set_stop_step(gate_.hold_next_step());
   report.set_step_seconds(step_seconds_);
   report.set_checkpoint_seconds(checkpoint_seconds_);
-  return {make_outgoing(leader_rank, &wire::ProtocolMessage::mutable_report, report)};
+  return report;
 }
 
 // Step 4: with every report in, commit the furthest stop step. No trainer is
@@ -181,35 +192,39 @@ std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& rep
   commit.set_step(step);
   commit.set_final_save(round_final_);
   commit.set_deadline_unix_ms(deadline_ms_);
+  on_commit(commit, now_ms);
   return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_commit, commit)};
 }
 
 void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_ms) {
   gate_.commit(commit.step(), commit.final_save());
   agreed_step_ = commit.step();
+  agreed_final_ = commit.final_save();
+  ++agreements_;
   adopt_deadline(commit.deadline_unix_ms());
   phase_ = phase::checkpoint_scheduled;
   save_in_flight_ = !commit.final_save();
   if (is_leader() && !commit.final_save() && deadline_ms_ != 0) schedule_final_save(now_ms);
 }
 
-std::vector<outgoing> step_resolver_state::on_final_save_due() {
+std::vector<outgoing> step_resolver_state::on_final_save_due(int64_t now_ms) {
   // While the first save is written nothing starts; the actor asks again on
   // its next tick.
-  if (!is_leader() || !first_save_decided_ || final_save_decided_ || round_open_ || save_in_flight_)
+  if (!is_leader() || failed_ || !first_save_decided_ || final_save_decided_ || round_open_ ||
+      save_in_flight_)
     return {};
   final_due_ms_.reset();
-  return start_round(true);
+  return start_round(true, now_ms);
 }
 
 std::vector<outgoing> step_resolver_state::on_backup_check(int64_t now_ms) {
-  if (!is_leader() || cfg_.backup_interval_ms <= 0 || round_open_ || save_in_flight_ ||
+  if (!is_leader() || failed_ || cfg_.backup_interval_ms <= 0 || round_open_ || save_in_flight_ ||
       deadline_ms_ != 0)
     return {};
   if (last_backup_ms_ == 0) last_backup_ms_ = now_ms;
   if (now_ms - last_backup_ms_ < cfg_.backup_interval_ms) return {};
   last_backup_ms_ = now_ms;
-  return start_round(false);
+  return start_round(false, now_ms);
 }
 
 void step_resolver_state::on_save_started() {

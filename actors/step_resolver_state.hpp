@@ -30,8 +30,10 @@ constexpr int32_t all_ranks = -1;
 ///      notice, so only it must hear of one at once: a fan-out to every worker
 ///      here would be a whole hop on the way to the decision.
 ///   2. The leader asks every worker for its step (StepQuery); the query
-///      carries the deadline. A notice that starts no round (one is open, or
-///      the first save is decided) the leader relays to every worker.
+///      carries the deadline. The leader answers its own query at once and
+///      takes its own commit (step 4) as it sends it. A notice that starts no
+///      round (one is open, or the first save is decided) the leader relays
+///      to every worker.
 ///   3. Every worker holds its trainer at the step it is in (completed + 1;
 ///      the trainer waits there) and reports that stop step with its measured
 ///      step and checkpoint times (StepReport).
@@ -65,8 +67,12 @@ class step_resolver_state {
   /// Any protocol message from a peer (or from itself through the service).
   std::vector<outgoing> on_message(const wire::ProtocolMessage& msg, int64_t now_ms);
 
+  /// A worker failed or was lost: from now on this worker starts, answers
+  /// and commits no round (no checkpoint after a failure), whatever comes.
+  void on_failure() { failed_ = true; }
+
   /// Step 6: the leader's timer for the final save fired.
-  std::vector<outgoing> on_final_save_due();
+  std::vector<outgoing> on_final_save_due(int64_t now_ms);
 
   /// The leader's periodic check: once `backup_interval_ms` passed since the
   /// first check (or the last backup), runs 2-5 for a save that is neither a
@@ -87,6 +93,10 @@ class step_resolver_state {
   lifeboat::phase phase() const { return phase_; }
   int64_t deadline_ms() const { return deadline_ms_; }
   int64_t agreed_step() const { return agreed_step_; }
+  /// Whether the last agreed save is the final one.
+  bool agreed_final() const { return agreed_final_; }
+  /// How many commits this worker took (a new one: a new agreement to log).
+  uint64_t agreements() const { return agreements_; }
   uint64_t rounds() const { return round_; }
   bool is_leader() const { return cfg_.rank == leader_rank; }
   int32_t rank() const { return cfg_.rank; }
@@ -96,8 +106,8 @@ class step_resolver_state {
   bool adopt_deadline(int64_t deadline_ms);
   std::vector<outgoing> learn_notice(const wire::Notice& notice, int64_t now_ms);
   std::vector<outgoing> act_on_notice(int64_t now_ms);
-  std::vector<outgoing> start_round(bool final_save);
-  std::vector<outgoing> on_query(const wire::StepQuery& query);
+  std::vector<outgoing> start_round(bool final_save, int64_t now_ms);
+  wire::StepReport answer_query(const wire::StepQuery& query);
   std::vector<outgoing> on_report(const wire::StepReport& report, int64_t now_ms);
   void on_commit(const wire::StepCommit& commit, int64_t now_ms);
 
@@ -109,11 +119,14 @@ class step_resolver_state {
 
   config cfg_;
   step_gate& gate_;
+  bool failed_ = false;
   lifeboat::phase phase_ = phase::training;
   int64_t deadline_ms_ = 0;  // earliest known deadline; 0: no notice
   double step_seconds_ = 0;
   double checkpoint_seconds_ = 0;
   int64_t agreed_step_ = -1;
+  bool agreed_final_ = false;
+  uint64_t agreements_ = 0;
 
   // Leader only.
   uint64_t round_ = 0;

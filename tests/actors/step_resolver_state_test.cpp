@@ -80,10 +80,13 @@ TEST(step_resolver_state, every_trainer_waits_at_its_next_step_until_the_commit_
   bool checked = false;
   c.run([&](const outgoing& m) {
     // Rank 1's trainer completes two more steps before the query reaches it.
-    if (m.message.has_query()) c.workers[1]->completed = 7;
+    if (m.message.has_query()) {
+      EXPECT_EQ(c.workers[0]->action.load(), 6) << "the leader holds at the step it is in";
+      c.workers[1]->completed = 7;
+    }
     if (m.message.has_commit()) {
-      EXPECT_EQ(c.workers[0]->action.load(), 6) << "held at the step it is in";
-      EXPECT_EQ(c.workers[1]->action.load(), 8);
+      EXPECT_EQ(c.workers[1]->action.load(), 8) << "held at the step it is in";
+      EXPECT_EQ(c.workers[0]->action.load(), 8) << "the leader took its commit as it sent it";
       checked = true;
     }
   });
@@ -93,6 +96,49 @@ TEST(step_resolver_state, every_trainer_waits_at_its_next_step_until_the_commit_
     EXPECT_EQ(c.at(r).agreed_step(), 8);
     EXPECT_EQ(c.workers[r]->action.load(), 8);
   }
+}
+
+TEST(step_resolver_state, in_a_world_of_one_the_notice_itself_commits) {
+  cluster c{1, 0};
+  c.workers[0]->completed = 4;
+  auto out = c.at(0).on_local_notice(c.notice(0), c.now);
+  EXPECT_EQ(c.at(0).agreed_step(), 5);
+  EXPECT_TRUE(c.at(0).agreed_final());
+  EXPECT_EQ(c.at(0).agreements(), 1u);
+  EXPECT_EQ(c.workers[0]->action.load(), 5);
+  c.post(std::move(out));
+  c.run();
+  EXPECT_EQ(c.at(0).agreements(), 1u) << "the echoes of its query and commit change nothing";
+}
+
+// A failed worker must never save (the exit controller fails its gate on
+// another thread, so the resolver cannot rely on that having happened).
+TEST(step_resolver_state, after_a_failure_no_round_is_answered_or_committed) {
+  cluster c{3, 0};
+  c.at(1).on_failure();
+  c.post(c.at(2).on_local_notice(c.notice(0), c.now));
+  c.run();
+  EXPECT_EQ(c.at(0).rounds(), 1u) << "the leader had not heard of the failure";
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(c.at(r).agreements(), 0u) << "rank " << r;
+    EXPECT_EQ(c.at(r).agreed_step(), -1) << "rank " << r;
+  }
+}
+
+TEST(step_resolver_state, a_failed_leader_starts_no_round) {
+  cluster c{2, 0, 2.0, 1000};
+  c.at(0).on_failure();
+  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.run();
+  EXPECT_TRUE(c.at(0).on_backup_check(c.now + 5000).empty());
+  EXPECT_EQ(c.at(0).rounds(), 0u);
+  EXPECT_EQ(c.at(1).agreements(), 0u);
+}
+
+TEST(step_resolver_state, a_failed_worker_sends_no_notice) {
+  cluster c{2, 0};
+  c.at(1).on_failure();
+  EXPECT_TRUE(c.at(1).on_local_notice(c.notice(0), c.now).empty());
 }
 
 TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_one_is_scheduled) {
@@ -107,10 +153,10 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
   // deadline - safety * (step + checkpoint) = t0 + 60 s - 2 * 2 s
   EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 4000);
 
-  EXPECT_TRUE(c.at(0).on_final_save_due().empty()) << "the first save is still being written";
+  EXPECT_TRUE(c.at(0).on_final_save_due(c.now).empty()) << "the first save is still being written";
   for (int r = 0; r < 2; ++r) c.at(r).on_save_committed(false);
   for (int r = 0; r < 2; ++r) c.workers[r]->completed = 20;
-  c.post(c.at(0).on_final_save_due());
+  c.post(c.at(0).on_final_save_due(c.now));
   c.run();
   EXPECT_EQ(c.at(1).agreed_step(), 21);
   EXPECT_EQ(c.workers[1]->action.load(), 21);
@@ -288,14 +334,14 @@ TEST(step_resolver_state, a_notice_while_a_backup_is_written_waits_for_it_and_th
   c.run();
   EXPECT_EQ(c.at(0).rounds(), rounds) << "no round while the backup is written";
   ASSERT_TRUE(c.at(0).final_save_due_ms());
-  EXPECT_TRUE(c.at(0).on_final_save_due().empty());
+  EXPECT_TRUE(c.at(0).on_final_save_due(c.now).empty());
   EXPECT_TRUE(c.at(0).on_backup_check(t0 + 10 * every).empty());
 
   for (int r = 0; r < 3; ++r) {
     c.at(r).on_save_committed(false);
     c.workers[r]->completed = 4;
   }
-  c.post(c.at(0).on_final_save_due());
+  c.post(c.at(0).on_final_save_due(c.now));
   c.run();
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(c.at(r).agreed_step(), 5) << "rank " << r;
