@@ -77,11 +77,15 @@ TEST(error_propagation_test, no_checkpoint_after_a_failure_even_with_a_notice) {
   constexpr int origin = 1;
   constexpr int parked = 3;
   temp_dir dir{"error-then-notice"};
-  worker_cluster c{make_options(workers, dir.str(),
-                                {"--steps", std::to_string(endless_steps), "--step-ms", "10",
-                                 "--fail-rank", std::to_string(origin), "--fail-step", "8",
-                                 "--hold-rank", std::to_string(parked), "--hold-step", "3"})};
+  worker_cluster c{
+      make_options(workers, dir.str(),
+                   {"--steps", std::to_string(endless_steps), "--step-ms", "10", "--fail-rank",
+                    std::to_string(origin), "--fail-step", "8", "--fail-on-go", "--hold-rank",
+                    std::to_string(parked), "--hold-step", "3"})};
+  // The origin fails only once the parked worker is parked.
   ASSERT_TRUE(c.wait_line(parked, "hold=3")) << c.transcript();
+  ASSERT_TRUE(c.wait_line(origin, "hold=8")) << c.transcript();
+  c.worker(origin).send_line("go");
   ASSERT_TRUE(c.wait_line(origin, "error=")) << c.transcript();
   // The parked worker learnt of the failure (its exit controller says so)
   // before the notice comes.

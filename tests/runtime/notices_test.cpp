@@ -49,8 +49,8 @@ TEST(notices_test, repeated_notices_save_once_per_decision_and_training_finishes
       // 40 steps, a notice 15 steps into each start: the signalled first
       // start is preempted, and so is the second unless its decision lands
       // after its last step (a slow host, a sanitizer), which is no loss.
-      EXPECT_GE(preempted, 1);
-      EXPECT_LE(preempted, 2);
+      EXPECT_GE(preempted, 1) << c.transcript();
+      EXPECT_LE(preempted, 2) << c.transcript();
       return;
     }
     ASSERT_TRUE(all_exited(codes, restart_exit_code, workers)) << c.transcript();

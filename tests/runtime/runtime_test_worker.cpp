@@ -5,7 +5,7 @@
 //
 //   restored=N                 total_run_calls after construction
 //   step=N                     step N completed (before lifeboat looks at it)
-//   hold=N                     waiting on stdin inside step N (--hold-*)
+//   hold=N                     waiting on stdin inside step N (--hold-*, --fail-on-go)
 //   saving=N t=UNIX_MS         lifeboat snapshots the state at step N
 //   saved=N t=UNIX_MS          save_fn called at step N (--save-fn)
 //   gap expected=N got=M       the state skipped or repeated a step (a bug)
@@ -58,6 +58,7 @@ struct options {
   bool lockstep = false;
   int64_t fail_rank = -1;
   int64_t fail_step = -1;
+  bool fail_on_go = false;  // the failing rank waits for a line on stdin first
   int64_t hold_rank = -1;
   int64_t hold_step = -1;
   int64_t self_signal_step = -1;
@@ -99,7 +100,7 @@ bool parse(int argc, char** argv, options& o) {
     if (name.rfind("--", 0) != 0) return false;
     name = name.substr(2);
     // Boolean flags take no value.
-    if (name == "manual" || name == "lockstep" || name == "save-fn") {
+    if (name == "manual" || name == "lockstep" || name == "save-fn" || name == "fail-on-go") {
       flags[name] = "1";
       continue;
     }
@@ -130,6 +131,7 @@ bool parse(int argc, char** argv, options& o) {
   boolean("manual", o.manual);
   boolean("lockstep", o.lockstep);
   boolean("save-fn", o.save_fn);
+  boolean("fail-on-go", o.fail_on_go);
   bool ok = integer("steps", o.steps) && integer("step-ms", o.step_ms) &&
             integer("uneven-rank", o.uneven_rank) && integer("uneven-step-ms", o.uneven_step_ms) &&
             integer("fail-rank", o.fail_rank) && integer("fail-step", o.fail_step) &&
@@ -157,20 +159,24 @@ class trainer {
           std::vector<char>& ballast)
       : opts_(opts), handler_(handler), model_(model), ballast_(ballast) {}
 
+  // Parked inside the step until the test says go: its completed step stays
+  // at step - 1 for as long as the test needs.
+  static void wait_for_go(int64_t step) {
+    emit("hold=%lld", static_cast<long long>(step));
+    std::string go;
+    std::getline(std::cin, go);
+  }
+
   // Training proper: everything one step does, on the trainer's thread.
   void step() {
     auto step = handler_.total_run_calls() + 1;
     int rank = handler_.rank();
     if (opts_.lockstep) handler_.barrier("step/" + std::to_string(step), lockstep_barrier_timeout);
-    if (rank == opts_.fail_rank && step == opts_.fail_step)
+    if (rank == opts_.fail_rank && step == opts_.fail_step) {
+      if (opts_.fail_on_go) wait_for_go(step);
       throw std::runtime_error("injected failure at step " + std::to_string(step));
-    if (rank == opts_.hold_rank && step == opts_.hold_step) {
-      // Parked inside the step until the test says go: its completed step
-      // stays at step - 1 for as long as the test needs.
-      emit("hold=%lld", static_cast<long long>(step));
-      std::string go;
-      std::getline(std::cin, go);
     }
+    if (rank == opts_.hold_rank && step == opts_.hold_step) wait_for_go(step);
     if (step != model_.last_step + 1)
       emit("gap expected=%lld got=%lld", static_cast<long long>(model_.last_step + 1),
            static_cast<long long>(step));
