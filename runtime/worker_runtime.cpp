@@ -60,6 +60,9 @@ constexpr auto peer_departure_poll = 10ms;
 // A spawned actor answers its first message within this bound, or something is badly wrong.
 constexpr auto actor_start_bound = 30s;
 constexpr const char* restore_key_prefix = "lifeboat/restore/";
+// Without a store (save_fn saves) there is nothing to restore, but the
+// workers still meet before any trains, within restore_agreement_timeout.
+constexpr const char* start_barrier_name = "lifeboat/start";
 
 [[noreturn]] void fail_config(const std::string& what) { throw config_error(what); }
 
@@ -182,7 +185,15 @@ void worker_runtime::start_cluster() {
 // (a shard of the newest is corrupt on one rank), all restore the newest step
 // every rank has, so the cluster resumes from one step.
 void worker_runtime::restore() {
-  if (!store_) return;
+  if (!store_) {
+    // A round reaches only the workers that have joined: one that joins
+    // after a peer's notice never answers it, and the round never ends. The
+    // restore agreement below makes every worker wait for all to join.
+    if (cluster_.world_size > 1)
+      if (auto err = client_->barrier(start_barrier_name, restore_agreement_timeout))
+        throw peer_error(-1, "waiting for every worker to join: " + describe(err), false);
+    return;
+  }
   if (cluster_.rank == 0)
     if (auto err = store_->remove_partial())
       log(log_level::warning, "runtime", "cleaning partial checkpoints: ", describe(err));

@@ -3,6 +3,7 @@
 // applied, and says what happens on stdout, one "key=value ..." line per
 // event, so that the tests synchronise on output and never on sleeps:
 //
+//   late                       waiting on stdin before constructing the handler (--late-rank)
 //   restored=N                 total_run_calls after construction
 //   step=N                     step N completed (before lifeboat looks at it)
 //   hold=N                     waiting on stdin inside step N (--hold-*, --fail-on-go)
@@ -60,6 +61,7 @@ struct options {
   int64_t fail_step = -1;
   bool fail_on_go = false;  // the failing rank waits for a line on stdin first
   int64_t hold_rank = -1;
+  int64_t late_rank = -1;  // this rank joins only when the test says go
   int64_t hold_step = -1;
   int64_t self_signal_step = -1;
   int64_t grace_ms = no_grace;  // unset: the platform's; negative values go through (config test)
@@ -136,10 +138,11 @@ bool parse(int argc, char** argv, options& o) {
             integer("uneven-rank", o.uneven_rank) && integer("uneven-step-ms", o.uneven_step_ms) &&
             integer("fail-rank", o.fail_rank) && integer("fail-step", o.fail_step) &&
             integer("hold-rank", o.hold_rank) && integer("hold-step", o.hold_step) &&
-            integer("self-signal-step", o.self_signal_step) && integer("grace-ms", o.grace_ms) &&
-            integer("watcher-rank", o.watcher_rank) && integer("watcher-after", o.watcher_after) &&
-            integer("poll-ms", o.poll_ms) && integer("state-kb", o.state_kb) &&
-            integer("heartbeat-ms", o.heartbeat_ms) && integer("save-every-s", o.save_every_s);
+            integer("late-rank", o.late_rank) && integer("self-signal-step", o.self_signal_step) &&
+            integer("grace-ms", o.grace_ms) && integer("watcher-rank", o.watcher_rank) &&
+            integer("watcher-after", o.watcher_after) && integer("poll-ms", o.poll_ms) &&
+            integer("state-kb", o.state_kb) && integer("heartbeat-ms", o.heartbeat_ms) &&
+            integer("save-every-s", o.save_every_s);
   for (auto& [name, value] : flags)
     std::cerr << "runtime_test_worker: unknown flag --" << name << "\n";
   return ok && flags.empty() && o.steps > 0;
@@ -261,6 +264,11 @@ int main(int argc, char** argv) {
         return std::to_string(model.last_step);
       },
       [](const std::string&) {});
+  if (auto* rank = std::getenv("LIFEBOAT_RANK"); rank && std::atoll(rank) == opts.late_rank) {
+    emit("late");
+    std::string go;
+    std::getline(std::cin, go);
+  }
   std::optional<lifeboat::preemption_checkpoint_handler> handler;
   try {
     handler.emplace(state, opts.checkpoint_dir, make_config(opts, pub));

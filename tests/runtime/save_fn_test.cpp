@@ -42,6 +42,30 @@ TEST(save_fn_test, called_once_on_every_worker_and_no_lifeboat_files) {
   EXPECT_EQ(entries(dir.path()), markers({agreed}));
 }
 
+// Without a store there is no restore agreement, yet a notice that comes
+// before a worker joined must still reach it: every worker waits for all to
+// join before it trains (the round would otherwise never end).
+TEST(save_fn_test, a_notice_before_a_worker_joined_still_saves_everywhere) {
+  constexpr int late = 3;
+  constexpr int noticed = 1;
+  temp_dir dir{"save-fn-late"};
+  worker_cluster c{make_options(workers, dir.str(),
+                                {"--steps", std::to_string(endless_steps), "--step-ms", "10",
+                                 "--save-fn", "--late-rank", std::to_string(late)})};
+  ASSERT_TRUE(c.wait_line(late, "late")) << c.transcript();
+  // Rank 1 has joined, so its signal handler is in place.
+  ASSERT_TRUE(c.wait_for([](int r, const std::string& line) {
+    return r == 0 && line.find("rank " + std::to_string(noticed) + " joined") != std::string::npos;
+  })) << c.transcript();
+  c.worker(noticed).kill(SIGTERM);
+  c.worker(late).send_line("go");
+  auto codes = c.finish();
+  ASSERT_TRUE(all_exited(codes, restart_exit_code, workers)) << c.transcript();
+  int64_t agreed = 0;
+  ASSERT_TRUE(single_agreed_save(c, agreed, "saved"));
+  EXPECT_EQ(entries(dir.path()), markers({agreed}));
+}
+
 TEST(save_fn_test, called_once_per_save_in_a_grace_period) {
   temp_dir dir{"save-fn-grace"};
   worker_cluster c{make_options(workers, dir.str(),
