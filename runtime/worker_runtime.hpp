@@ -94,7 +94,8 @@ class worker_runtime {
   caf::actor signal_watcher_;
   caf::actor poll_watcher_;
   caf::actor status_endpoint_;
-  // Last, so it goes first: its thread sends to actors of `system_`.
+  // Last, so it goes first: the previous signal handlers are back before the
+  // actors that act on signals are gone.
   std::unique_ptr<signal_pipe> signal_pipe_;
 };
 

@@ -61,8 +61,8 @@ struct options {
   int64_t fail_step = -1;
   bool fail_on_go = false;  // the failing rank waits for a line on stdin first
   int64_t hold_rank = -1;
-  int64_t late_rank = -1;  // this rank joins only when the test says go
   int64_t hold_step = -1;
+  int64_t late_rank = -1;  // this rank joins only when the test says go
   int64_t self_signal_step = -1;
   int64_t grace_ms = no_grace;  // unset: the platform's; negative values go through (config test)
   bool save_fn = false;
@@ -148,6 +148,12 @@ bool parse(int argc, char** argv, options& o) {
   return ok && flags.empty() && o.steps > 0;
 }
 
+// The test's "go" line on stdin (a parked worker waits for it).
+void wait_for_go() {
+  std::string go;
+  std::getline(std::cin, go);
+}
+
 // The model: which steps were applied, in order. A step is applied only when
 // it is exactly the one after the last, so a lost or repeated step across a
 // restart shows as a gap line and as applied != total at the end.
@@ -164,10 +170,9 @@ class trainer {
 
   // Parked inside the step until the test says go: its completed step stays
   // at step - 1 for as long as the test needs.
-  static void wait_for_go(int64_t step) {
+  static void hold(int64_t step) {
     emit("hold=%lld", static_cast<long long>(step));
-    std::string go;
-    std::getline(std::cin, go);
+    wait_for_go();
   }
 
   // Training proper: everything one step does, on the trainer's thread.
@@ -176,10 +181,10 @@ class trainer {
     int rank = handler_.rank();
     if (opts_.lockstep) handler_.barrier("step/" + std::to_string(step), lockstep_barrier_timeout);
     if (rank == opts_.fail_rank && step == opts_.fail_step) {
-      if (opts_.fail_on_go) wait_for_go(step);
+      if (opts_.fail_on_go) hold(step);
       throw std::runtime_error("injected failure at step " + std::to_string(step));
     }
-    if (rank == opts_.hold_rank && step == opts_.hold_step) wait_for_go(step);
+    if (rank == opts_.hold_rank && step == opts_.hold_step) hold(step);
     if (step != model_.last_step + 1)
       emit("gap expected=%lld got=%lld", static_cast<long long>(model_.last_step + 1),
            static_cast<long long>(step));
@@ -266,8 +271,7 @@ int main(int argc, char** argv) {
       [](const std::string&) {});
   if (auto* rank = std::getenv("LIFEBOAT_RANK"); rank && std::atoll(rank) == opts.late_rank) {
     emit("late");
-    std::string go;
-    std::getline(std::cin, go);
+    wait_for_go();
   }
   std::optional<lifeboat::preemption_checkpoint_handler> handler;
   try {
