@@ -45,7 +45,7 @@ struct agent_actor_state {
   bool joined = false;
   bool left = false;
   caf::error join_error;  // set once joining failed for good
-  frame_reader reader;
+  frame_splitter reader;
   std::chrono::milliseconds backoff = first_backoff;
   std::chrono::steady_clock::time_point join_deadline;
   std::vector<caf::response_promise> join_waiters;
@@ -202,8 +202,8 @@ void try_connect(agent_broker* self) {
   if (hdl) {
     st.hdl = *hdl;
     st.connected = true;
-    st.reader = frame_reader{};
-    self->configure_read(st.hdl, caf::io::receive_policy::exactly(st.reader.next_read()));
+    st.reader = frame_splitter{};
+    self->configure_read(st.hdl, caf::io::receive_policy::at_most(frame_read_bytes));
     return;
   }
   if (std::chrono::steady_clock::now() + st.backoff >= st.join_deadline) {
@@ -323,20 +323,21 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
       [self](const caf::io::new_data_msg& msg) {
         auto& st = self->state;
         if (!st.connected || msg.handle != st.hdl) return;
-        wire::Envelope env;
-        switch (st.reader.consume(msg.buf.data(), msg.buf.size(), env)) {
-          case frame_reader::status::oversized:
-          case frame_reader::status::malformed:
-            self->close(st.hdl);
-            on_connection_lost(self, "bad frame from the service");
-            return;
-          case frame_reader::status::read_more:
-            self->configure_read(st.hdl, caf::io::receive_policy::exactly(st.reader.next_read()));
-            return;
-          case frame_reader::status::frame:
-            self->configure_read(st.hdl, caf::io::receive_policy::exactly(st.reader.next_read()));
-            on_envelope(self, env);
-            return;
+        st.reader.append(msg.buf.data(), msg.buf.size());
+        // One read may hold several frames; one may end the connection.
+        for (wire::Envelope env; st.connected && msg.handle == st.hdl; env.Clear()) {
+          switch (st.reader.next(env)) {
+            case frame_splitter::status::need_more:
+              return;
+            case frame_splitter::status::oversized:
+            case frame_splitter::status::malformed:
+              self->close(st.hdl);
+              on_connection_lost(self, "bad frame from the service");
+              return;
+            case frame_splitter::status::frame:
+              on_envelope(self, env);
+              break;
+          }
         }
       },
       [self](const caf::io::connection_closed_msg& msg) {

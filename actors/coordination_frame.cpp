@@ -27,22 +27,6 @@ std::optional<wire::Envelope> decode_frame_body(const char* data, size_t size) {
   return env;
 }
 
-frame_reader::status frame_reader::consume(const char* data, size_t size, wire::Envelope& out) {
-  if (body_bytes_ == 0) {
-    declared_ = size == frame_header_bytes ? decode_frame_length(data) : 0;
-    if (declared_ > max_frame_bytes) return status::oversized;
-    // An Envelope always has a body, so an empty frame cannot be one.
-    if (declared_ == 0) return status::malformed;
-    body_bytes_ = declared_;
-    return status::read_more;
-  }
-  body_bytes_ = 0;
-  auto env = decode_frame_body(data, size);
-  if (!env) return status::malformed;
-  out = std::move(*env);
-  return status::frame;
-}
-
 void write_frame(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                  const wire::Envelope& env) {
   auto bytes = encode_frame(env);
@@ -50,13 +34,21 @@ void write_frame(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
   self->flush(hdl);
 }
 
+void frame_splitter::append(const char* data, size_t size) {
+  // The frames taken so far go first: one move per read, not one per frame.
+  buf_.erase(0, pos_);
+  pos_ = 0;
+  buf_.append(data, size);
+}
+
 frame_splitter::status frame_splitter::next(wire::Envelope& out) {
-  if (buf_.size() < frame_header_bytes) return status::need_more;
-  auto len = decode_frame_length(buf_.data());
+  auto available = buf_.size() - pos_;
+  if (available < frame_header_bytes) return status::need_more;
+  auto len = decode_frame_length(buf_.data() + pos_);
   if (len > max_frame_bytes) return status::oversized;
-  if (buf_.size() < frame_header_bytes + len) return status::need_more;
-  auto env = decode_frame_body(buf_.data() + frame_header_bytes, len);
-  buf_.erase(0, frame_header_bytes + len);
+  if (available < frame_header_bytes + len) return status::need_more;
+  auto env = decode_frame_body(buf_.data() + pos_ + frame_header_bytes, len);
+  pos_ += frame_header_bytes + len;
   if (!env) return status::malformed;
   out = std::move(*env);
   return status::frame;

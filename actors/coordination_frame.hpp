@@ -28,43 +28,33 @@ uint32_t decode_frame_length(const char* header);
 /// Parses a frame body; nullopt when the bytes are not an Envelope with a body.
 std::optional<wire::Envelope> decode_frame_body(const char* data, size_t size);
 
-/// Reads frames off a broker connection whose receive policy is always
-/// `exactly(next_read())`: a header, then a body of the declared length.
-class frame_reader {
- public:
-  enum class status { read_more, frame, oversized, malformed };
-
-  /// Consumes the next_read() bytes the broker delivered.
-  status consume(const char* data, size_t size, wire::Envelope& out);
-
-  /// How many bytes to ask the broker for next.
-  size_t next_read() const { return body_bytes_ == 0 ? frame_header_bytes : body_bytes_; }
-
-  /// The length the peer declared in its last header.
-  uint32_t declared_length() const { return declared_; }
-
- private:
-  uint32_t body_bytes_ = 0;  // 0: the next read is a header
-  uint32_t declared_ = 0;
-};
-
 /// Writes one frame to a broker connection and flushes it.
 void write_frame(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                  const wire::Envelope& env);
 
-/// Splits a byte stream into frames; used by blocking-socket peers (tests,
-/// benchmarks) that have no broker to do the framing for them.
+/// How many bytes a broker connection asks for at most per read. Protocol
+/// frames are far smaller, so one read takes a frame, or all that arrived
+/// together, in one system call (reading a header, then exactly its body,
+/// cost three per frame); a large value arrives over several reads.
+constexpr size_t frame_read_bytes = 64 * 1024;
+
+/// Splits a byte stream into frames, whatever the chunks it arrives in: a
+/// broker reading `at_most(frame_read_bytes)` and blocking-socket peers
+/// (tests, benchmarks) alike.
 class frame_splitter {
  public:
   enum class status { need_more, frame, oversized, malformed };
 
-  void append(const char* data, size_t size) { buf_.append(data, size); }
+  void append(const char* data, size_t size);
 
-  /// Takes the next whole frame out of the buffer into `out`.
+  /// Takes the next whole frame out of the buffer into `out`. A frame that
+  /// declares more than max_frame_bytes is refused from its header alone, so
+  /// the buffer never holds much more than one frame's limit.
   status next(wire::Envelope& out);
 
  private:
   std::string buf_;
+  size_t pos_ = 0;  // start of the first frame not yet taken
 };
 
 }  // namespace lifeboat

@@ -31,7 +31,7 @@ int64_t steady_now_ms() {
 
 struct service_actor_state {
   std::unique_ptr<coordination_state> logic;
-  std::map<conn_id, frame_reader> readers;
+  std::map<conn_id, frame_splitter> readers;
   std::vector<caf::actor> subscribers;
   // Due times of the ticks already in flight; a new one is sent only when the
   // state's next deadline comes before all of them.
@@ -97,8 +97,8 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
   return {
       [self](const caf::io::new_connection_msg& msg) {
         auto conn = msg.handle.id();
-        auto& reader = self->state.readers[conn];
-        self->configure_read(msg.handle, caf::io::receive_policy::exactly(reader.next_read()));
+        self->state.readers.emplace(conn, frame_splitter{});
+        self->configure_read(msg.handle, caf::io::receive_policy::at_most(frame_read_bytes));
         self->state.logic->on_connect(conn, make_join_nonce(), steady_now_ms());
         apply_output(self);
       },
@@ -106,24 +106,26 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
         auto conn = msg.handle.id();
         auto i = self->state.readers.find(conn);
         if (i == self->state.readers.end()) return;
-        wire::Envelope env;
-        switch (i->second.consume(msg.buf.data(), msg.buf.size(), env)) {
-          case frame_reader::status::oversized:
-            drop_connection(self, conn, "frame larger than the limit");
-            return;
-          case frame_reader::status::malformed:
-            drop_connection(self, conn, "frame is not a coordination envelope");
-            return;
-          case frame_reader::status::read_more:
-            self->configure_read(msg.handle,
-                                 caf::io::receive_policy::exactly(i->second.next_read()));
-            return;
-          case frame_reader::status::frame:
-            self->configure_read(msg.handle,
-                                 caf::io::receive_policy::exactly(i->second.next_read()));
-            self->state.logic->on_frame(conn, env, steady_now_ms());
-            apply_output(self);
-            return;
+        i->second.append(msg.buf.data(), msg.buf.size());
+        // One read may hold several frames; a frame may close the connection
+        // (a refused join), which drops its reader: look it up each time.
+        for (wire::Envelope env;; env.Clear()) {
+          i = self->state.readers.find(conn);
+          if (i == self->state.readers.end()) return;
+          switch (i->second.next(env)) {
+            case frame_splitter::status::need_more:
+              return;
+            case frame_splitter::status::oversized:
+              drop_connection(self, conn, "frame larger than the limit");
+              return;
+            case frame_splitter::status::malformed:
+              drop_connection(self, conn, "frame is not a coordination envelope");
+              return;
+            case frame_splitter::status::frame:
+              self->state.logic->on_frame(conn, env, steady_now_ms());
+              apply_output(self);
+              break;
+          }
         }
       },
       [self](const caf::io::connection_closed_msg& msg) {

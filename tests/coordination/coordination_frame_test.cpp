@@ -29,32 +29,48 @@ TEST(coordination_frame, round_trips_through_the_splitter) {
   EXPECT_EQ(out.insert().value(), std::string("\0v", 2));
 }
 
-TEST(coordination_frame, reader_reads_header_then_body) {
-  auto bytes = encode_frame(sample());
-  frame_reader reader;
+TEST(coordination_frame, one_chunk_may_hold_several_frames_and_part_of_the_next) {
+  auto first = encode_frame(sample());
+  wire::Envelope second_env;
+  second_env.mutable_heartbeat()->set_step(42);
+  auto second = encode_frame(second_env);
+  std::string stream(first.begin(), first.end());
+  stream.append(second.begin(), second.end());
+  stream.append(first.begin(), first.end());
+  // The first read ends three bytes into the third frame's body.
+  auto cut = first.size() + second.size() + frame_header_bytes + 3;
+  frame_splitter split;
   wire::Envelope out;
-  EXPECT_EQ(reader.next_read(), frame_header_bytes);
-  EXPECT_EQ(reader.consume(bytes.data(), frame_header_bytes, out), frame_reader::status::read_more);
-  EXPECT_EQ(reader.next_read(), bytes.size() - frame_header_bytes);
-  EXPECT_EQ(reader.consume(bytes.data() + frame_header_bytes, reader.next_read(), out),
-            frame_reader::status::frame);
+  split.append(stream.data(), cut);
+  ASSERT_EQ(split.next(out), frame_splitter::status::frame);
   EXPECT_EQ(out.insert().id(), 7u);
-  EXPECT_EQ(reader.next_read(), frame_header_bytes);
+  ASSERT_EQ(split.next(out), frame_splitter::status::frame);
+  EXPECT_EQ(out.heartbeat().step(), 42);
+  EXPECT_EQ(split.next(out), frame_splitter::status::need_more);
+  split.append(stream.data() + cut, stream.size() - cut);
+  ASSERT_EQ(split.next(out), frame_splitter::status::frame);
+  EXPECT_EQ(out.insert().value(), std::string("\0v", 2));
+  EXPECT_EQ(split.next(out), frame_splitter::status::need_more);
 }
 
 TEST(coordination_frame, oversized_empty_and_garbage_frames_are_rejected) {
-  frame_reader reader;
   wire::Envelope out;
-  const char big[4] = {0x7f, 0, 0, 0};
-  EXPECT_EQ(reader.consume(big, 4, out), frame_reader::status::oversized);
-  frame_reader empty;
+  // Refused from the header alone: the body is never waited for.
+  frame_splitter big;
+  const char big_header[4] = {0x7f, 0, 0, 0};
+  big.append(big_header, 4);
+  EXPECT_EQ(big.next(out), frame_splitter::status::oversized);
+  frame_splitter empty;
   const char zero[4] = {0, 0, 0, 0};
-  EXPECT_EQ(empty.consume(zero, 4, out), frame_reader::status::malformed);
-  frame_reader garbage;
+  empty.append(zero, 4);
+  EXPECT_EQ(empty.next(out), frame_splitter::status::malformed);
+  frame_splitter garbage;
   const char header[4] = {0, 0, 0, 3};
   const char body[3] = {'\xff', '\xff', '\xff'};
-  ASSERT_EQ(garbage.consume(header, 4, out), frame_reader::status::read_more);
-  EXPECT_EQ(garbage.consume(body, 3, out), frame_reader::status::malformed);
+  garbage.append(header, 4);
+  ASSERT_EQ(garbage.next(out), frame_splitter::status::need_more);
+  garbage.append(body, 3);
+  EXPECT_EQ(garbage.next(out), frame_splitter::status::malformed);
 }
 
 }  // namespace
