@@ -15,12 +15,6 @@
 // participants are ranks 1..N). steady_clock is CLOCK_MONOTONIC, system-wide
 // on Linux, so times taken in different processes compare. The workers are
 // this program started again with --worker.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +42,7 @@
 #include "actors/coordination_client.hpp"
 #include "actors/coordination_service.hpp"
 #include "actors/system_config.hpp"
+#include "bench/loopback.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "tests/support/child_process.hpp"
@@ -57,6 +52,7 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 using lifeboat::test::child_process;
+using namespace lifeboat::bench;
 
 // What is measured.
 constexpr std::array<int, 3> worker_counts = {2, 8, 16};
@@ -70,7 +66,7 @@ constexpr double fanout_target_ms = 2.0;
 constexpr int fanout_target_n = 16;
 
 // Where, and the deadlines that keep every wait bounded.
-constexpr const char* bench_host = "127.0.0.1";
+constexpr const char* bench_host = loopback_host;
 constexpr const char* bench_token = "coordination-bench-token";
 constexpr auto heartbeat_timeout = 10s;
 constexpr auto join_timeout = 20s;
@@ -104,52 +100,21 @@ void quiet_logs() {
     lifeboat::set_log_level(lifeboat::log_level::warning);
 }
 
-// A worker must not outlive the bench, even when the bench is SIGKILLed.
-bool die_with_parent(pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  return ::getppid() == parent;
-}
-
-// Reads or writes exactly `size` bytes, each wait bounded by `timeout`.
-bool transfer_all(int fd, char* data, size_t size, bool sending,
-                  std::chrono::milliseconds timeout) {
-  while (size > 0) {
-    pollfd pfd{fd, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
-    if (::poll(&pfd, 1, static_cast<int>(timeout.count())) <= 0) return false;
-    auto n = sending ? ::send(fd, data, size, MSG_NOSIGNAL) : ::recv(fd, data, size, 0);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-void set_nodelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
 // -- worker side ------------------------------------------------------------
 
 // --worker echo PARENT_PID PORT: echoes ping_bytes messages until EOF.
 int run_echo_worker(pid_t parent, uint16_t port) {
   if (!die_with_parent(parent)) return 1;
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  ::inet_pton(AF_INET, bench_host, &addr.sin_addr);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  auto conn = connect_loopback(port);
+  if (conn.fd < 0) {
     std::perror("coordination_bench echo worker: connect");
     return 1;
   }
-  set_nodelay(fd);
   std::array<char, ping_bytes> buf{};
   // The parent closing the connection (or going silent) ends the loop.
-  while (transfer_all(fd, buf.data(), buf.size(), false, ping_timeout) &&
-         transfer_all(fd, buf.data(), buf.size(), true, ping_timeout)) {
+  while (transfer_all(conn.fd, buf.data(), buf.size(), false, ping_timeout) &&
+         transfer_all(conn.fd, buf.data(), buf.size(), true, ping_timeout)) {
   }
-  ::close(fd);
   return 0;
 }
 
@@ -365,36 +330,16 @@ sweep_result sweep(caf::actor_system& sys, const std::string& self, int n) {
   return result;
 }
 
-// An fd closed when this goes away.
-struct socket_guard {
-  int fd = -1;
-  ~socket_guard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // Round-trip times of raw TCP ping-pong with one child process.
 std::vector<double> tcp_floor(const std::string& self) {
-  socket_guard listener{::socket(AF_INET, SOCK_STREAM, 0)};
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  ::inet_pton(AF_INET, bench_host, &addr.sin_addr);
-  socklen_t len = sizeof(addr);
-  if (listener.fd < 0 || ::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      ::listen(listener.fd, 1) != 0 ||
-      ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+  uint16_t port = 0;
+  auto listener = listen_loopback(1, port);
+  if (listener.fd < 0)
     throw bench_error(std::string{"floor: cannot listen: "} + std::strerror(errno));
-  child_process echo{
-      {self, "--worker", "echo", std::to_string(::getpid()), std::to_string(ntohs(addr.sin_port))}};
+  child_process echo{{self, "--worker", "echo", std::to_string(::getpid()), std::to_string(port)}};
   if (!echo.started()) throw bench_error("floor: cannot start the echo process");
-  pollfd pfd{listener.fd, POLLIN, 0};
-  auto timeout_ms = static_cast<int>(std::chrono::milliseconds(ping_timeout).count());
-  if (::poll(&pfd, 1, timeout_ms) <= 0)
-    throw bench_error("floor: the echo process did not connect in time");
-  socket_guard conn{::accept(listener.fd, nullptr, nullptr)};
-  if (conn.fd < 0) throw bench_error(std::string{"floor: accept: "} + std::strerror(errno));
-  set_nodelay(conn.fd);
+  auto conn = accept_within(listener.fd, ping_timeout);
+  if (conn.fd < 0) throw bench_error("floor: the echo process did not connect in time");
   std::array<char, ping_bytes> buf{};
   std::vector<double> rtt_ms;
   for (int round = 0; round < ping_warmup_rounds + ping_rounds; ++round) {
