@@ -14,7 +14,10 @@
 //             before lifeboat adds anything. The floor is warm (the first
 //             exchanges of its fresh processes, which page in code, are not
 //             counted); the agreement is the first of its workers' lives, as
-//             a real notice's is.
+//             a real notice's is. Below each row, the CPU the workers used
+//             from just before the signal until the last agreement was read,
+//             trainers' step loops apart from lifeboat's threads, beside
+//             the CPU the host had in that time.
 // The workers are this program, started again with --worker DIR or
 // --floor-worker PARENT_PID PORT.
 #include <poll.h>
@@ -26,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -120,9 +124,37 @@ int free_port() {
   std::exit(1);
 }
 
-// One round: N workers train; the last rank gets a SIGTERM; returns the
-// milliseconds until the last worker logged the agreed step.
-double agreement_round(const std::string& self, int n, int round) {
+// CPU time the workers' threads have used so far, from the kernel's
+// schedstat: the main threads, which run the trainers' step loops, apart
+// from the threads lifeboat started. On a host with fewer cores than
+// workers, this shows what the agreement competed with.
+struct workers_cpu {
+  double trainer_ms = 0;
+  double lifeboat_ms = 0;
+};
+
+workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_process>>& workers) {
+  workers_cpu out;
+  for (auto& w : workers) {
+    auto main_tid = std::to_string(w->pid());
+    std::error_code ec;
+    for (auto& task : fs::directory_iterator("/proc/" + main_tid + "/task", ec)) {
+      std::ifstream in(task.path() / "schedstat");
+      long long run_ns = 0;
+      if (!(in >> run_ns)) continue;  // a thread that just ended
+      (task.path().filename() == main_tid ? out.trainer_ms : out.lifeboat_ms) += run_ns / 1e6;
+    }
+  }
+  return out;
+}
+
+struct round_result {
+  double ms = 0;    // until the last worker logged the agreed step
+  workers_cpu cpu;  // used by all workers in that time
+};
+
+// One round: N workers train; the last rank gets a SIGTERM.
+round_result agreement_round(const std::string& self, int n, int round) {
   auto dir = fs::temp_directory_path() / ("lifeboat-handler-bench-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   int port = free_port();
@@ -147,6 +179,7 @@ double agreement_round(const std::string& self, int n, int round) {
     }
   }
 
+  auto cpu_before = cpu_of(workers);
   auto start = clock_type::now();
   workers.back()->kill(SIGTERM);
   std::vector<bool> agreed(workers.size(), false);
@@ -175,10 +208,13 @@ double agreement_round(const std::string& self, int n, int round) {
       }
     }
   }
+  auto cpu_after = cpu_of(workers);
   for (auto& w : workers)
     if (!w->wait_exit(worker_exit_timeout)) die("a worker did not exit after saving");
   fs::remove_all(dir);
-  return std::chrono::duration<double, std::milli>(last - start).count();
+  return {std::chrono::duration<double, std::milli>(last - start).count(),
+          {cpu_after.trainer_ms - cpu_before.trainer_ms,
+           cpu_after.lifeboat_ms - cpu_before.lifeboat_ms}};
 }
 
 // --floor-worker PARENT_PID PORT: steps a 1 ms loop on a second thread, as a
@@ -287,13 +323,19 @@ int main(int argc, char** argv) {
     int n;
     std::vector<double> ours;
     std::vector<double> floor;
+    std::vector<double> trainer_cpu;
+    std::vector<double> lifeboat_cpu;
   };
   std::vector<agreement_samples> agreement;
   auto self = fs::read_symlink("/proc/self/exe").string();
   for (auto [n, rounds] : agreement_sizes) {
-    agreement_samples row{n, {}, {}};
-    for (int round = 0; round < rounds; ++round)
-      row.ours.push_back(agreement_round(self, n, round));
+    agreement_samples row{n, {}, {}, {}, {}};
+    for (int round = 0; round < rounds; ++round) {
+      auto result = agreement_round(self, n, round);
+      row.ours.push_back(result.ms);
+      row.trainer_cpu.push_back(result.cpu.trainer_ms);
+      row.lifeboat_cpu.push_back(result.cpu.lifeboat_ms);
+    }
     row.floor = floor_rounds(self, n);
     agreement.push_back(std::move(row));
   }
@@ -317,6 +359,11 @@ int main(int argc, char** argv) {
         row.n == agreement_target_n
             ? (p50 <= agreement_target_ms ? "  target <= 2 ms: met" : "  target <= 2 ms: NOT met")
             : "");
+    std::printf(
+        "    CPU the workers used in it (p50): trainer step loops %.2f ms, lifeboat threads %.2f "
+        "ms, of the p50 x %u cores = %.2f ms this host had\n",
+        percentile(row.trainer_cpu, 0.5), percentile(row.lifeboat_cpu, 0.5),
+        std::thread::hardware_concurrency(), p50 * std::thread::hardware_concurrency());
   }
   return 0;
 }
