@@ -6,6 +6,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/coordination_auth.hpp"
+#include "actors/coordination_frame.hpp"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
 #include "tests/coordination/coordination_fixture.hpp"
@@ -70,6 +71,44 @@ TEST_F(service_test, garbage_truncated_and_oversized_frames_do_not_disturb_the_c
     s.write_all(truncated, sizeof(truncated));
   }
   expect_undisturbed(sys, service, *a, *b, "after/truncated");
+}
+
+TEST_F(service_test, frames_that_arrive_together_are_handled_in_order) {
+  raw_socket s{port};
+  auto hello = s.read_frame();
+  ASSERT_TRUE(hello && hello->has_hello());
+  wire::Envelope join;
+  auto* j = join.mutable_join();
+  j->set_protocol_version(coordination_protocol_version);
+  j->set_rank(0);
+  j->set_world_size(fixture_world_size);
+  j->set_mac(join_mac(fixture_token, hello->hello().nonce(), 0, fixture_world_size, 0));
+  wire::Envelope insert;
+  insert.mutable_insert()->set_id(1);
+  insert.mutable_insert()->set_key("together");
+  insert.mutable_insert()->set_value("v");
+  wire::Envelope get;
+  get.mutable_try_get()->set_id(2);
+  get.mutable_try_get()->set_key("together");
+  // One write: the join, then two requests that are only valid after it.
+  std::string bytes;
+  for (auto* env : {&join, &insert, &get}) {
+    auto frame = encode_frame(*env);
+    bytes.append(frame.begin(), frame.end());
+  }
+  ASSERT_TRUE(s.write_all(bytes.data(), bytes.size()));
+  auto joined = s.read_frame();
+  ASSERT_TRUE(joined && joined->has_join_reply());
+  EXPECT_TRUE(joined->join_reply().ok()) << joined->join_reply().message();
+  auto inserted = s.read_frame();
+  ASSERT_TRUE(inserted && inserted->has_reply());
+  EXPECT_EQ(inserted->reply().id(), 1u);
+  EXPECT_EQ(inserted->reply().error_code(), 0u) << inserted->reply().error_message();
+  auto found = s.read_frame();
+  ASSERT_TRUE(found && found->has_reply());
+  EXPECT_EQ(found->reply().id(), 2u);
+  EXPECT_TRUE(found->reply().found());
+  EXPECT_EQ(found->reply().value(), "v");
 }
 
 TEST_F(service_test, requests_before_a_join_close_the_connection) {
