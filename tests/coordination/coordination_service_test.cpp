@@ -40,6 +40,17 @@ void expect_undisturbed(caf::actor_system& sys, const caf::actor& service, coord
   EXPECT_EQ(rows[1].state(), "alive");
 }
 
+// What a raw socket answers to the service's challenge to join as rank 0.
+wire::Envelope join_as_rank_0(const wire::Hello& hello, uint32_t protocol_version) {
+  wire::Envelope env;
+  auto* j = env.mutable_join();
+  j->set_protocol_version(protocol_version);
+  j->set_rank(0);
+  j->set_world_size(fixture_world_size);
+  j->set_mac(join_mac(fixture_token, hello.nonce(), 0, fixture_world_size, 0));
+  return env;
+}
+
 TEST_F(service_test, garbage_truncated_and_oversized_frames_do_not_disturb_the_cluster) {
   auto a = join(0);
   auto b = join(1);
@@ -77,12 +88,7 @@ TEST_F(service_test, frames_that_arrive_together_are_handled_in_order) {
   raw_socket s{port};
   auto hello = s.read_frame();
   ASSERT_TRUE(hello && hello->has_hello());
-  wire::Envelope join;
-  auto* j = join.mutable_join();
-  j->set_protocol_version(coordination_protocol_version);
-  j->set_rank(0);
-  j->set_world_size(fixture_world_size);
-  j->set_mac(join_mac(fixture_token, hello->hello().nonce(), 0, fixture_world_size, 0));
+  auto join = join_as_rank_0(hello->hello(), coordination_protocol_version);
   wire::Envelope insert;
   insert.mutable_insert()->set_id(1);
   insert.mutable_insert()->set_key("together");
@@ -155,13 +161,7 @@ TEST_F(service_test, bad_protocol_version_names_both_versions) {
   raw_socket s{port};
   auto hello = s.read_frame();
   ASSERT_TRUE(hello && hello->has_hello());
-  wire::Envelope env;
-  auto* j = env.mutable_join();
-  j->set_protocol_version(coordination_protocol_version + 7);
-  j->set_rank(0);
-  j->set_world_size(fixture_world_size);
-  j->set_mac(join_mac(fixture_token, hello->hello().nonce(), 0, fixture_world_size, 0));
-  s.write_frame(env);
+  s.write_frame(join_as_rank_0(hello->hello(), coordination_protocol_version + 7));
   auto reply = s.read_frame();
   ASSERT_TRUE(reply && reply->has_join_reply());
   EXPECT_FALSE(reply->join_reply().ok());
