@@ -1,7 +1,8 @@
 #pragma once
 
 // Raw TCP on 127.0.0.1 for the benchmarks' floors: what a transfer costs on
-// this host before lifeboat adds anything. Every wait is bounded.
+// this host before lifeboat adds anything. Every wait is bounded. Also what
+// every benchmark's child process needs: to die with the benchmark.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -187,8 +187,9 @@ void worker_runtime::start_cluster() {
 void worker_runtime::restore() {
   if (!store_) {
     // A round reaches only the workers that have joined: one that joins
-    // after a peer's notice never answers it, and the round never ends. The
-    // restore agreement below makes every worker wait for all to join.
+    // after a peer's notice never answers it, and the round never ends. With
+    // a store, the restore agreement below makes every worker wait for all to
+    // join; without one, this barrier does.
     if (cluster_.world_size > 1)
       if (auto err = client_->barrier(start_barrier_name, restore_agreement_timeout))
         throw peer_error(-1, "waiting for every worker to join: " + describe(err), false);
