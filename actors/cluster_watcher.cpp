@@ -19,7 +19,6 @@ caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* s
   auto& st = self->state;
   st.resolver = std::move(peers.resolver);
   st.writer = std::move(peers.writer);
-  st.poll_watcher = std::move(peers.poll_watcher);
   st.exit_controller = std::move(peers.exit_controller);
   return {
       [=](const peer_message& msg) {
@@ -36,7 +35,7 @@ caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* s
         self->send(st.resolver, body);
         if (body.has_committed()) {
           st.last_committed_step = body.committed().step();
-          for (auto& to : {st.writer, st.poll_watcher, st.exit_controller})
+          for (auto& to : {st.writer, st.exit_controller})
             if (to) self->send(to, committed_atom::value, body.committed());
         }
       },

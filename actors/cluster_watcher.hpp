@@ -10,15 +10,14 @@ namespace lifeboat {
 
 /// Follows the coordination service for this worker: protocol messages from
 /// peers go to the step resolver; a committed save goes to the resolver, the
-/// writer, the poll watcher and the exit controller; peers' errors and lost
-/// peers go to the resolver and the exit controller. Messages:
+/// writer and the exit controller; peers' errors and lost peers go to the
+/// resolver and the exit controller. Messages:
 ///   (peer_message), (peer_failure)   from the coordination agent
 ///   (status_atom) -> wire::ActorStatus
 struct cluster_watcher_state {
   static const char* name;
   caf::actor resolver;
   caf::actor writer;
-  caf::actor poll_watcher;
   caf::actor exit_controller;
   int64_t messages = 0;
   int64_t malformed = 0;
@@ -29,7 +28,6 @@ struct cluster_watcher_state {
 struct cluster_watcher_peers {
   caf::actor resolver;
   caf::actor writer;
-  caf::actor poll_watcher;
   caf::actor exit_controller;
 };
 

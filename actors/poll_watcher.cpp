@@ -53,7 +53,11 @@ void source_poller::request_acknowledge() {
 void source_poller::loop() {
   auto wait = interval_;
   for (;;) {
-    if (acknowledge_.exchange(false)) source_->acknowledge();
+    if (acknowledge_.exchange(false)) {
+      source_->acknowledge();
+      if (auto hdl = caf::actor_cast<caf::actor>(watcher_))
+        caf::anon_send(hdl, acknowledged_atom::value, name_);
+    }
     auto result = source_->poll(interval_);
     ++polls_;
     if (!result) {
@@ -71,7 +75,7 @@ void source_poller::loop() {
         notice.set_deadline_unix_ms((*result)->deadline_unix_ms);
         notice.set_received_unix_ms(unix_now_ms());
         if (auto hdl = caf::actor_cast<caf::actor>(watcher_))
-          caf::anon_send(hdl, notice_atom::value, notice);
+          caf::anon_send(hdl, notice_atom::value, name_, notice);
       }
     }
     std::unique_lock<std::mutex> lock{mtx_};
@@ -89,20 +93,37 @@ caf::behavior poll_watcher(caf::stateful_actor<poll_watcher_state>* self,
         std::make_unique<source_poller>(std::move(source), interval, self->address()));
   sources->clear();
   return {
-      [=](notice_atom, const wire::Notice& notice) {
+      [=](notice_atom, const std::string& poller, const wire::Notice& notice) {
         auto& st = self->state;
-        if (!st.notified.insert(notice.source()).second) return;
+        st.notified_pollers.insert(poller);
+        if (!st.notices.insert(notice.source()).second) return;
         self->send(st.resolver, notice_atom::value, notice);
       },
-      [=](committed_atom, const wire::SaveCommitted&) {
-        for (auto& poller : self->state.pollers)
-          if (self->state.notified.count(poller->name()) > 0) poller->request_acknowledge();
+      [=](acknowledge_atom) -> caf::result<void> {
+        auto& st = self->state;
+        // A second request while the first is under way waits for the same.
+        if (st.acknowledge_waiters.empty())
+          for (auto& poller : st.pollers)
+            if (st.notified_pollers.count(poller->name()) > 0) {
+              st.unacknowledged.insert(poller->name());
+              poller->request_acknowledge();
+            }
+        if (st.unacknowledged.empty()) return caf::unit;
+        st.acknowledge_waiters.push_back(self->make_response_promise());
+        return caf::delegated<void>{};
+      },
+      [=](acknowledged_atom, const std::string& poller) {
+        auto& st = self->state;
+        st.unacknowledged.erase(poller);
+        if (!st.unacknowledged.empty()) return;
+        for (auto& waiter : st.acknowledge_waiters) waiter.deliver(caf::unit);
+        st.acknowledge_waiters.clear();
       },
       [=](status_atom) {
         auto& st = self->state;
         wire::ActorStatus out;
         out.set_name(poll_watcher_state::name);
-        out.set_state(st.pollers.empty() ? "idle" : !st.notified.empty() ? "notified" : "polling");
+        out.set_state(st.pollers.empty() ? "idle" : !st.notices.empty() ? "notified" : "polling");
         out.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
         double polls = 0, errors = 0;
         for (auto& p : st.pollers) {

@@ -13,6 +13,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
 namespace lifeboat {
@@ -28,7 +29,8 @@ class source_poller {
                 caf::actor_addr watcher);
   ~source_poller();
 
-  /// Asks the source to acknowledge the notice (Azure StartRequests) on its thread.
+  /// Asks the source to acknowledge the notice (Azure StartRequests) on its
+  /// thread; the watcher hears (acknowledged_atom, name()) when it is done.
   void request_acknowledge();
   const std::string& name() const { return name_; }
   int64_t polls() const { return polls_.load(); }
@@ -50,16 +52,30 @@ class source_poller {
   std::thread thread_;
 };
 
-/// Forwards the first notice of every source to the step resolver (a notice
-/// without a deadline gets now + grace period there). Messages:
-///   (notice_atom, wire::Notice)               from its pollers
-///   (committed_atom, wire::SaveCommitted)     acknowledge the sources
+/// (acknowledge_atom) -> void: asks every source that gave a notice to
+/// acknowledge it and answers when all have.
+using acknowledge_atom = caf::atom_constant<caf::atom("ack")>;
+/// (acknowledged_atom, std::string poller): a poller's source acknowledged.
+using acknowledged_atom = caf::atom_constant<caf::atom("acked")>;
+
+/// Forwards each notice once to the step resolver (a notice without a
+/// deadline gets now + grace period there); a source that reports a
+/// different notice later (a rebalance recommendation, then the interruption)
+/// is heard again. Acknowledging tells the platform it may go ahead now
+/// (Azure), so the worker asks for it on its way out, after the final save
+/// is committed, and waits for it. Messages:
+///   (notice_atom, std::string poller, wire::Notice)   from its pollers
+///   (acknowledge_atom) -> void                         from the runtime
+///   (acknowledged_atom, std::string poller)            from its pollers
 ///   (status_atom) -> wire::ActorStatus
 struct poll_watcher_state {
   static const char* name;
   caf::actor resolver;
   std::vector<std::unique_ptr<source_poller>> pollers;
-  std::set<std::string> notified;
+  std::set<std::string> notices;           // Notice.source of every notice forwarded
+  std::set<std::string> notified_pollers;  // source_poller::name() of those that gave one
+  std::set<std::string> unacknowledged;    // asked to acknowledge and not done yet
+  std::vector<caf::response_promise> acknowledge_waiters;
 };
 
 caf::behavior poll_watcher(caf::stateful_actor<poll_watcher_state>* self,

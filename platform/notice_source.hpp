@@ -36,8 +36,9 @@ class notice_source {
   /// slow or answering garbage) is for the caller to log and retry with backoff.
   virtual caf::expected<std::optional<notice>> poll(std::chrono::milliseconds max_wait) = 0;
 
-  /// Called once the checkpoint is committed, to let the platform proceed
-  /// early (Azure: POST StartRequests for the event). Default: nothing.
+  /// Called once the final checkpoint is committed, as the worker leaves, to
+  /// let the platform proceed early (Azure: POST StartRequests for the
+  /// event). Default: nothing.
   virtual void acknowledge() {}
 };
 

@@ -57,6 +57,9 @@ constexpr auto failure_arrival_bound = 5s;
 // so a stuck peer never keeps this process past its deadline.
 constexpr auto peer_departure_bound = 10s;
 constexpr auto peer_departure_poll = 10ms;
+// Leaving early is the point of acknowledging a notice (Azure StartRequests),
+// so a metadata server that does not answer holds the exit this long at most.
+constexpr auto acknowledge_bound = 2s;
 // A spawned actor answers its first message within this bound, or something is badly wrong.
 constexpr auto actor_start_bound = 30s;
 constexpr const char* restore_key_prefix = "lifeboat/restore/";
@@ -285,8 +288,8 @@ void worker_runtime::spawn_actors() {
   // poll watcher takes `sources` (a local) there. It answers a status request
   // only once it is initialised.
   await_started(sys, poll_watcher_);
-  cluster_watcher_ = spawn_cluster_watcher(
-      sys, cluster_watcher_peers{resolver_, writer_, poll_watcher_, exit_controller_});
+  cluster_watcher_ =
+      spawn_cluster_watcher(sys, cluster_watcher_peers{resolver_, writer_, exit_controller_});
   client_->subscribe(cluster_watcher_);
   if (store_) {
     if (cluster_.world_size > 1) ready_barrier_ = std::make_unique<coordination_barrier>(*client_);
@@ -379,10 +382,21 @@ void worker_runtime::wait_and_exit(int64_t step) {
         std::chrono::duration_cast<std::chrono::seconds>(final_commit_bound).count(), " s");
     exit_process(failure_exit_code);
   }
+  acknowledge_notices();
   client_->leave();
   wait_for_peers_to_leave();
   if (config_.exit_fn) config_.exit_fn();
   exit_process(decision.code);
+}
+
+void worker_runtime::acknowledge_notices() {
+  caf::scoped_actor self{*system_};
+  self->request(poll_watcher_, acknowledge_bound, acknowledge_atom::value)
+      .receive([] {},
+               [](const caf::error& err) {
+                 log(log_level::warning, "runtime",
+                     "notice sources not acknowledged: ", describe(err));
+               });
 }
 
 void worker_runtime::wait_for_peers_to_leave() {

@@ -59,6 +59,9 @@ class worker_runtime {
   void spawn_actors();
   void save(int64_t step, bool final_save);
   [[noreturn]] void wait_and_exit(int64_t step);
+  // After the final commit: lets the notice sources tell the platform that
+  // this worker is done (bounded), before it leaves.
+  void acknowledge_notices();
   // On the worker hosting the service: waits (bounded) until every other
   // worker left or was lost.
   void wait_for_peers_to_leave();
