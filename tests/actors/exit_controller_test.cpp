@@ -1,0 +1,151 @@
+// The exit controller over a real step gate: it lets the trainer exit only
+// after the final commit, makes it raise on a failure naming the peer, and
+// ends the process itself when the trainer does not (death tests: the
+// watchdog calls _Exit).
+#include "actors/exit_controller.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <gtest/gtest.h>
+
+#include "actors/atoms.hpp"
+#include "actors/coordination_events.hpp"
+#include "actors/protocol.hpp"
+#include "actors/step_gate.hpp"
+#include "actors/system_config.hpp"
+#include "messages/preemption.pb.h"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
+
+namespace lifeboat {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int restart_code = 55;
+// Bounds every wait of this file; a wait that runs into it fails the test.
+constexpr auto wait_bound = 10s;
+// The watchdogs of the death tests: short, the trainer never comes.
+constexpr auto short_bound = 50ms;
+
+wire::SaveCommitted committed(int64_t step, bool final_save) {
+  wire::SaveCommitted out;
+  out.set_step(step);
+  out.set_final_save(final_save);
+  return out;
+}
+
+class exit_controller_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    exit_controller_config cfg;
+    cfg.restart_code = restart_code;
+    // Far beyond the test: the controller is stopped long before.
+    cfg.failure_exit_bound = 600s;
+    cfg.commit_exit_bound = 600s;
+    controller_ = sys_.spawn(exit_controller, cfg, &gate_);
+  }
+
+  void TearDown() override { self_->send_exit(controller_, caf::exit_reason::user_shutdown); }
+
+  // A round trip after what was sent before: the controller has handled it.
+  std::string state() {
+    std::string out;
+    self_->request(controller_, wait_bound, status_atom::value)
+        .receive([&](const wire::ActorStatus& st) { out = st.state(); },
+                 [](caf::error& err) { FAIL() << caf::to_string(err); });
+    return out;
+  }
+
+  std::atomic<int64_t> completed_{0};
+  std::atomic<int64_t> action_{step_gate::no_step};
+  step_gate gate_{completed_, action_};
+  system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  caf::scoped_actor self_{sys_};
+  caf::actor controller_;
+};
+
+TEST_F(exit_controller_test, the_final_commit_lets_the_trainer_exit_with_the_restart_code) {
+  EXPECT_EQ(state(), "waiting");
+  self_->send(controller_, committed_atom::value, committed(12, false));
+  // The first save of a grace period: training goes on.
+  EXPECT_EQ(state(), "waiting");
+  EXPECT_FALSE(gate_.await_exit(0ms).allowed);
+
+  self_->send(controller_, committed_atom::value, committed(30, true));
+  auto decision = gate_.await_exit(wait_bound);
+  EXPECT_TRUE(decision.allowed);
+  EXPECT_EQ(decision.code, restart_code);
+  EXPECT_EQ(state(), "exiting: checkpoint at step 30 committed; exiting with restart code 55");
+}
+
+TEST_F(exit_controller_test, a_failure_makes_the_trainer_raise_naming_the_peer) {
+  self_->send(controller_, peer_failure{2, 1, "step 9 threw", false});
+  EXPECT_EQ(state(), "exiting: rank 2 failed: step 9 threw");
+  auto failure = gate_.failure();
+  EXPECT_TRUE(failure.failed);
+  EXPECT_EQ(failure.origin_rank, 2);
+  EXPECT_EQ(failure.message, "step 9 threw");
+  EXPECT_FALSE(failure.lost);
+  // A commit after the failure does not turn it into a restart.
+  self_->send(controller_, committed_atom::value, committed(30, true));
+  EXPECT_EQ(state(), "exiting: rank 2 failed: step 9 threw");
+  EXPECT_FALSE(gate_.await_exit(0ms).allowed);
+}
+
+TEST_F(exit_controller_test, a_lost_peer_is_named_as_lost_and_the_first_reason_stands) {
+  self_->send(controller_, peer_failure{1, 0, "no heartbeat for 3000 ms", true});
+  self_->send(controller_, peer_failure{3, 1, "later", false});
+  EXPECT_EQ(state(), "exiting: rank 1 lost: no heartbeat for 3000 ms");
+  EXPECT_EQ(gate_.failure().origin_rank, 1);
+  EXPECT_TRUE(gate_.failure().lost);
+}
+
+// The process the trainer never ends: the watchdog ends it with `code`.
+[[noreturn]] void run_until_watchdog(bool fail) {
+  std::atomic<int64_t> completed{0};
+  std::atomic<int64_t> action{step_gate::no_step};
+  step_gate gate{completed, action};
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  exit_controller_config ecfg;
+  ecfg.restart_code = restart_code;
+  ecfg.failure_exit_bound = short_bound;
+  ecfg.commit_exit_bound = short_bound;
+  auto controller = sys.spawn(exit_controller, ecfg, &gate);
+  caf::scoped_actor self{sys};
+  if (fail)
+    self->send(controller, peer_failure{2, 1, "boom", false});
+  else
+    self->send(controller, committed_atom::value, committed(8, true));
+  // A stuck trainer: only the watchdog ends this.
+  for (;;) ::pause();
+}
+
+class exit_controller_death_test : public ::testing::Test {
+ protected:
+  // The child starts this binary anew: the parent has threads already.
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+TEST_F(exit_controller_death_test, a_trainer_stuck_after_a_failure_is_ended_with_code_3) {
+  EXPECT_EXIT(run_until_watchdog(true), ::testing::ExitedWithCode(failure_exit_code),
+              "the trainer did not exit in time \\(rank 2 failed: boom\\); exiting with code 3");
+}
+
+TEST_F(exit_controller_death_test,
+       a_trainer_stuck_after_the_final_commit_is_ended_with_the_restart_code) {
+  EXPECT_EXIT(run_until_watchdog(false), ::testing::ExitedWithCode(restart_code),
+              "the trainer did not exit in time .*; exiting with code 55");
+}
+
+}  // namespace
+}  // namespace lifeboat

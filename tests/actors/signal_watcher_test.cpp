@@ -1,0 +1,124 @@
+// The signal watcher with a real signal pipe and real signals (raise runs
+// the handler on this thread before it returns): one notice with its
+// deadline for the first signal, none for the ones after it.
+#include "actors/signal_watcher.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <string>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <gtest/gtest.h>
+
+#include "actors/atoms.hpp"
+#include "actors/protocol.hpp"
+#include "actors/system_config.hpp"
+#include "messages/errors.hpp"
+#include "messages/preemption.pb.h"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
+#include "platform/clock.hpp"
+#include "platform/signal_pipe.hpp"
+
+namespace lifeboat {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int64_t grace_period_ms = 5000;
+// Bounds every wait of this file; a wait that runs into it fails the test.
+constexpr auto wait_bound = 10s;
+
+class signal_watcher_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto pipe = signal_pipe::install({SIGUSR1, SIGUSR2});
+    ASSERT_TRUE(pipe) << describe(pipe.error());
+    pipe_ = std::move(*pipe);
+    auto fd = pipe_->open_reader();
+    ASSERT_TRUE(fd) << describe(fd.error());
+    // The watcher owns the reader from here on.
+    watcher_ = spawn_signal_watcher(sys_, *fd, grace_period_ms, caf::actor{resolver_});
+  }
+
+  void TearDown() override {
+    if (watcher_) driver_->send_exit(watcher_, caf::exit_reason::user_shutdown);
+  }
+
+  wire::ActorStatus status() {
+    wire::ActorStatus out;
+    driver_->request(watcher_, wait_bound, status_atom::value)
+        .receive([&](const wire::ActorStatus& st) { out = st; },
+                 [](caf::error& err) { FAIL() << caf::to_string(err); });
+    return out;
+  }
+
+  // Asks until the watcher has read `n` signals. The bytes arrive on the
+  // watcher's socket, not in its mailbox, so one round trip is not enough;
+  // each ask is a round trip, not a sleep, and the wait is bounded.
+  bool await_signals(double n) {
+    auto deadline = std::chrono::steady_clock::now() + wait_bound;
+    while (std::chrono::steady_clock::now() < deadline)
+      if (status().metrics().at("signals_received_total") >= n) return true;
+    return false;
+  }
+
+  system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  caf::scoped_actor resolver_{sys_};
+  caf::scoped_actor driver_{sys_};
+  std::unique_ptr<signal_pipe> pipe_;
+  caf::actor watcher_;
+};
+
+TEST_F(signal_watcher_test, the_first_signal_is_one_notice_with_the_grace_period_as_deadline) {
+  EXPECT_EQ(status().state(), "watching");
+  auto before = unix_now_ms();
+  std::raise(SIGUSR2);
+  wire::Notice notice;
+  bool got = false;
+  resolver_->receive(
+      [&](notice_atom, const wire::Notice& n) {
+        notice = n;
+        got = true;
+      },
+      caf::after(wait_bound) >> [] {});
+  ASSERT_TRUE(got);
+  EXPECT_EQ(notice.source(), "signal:SIGUSR2");
+  EXPECT_EQ(notice.reason(), "SIGUSR2 received");
+  EXPECT_GE(notice.received_unix_ms(), before);
+  EXPECT_LE(notice.received_unix_ms(), unix_now_ms());
+  EXPECT_EQ(notice.deadline_unix_ms(), notice.received_unix_ms() + grace_period_ms);
+  EXPECT_EQ(status().state(), "notified");
+}
+
+TEST_F(signal_watcher_test, later_signals_are_counted_and_not_acted_on) {
+  std::raise(SIGUSR1);
+  std::raise(SIGUSR2);
+  std::raise(SIGUSR1);
+  ASSERT_TRUE(await_signals(3));
+  // The watcher sends a notice while it handles its byte, so every notice
+  // it will ever send for these three is in the resolver's mailbox now.
+  int notices = 0;
+  bool more = true;
+  while (more)
+    resolver_->receive([&](notice_atom, const wire::Notice&) { ++notices; },
+                       caf::after(std::chrono::seconds{0}) >> [&] { more = false; });
+  EXPECT_EQ(notices, 1);
+}
+
+TEST(signal_watcher_without_pipe, is_inactive_and_still_answers) {
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto watcher = spawn_signal_watcher(sys, -1, grace_period_ms, caf::actor{self});
+  self->request(watcher, wait_bound, status_atom::value)
+      .receive([](const wire::ActorStatus& st) { EXPECT_EQ(st.state(), "inactive"); },
+               [](caf::error& err) { FAIL() << caf::to_string(err); });
+  self->send_exit(watcher, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace lifeboat
