@@ -150,6 +150,10 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
       [self](subscribe_atom, const caf::actor& subscriber) {
         self->monitor(subscriber);
         self->state.subscribers.push_back(subscriber);
+        // A late subscriber hears of the ranks already here first: one that
+        // waits for every worker to leave must not take the first departure
+        // it sees for the last.
+        for (auto& ev : self->state.logic->present_workers()) self->send(subscriber, ev);
       },
       [self](reset_atom) {
         log(log_level::info, component, "reset: dropping all state");

@@ -31,7 +31,8 @@ struct service_config {
 ///   (workers_atom) -> std::vector<wire::WorkerInfo>     one row per rank
 ///   (snapshot_atom, std::string prefix) -> std::map<std::string, std::string>
 ///   (subscribe_atom, caf::actor) -> void                 the subscriber then
-///        receives every membership_event (joined, left, lost, error)
+///        receives every membership_event (joined, left, lost, error), first
+///        those of the ranks already here (coordination_state::present_workers)
 ///   (reset_atom) -> void                                 drops all state, closes
 ///        every connection (a new generation)
 ///   (status_atom) -> wire::ActorStatus                   name "coordination_service",

@@ -529,6 +529,18 @@ std::vector<wire::WorkerInfo> coordination_state::workers(int64_t now_ms) const 
   return result;
 }
 
+std::vector<membership_event> coordination_state::present_workers() const {
+  std::vector<membership_event> result;
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    auto rank = static_cast<int32_t>(r);
+    if (workers_[r].state == rank_state::alive)
+      result.push_back(membership_event{rank, membership_event::joined, 0, {}});
+    else if (workers_[r].state == rank_state::error)
+      result.push_back(membership_event{rank, membership_event::error, 0, {}});
+  }
+  return result;
+}
+
 std::map<std::string, std::string> coordination_state::snapshot(const std::string& prefix) const {
   auto p = normalize_prefix(prefix);
   std::map<std::string, std::string> result;

@@ -77,6 +77,11 @@ class coordination_state {
   /// (joining, alive, left, lost, error).
   std::vector<wire::WorkerInfo> workers(int64_t now_ms) const;
 
+  /// The events a subscriber that arrives now would have heard from the ranks
+  /// still here: joined for a live rank, error (without its message, which
+  /// is not kept) for one that reported an error and has not gone.
+  std::vector<membership_event> present_workers() const;
+
   /// Every key starting with `prefix` (normalised) and its value.
   std::map<std::string, std::string> snapshot(const std::string& prefix) const;
 

@@ -286,6 +286,24 @@ TEST_F(state_test, clean_leave_is_not_a_loss) {
   for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
 }
 
+TEST_F(state_test, present_workers_are_the_live_and_the_failed_ranks_still_here) {
+  EXPECT_TRUE(st.present_workers().empty());
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(1, leave);         // rank 0 leaves
+  st.on_disconnect(3, now);  // rank 2 is lost
+  wire::Envelope report;
+  report.mutable_error()->set_code(42);
+  request(4, report);  // rank 3 failed
+  auto present = st.present_workers();
+  ASSERT_EQ(present.size(), 2u);
+  EXPECT_EQ(present[0].rank, 1);
+  EXPECT_EQ(present[0].kind, membership_event::joined);
+  EXPECT_EQ(present[1].rank, 3);
+  EXPECT_EQ(present[1].kind, membership_event::error);
+}
+
 TEST_F(state_test, peer_messages_reach_one_rank_or_everyone) {
   join_all();
   wire::Envelope send;

@@ -1,0 +1,112 @@
+// The preemption watcher of a controller process, over a real coordination
+// service with real clients on 127.0.0.1: the earliest notice any worker
+// recorded, and waiting until every worker that joined has left or is lost.
+#include "actors/preemption_watcher.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "actors/protocol.hpp"
+#include "messages/preemption.pb.h"
+#include "platform/clock.hpp"
+#include "tests/coordination/coordination_fixture.hpp"
+
+using namespace lifeboat;
+using namespace lifeboat::test;
+
+namespace {
+
+using namespace std::chrono_literals;
+using watcher_test = service_fixture;
+
+// Long enough for any loaded machine; a wait that runs into it fails the test.
+constexpr auto exit_bound = 10s;
+// How long a wait that must not return true is given.
+constexpr auto still_waiting = 100ms;
+
+// What the step resolver records for the preemption watcher.
+caf::error record_notice(coordination_client& client, int rank, const std::string& source,
+                         int64_t deadline_in_ms) {
+  wire::Notice notice;
+  notice.set_rank(rank);
+  notice.set_source(source);
+  notice.set_reason(source + " received");
+  notice.set_received_unix_ms(unix_now_ms());
+  notice.set_deadline_unix_ms(unix_now_ms() + deadline_in_ms);
+  return client.insert(notice_key_prefix + std::to_string(rank), notice.SerializeAsString());
+}
+
+TEST_F(watcher_test, the_message_names_the_earliest_notice_and_is_empty_before_any) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(1);
+  auto b = join(2);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(watcher.preemption_message(), "");
+  ASSERT_FALSE(record_notice(*a, 1, "signal:SIGTERM", 600'000));
+  EXPECT_EQ(watcher.preemption_message().rfind("rank 1: signal:SIGTERM received (source "
+                                               "signal:SIGTERM, deadline in ",
+                                               0),
+            0u)
+      << watcher.preemption_message();
+  // A later notice with an earlier deadline is the one that matters.
+  ASSERT_FALSE(record_notice(*b, 2, "aws:spot-interruption", 120'000));
+  auto message = watcher.preemption_message();
+  EXPECT_EQ(message.rfind("rank 2: aws:spot-interruption received (source aws:spot-interruption, "
+                          "deadline in ",
+                          0),
+            0u)
+      << message;
+  // 120 s minus the moments this test took.
+  EXPECT_TRUE(message.find("deadline in 119 s)") != std::string::npos ||
+              message.find("deadline in 120 s)") != std::string::npos)
+      << message;
+}
+
+TEST_F(watcher_test, a_garbled_record_is_skipped) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  ASSERT_FALSE(a->insert(notice_key_prefix + std::string{"0"}, "\xff\xff\xff\xff garbage"));
+  EXPECT_EQ(watcher.preemption_message(), "");
+}
+
+TEST_F(watcher_test, block_until_worker_exit_returns_once_every_joined_worker_left) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  auto b = join(3);
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(watcher.block_until_worker_exit(still_waiting));
+  ASSERT_FALSE(a->leave());
+  EXPECT_FALSE(watcher.block_until_worker_exit(still_waiting));
+  ASSERT_FALSE(b->leave());
+  EXPECT_TRUE(watcher.block_until_worker_exit(exit_bound));
+}
+
+TEST_F(watcher_test, a_watcher_started_late_still_waits_for_every_worker) {
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  preemption_watcher watcher{sys, service};
+  ASSERT_FALSE(a->leave());
+  EXPECT_FALSE(watcher.block_until_worker_exit(still_waiting));
+  ASSERT_FALSE(b->leave());
+  EXPECT_TRUE(watcher.block_until_worker_exit(exit_bound));
+}
+
+TEST_F(watcher_test, a_lost_worker_counts_as_gone) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  ASSERT_FALSE(a->leave());
+  // Gone without a leave: its agent ends, and with it the connection.
+  caf::anon_send_exit(b->agent(), caf::exit_reason::kill);
+  EXPECT_TRUE(watcher.block_until_worker_exit(exit_bound));
+}
+
+TEST_F(watcher_test, without_any_worker_it_waits_for_one) {
+  preemption_watcher watcher{sys, service};
+  EXPECT_FALSE(watcher.block_until_worker_exit(still_waiting));
+}
+
+}  // namespace
