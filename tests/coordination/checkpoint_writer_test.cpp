@@ -22,7 +22,6 @@ using namespace lifeboat::test;
 namespace {
 
 using namespace std::chrono_literals;
-using writer_test = service_fixture;
 
 // Bounds every wait of this file; a wait that runs into it fails the test.
 constexpr auto wait_bound = 10s;
@@ -58,79 +57,83 @@ std::optional<wire::SaveCommitted> next_commit(caf::scoped_actor& worker) {
   return out;
 }
 
+// Ranks 0 and 1 joined, each with a scoped actor subscribed (what its
+// cluster watcher would hear), and a writer on one rank's client with
+// `resolver_` in place of the step resolver; rank 0 commits.
+class writer_test : public service_fixture {
+ protected:
+  void start_writer(int rank) {
+    for (int r = 0; r < 2; ++r) {
+      clients_[r] = join(r);
+      ASSERT_TRUE(clients_[r]);
+    }
+    clients_[0]->subscribe(worker0_);
+    clients_[1]->subscribe(worker1_);
+    writer_ = sys.spawn(checkpoint_writer, clients_[rank].get(), caf::actor{resolver_}, rank == 0);
+  }
+
+  void TearDown() override {
+    if (writer_) resolver_->send_exit(writer_, caf::exit_reason::user_shutdown);
+    for (auto& client : clients_) client.reset();
+    service_fixture::TearDown();
+  }
+
+  std::unique_ptr<coordination_client> clients_[2];
+  caf::scoped_actor resolver_{sys};
+  caf::scoped_actor worker0_{sys};
+  caf::scoped_actor worker1_{sys};
+  caf::actor writer_;
+};
+
 TEST_F(writer_test, the_commit_rank_tells_every_worker_and_the_resolver_hears_the_time) {
-  auto rank0 = join(0);
-  auto rank1 = join(1);
-  ASSERT_TRUE(rank0 && rank1);
-  caf::scoped_actor resolver{sys};
-  caf::scoped_actor worker0{sys};
-  caf::scoped_actor worker1{sys};
-  rank0->subscribe(worker0);
-  rank1->subscribe(worker1);
-  auto writer = sys.spawn(checkpoint_writer, rank0.get(), caf::actor{resolver}, true);
+  ASSERT_NO_FATAL_FAILURE(start_writer(0));
+  resolver_->send(writer_, saving_atom::value, int64_t{30});
+  EXPECT_EQ(status_of(resolver_, writer_).state(), "saving step 30");
+  resolver_->receive([](saving_atom, int64_t step) { EXPECT_EQ(step, 30); },
+                     caf::after(wait_bound) >> [] { FAIL() << "no saving_atom"; });
 
-  resolver->send(writer, saving_atom::value, int64_t{30});
-  EXPECT_EQ(status_of(resolver, writer).state(), "saving step 30");
-  resolver->receive([](saving_atom, int64_t step) { EXPECT_EQ(step, 30); },
-                    caf::after(wait_bound) >> [] { FAIL() << "no saving_atom"; });
-
-  resolver->send(writer, saved_atom::value, int64_t{30}, true, info_of(30), 0.25);
-  resolver->receive([](ckpt_time_atom, double seconds) { EXPECT_EQ(seconds, 0.25); },
-                    caf::after(wait_bound) >> [] { FAIL() << "no ckpt_time_atom"; });
-  for (auto* worker : {&worker0, &worker1}) {
+  resolver_->send(writer_, saved_atom::value, int64_t{30}, true, info_of(30), 0.25);
+  resolver_->receive([](ckpt_time_atom, double seconds) { EXPECT_EQ(seconds, 0.25); },
+                     caf::after(wait_bound) >> [] { FAIL() << "no ckpt_time_atom"; });
+  for (auto* worker : {&worker0_, &worker1_}) {
     auto commit = next_commit(*worker);
     ASSERT_TRUE(commit);
     EXPECT_EQ(commit->step(), 30);
     EXPECT_TRUE(commit->final_save());
   }
-  auto st = status_of(resolver, writer);
+  auto st = status_of(resolver_, writer_);
   EXPECT_EQ(st.state(), "idle");
   EXPECT_EQ(st.last_checkpoint().path(), "/ckpt/step-30");
   EXPECT_EQ(st.metrics().at("saves_total"), 1);
   EXPECT_EQ(st.metrics().at("last_checkpoint_bytes"), 4096);
-  resolver->send_exit(writer, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(writer_test, another_rank_reports_its_save_but_commits_nothing) {
-  auto rank0 = join(0);
-  auto rank1 = join(1);
-  ASSERT_TRUE(rank0 && rank1);
-  caf::scoped_actor resolver{sys};
-  caf::scoped_actor worker0{sys};
-  rank0->subscribe(worker0);
-  auto writer = sys.spawn(checkpoint_writer, rank1.get(), caf::actor{resolver}, false);
-  resolver->send(writer, saved_atom::value, int64_t{12}, false, info_of(12), 0.5);
-  resolver->receive([](ckpt_time_atom, double seconds) { EXPECT_EQ(seconds, 0.5); },
-                    caf::after(wait_bound) >> [] { FAIL() << "no ckpt_time_atom"; });
+  ASSERT_NO_FATAL_FAILURE(start_writer(1));
+  resolver_->send(writer_, saved_atom::value, int64_t{12}, false, info_of(12), 0.5);
+  resolver_->receive([](ckpt_time_atom, double seconds) { EXPECT_EQ(seconds, 0.5); },
+                     caf::after(wait_bound) >> [] { FAIL() << "no ckpt_time_atom"; });
   // After a round trip the writer is done with the save, so whatever it sent
   // through rank 1's agent is ahead of rank 1's marker: rank 0 sees the
   // marker first only if the writer sent nothing.
-  EXPECT_EQ(status_of(resolver, writer).metrics().at("saves_total"), 1);
-  rank1->send(0, "marker", "after the save");
-  worker0->receive([](const peer_message& msg) { EXPECT_EQ(msg.channel, "marker"); },
-                   caf::after(wait_bound) >> [] { FAIL() << "no marker"; });
-  resolver->send_exit(writer, caf::exit_reason::user_shutdown);
+  EXPECT_EQ(status_of(resolver_, writer_).metrics().at("saves_total"), 1);
+  clients_[1]->send(0, "marker", "after the save");
+  worker0_->receive([](const peer_message& msg) { EXPECT_EQ(msg.channel, "marker"); },
+                    caf::after(wait_bound) >> [] { FAIL() << "no marker"; });
 }
 
 TEST_F(writer_test, a_failed_save_is_every_workers_error_naming_this_rank) {
-  auto rank0 = join(0);
-  auto rank2 = join(2);
-  ASSERT_TRUE(rank0 && rank2);
-  caf::scoped_actor resolver{sys};
-  caf::scoped_actor worker0{sys};
-  rank0->subscribe(worker0);
-  auto writer = sys.spawn(checkpoint_writer, rank2.get(), caf::actor{resolver}, false);
-  resolver->send(writer, save_failed_atom::value, int64_t{7}, std::string{"disk full"});
-  worker0->receive(
+  ASSERT_NO_FATAL_FAILURE(start_writer(1));
+  resolver_->send(writer_, save_failed_atom::value, int64_t{7}, std::string{"disk full"});
+  worker0_->receive(
       [](const peer_failure& failure) {
-        EXPECT_EQ(failure.rank, 2);
+        EXPECT_EQ(failure.rank, 1);
         EXPECT_FALSE(failure.lost);
         EXPECT_EQ(failure.code, static_cast<int32_t>(errc::io_error));
         EXPECT_EQ(failure.message, "checkpoint save at step 7 failed: disk full");
       },
       caf::after(wait_bound) >> [] { FAIL() << "no peer_failure"; });
-  EXPECT_EQ(status_of(resolver, writer).metrics().at("save_failures_total"), 1);
-  resolver->send_exit(writer, caf::exit_reason::user_shutdown);
+  EXPECT_EQ(status_of(resolver_, writer_).metrics().at("save_failures_total"), 1);
 }
 
 }  // namespace
