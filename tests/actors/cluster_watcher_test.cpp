@@ -4,6 +4,7 @@
 #include "actors/cluster_watcher.hpp"
 
 #include <chrono>
+#include <map>
 #include <string>
 
 #include <caf/actor_system.hpp>
