@@ -37,13 +37,22 @@ run() {
     LD_LIBRARY_PATH="$work/prefix/lib:$work/prefix/lib64" \
     "$work/consumer/build/trainer" "$work/checkpoints"
 }
-first=$(run 2>"$work/first.err")
-echo "$first"
-grep -q '^trained 1000 steps$' <<<"$first" || { cat "$work/first.err" >&2; exit 1; }
+# Runs the example once as `name`; on any failure says how it ended and shows
+# what it wrote (set -e alone would end this script without a word).
+run_checked() {
+  local name=$1 out status=0
+  out=$(run 2>"$work/$name.err") || status=$?
+  echo "$out"
+  if [[ $status -ne 0 ]] || ! grep -q '^trained 1000 steps$' <<<"$out"; then
+    echo "install_test: the $name run exited with status $status; its stderr:" >&2
+    cat "$work/$name.err" >&2
+    exit 1
+  fi
+}
+run_checked first
 
 # The example saves a backup every 250 steps: a second run restores step 1000.
-second=$(run 2>"$work/second.err")
-grep -q '^trained 1000 steps$' <<<"$second" || { cat "$work/second.err" >&2; exit 1; }
+run_checked second >/dev/null
 grep -q 'restored checkpoint at step 1000' "$work/second.err" || {
   echo "install_test: the second run did not restore step 1000" >&2
   cat "$work/second.err" >&2
