@@ -27,7 +27,7 @@ test-plain: build
 test-asan: deps
 	cmake -S . -B $(ASAN) $(CMAKE_GEN) -DLIFEBOAT_SANITIZE=address,undefined -DLIFEBOAT_BUILD_BENCH=OFF
 	cmake --build $(ASAN) -j $(JOBS)
-	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $(CTEST) -LE no-sanitize
+	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/scripts/ubsan.supp $(CTEST) -LE no-sanitize
 
 test-tsan: deps
 	cmake -S . -B $(TSAN) $(CMAKE_GEN) -DLIFEBOAT_SANITIZE=thread -DLIFEBOAT_BUILD_BENCH=OFF
