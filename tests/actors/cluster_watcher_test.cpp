@@ -20,14 +20,12 @@
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
+#include "tests/support/actor_probe.hpp"
 
 namespace lifeboat {
 namespace {
 
-using namespace std::chrono_literals;
-
-// Bounds every wait of this file; a wait that runs into it fails the test.
-constexpr auto wait_bound = 10s;
+using test::wait_bound;
 
 class cluster_watcher_test : public ::testing::Test {
  protected:
@@ -46,28 +44,16 @@ class cluster_watcher_test : public ::testing::Test {
   // A round trip after what the driver sent: the watcher has handled it, and
   // whatever it forwards is in the peers' mailboxes.
   std::map<std::string, double> metrics() {
-    std::map<std::string, double> out;
-    driver_->request(watcher_, wait_bound, status_atom::value)
-        .receive(
-            [&](const wire::ActorStatus& st) {
-              out.insert(st.metrics().begin(), st.metrics().end());
-            },
-            [](caf::error& err) { FAIL() << caf::to_string(err); });
-    return out;
+    auto st = test::status_of(driver_, watcher_);
+    return {st.metrics().begin(), st.metrics().end()};
   }
 
   // How many messages `peer` holds; it takes them all.
   static int drain(caf::scoped_actor& peer) {
-    int n = 0;
-    bool more = true;
-    while (more)
-      peer->receive(
-          caf::others >> [&](caf::message_view&) -> caf::result<caf::message> {
-            ++n;
-            return caf::message{};
-          },
-          caf::after(std::chrono::seconds{0}) >> [&] { more = false; });
-    return n;
+    return test::take_held(
+        peer, caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
+          return caf::message{};
+        });
   }
 
   system_config cfg_;

@@ -23,6 +23,7 @@
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
+#include "tests/support/actor_probe.hpp"
 
 namespace lifeboat {
 namespace {
@@ -30,8 +31,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int restart_code = 55;
-// Bounds every wait of this file; a wait that runs into it fails the test.
-constexpr auto wait_bound = 10s;
+using test::wait_bound;
 // The watchdogs of the death tests: short, the trainer never comes.
 constexpr auto short_bound = 50ms;
 
@@ -56,13 +56,7 @@ class exit_controller_test : public ::testing::Test {
   void TearDown() override { self_->send_exit(controller_, caf::exit_reason::user_shutdown); }
 
   // A round trip after what was sent before: the controller has handled it.
-  std::string state() {
-    std::string out;
-    self_->request(controller_, wait_bound, status_atom::value)
-        .receive([&](const wire::ActorStatus& st) { out = st.state(); },
-                 [](caf::error& err) { FAIL() << caf::to_string(err); });
-    return out;
-  }
+  std::string state() { return test::status_of(self_, controller_).state(); }
 
   std::atomic<int64_t> completed_{0};
   std::atomic<int64_t> action_{step_gate::no_step};

@@ -24,6 +24,7 @@
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
 #include "platform/notice_source.hpp"
+#include "tests/support/actor_probe.hpp"
 
 namespace lifeboat {
 namespace {
@@ -31,8 +32,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto poll_interval = 2ms;
-// Bounds every wait of this file; a wait that runs into it fails the test.
-constexpr auto wait_bound = 10s;
+using test::wait_bound;
 
 // What a scripted source reports, and what was done to it; shared between
 // the test and the source, which its poller owns and calls on its thread.
@@ -96,11 +96,7 @@ class poll_watcher_test : public ::testing::Test {
  protected:
   // A round trip to the watcher: what was sent to it before has been handled.
   std::string status_of(const caf::actor& watcher) {
-    std::string state;
-    driver_->request(watcher, wait_bound, status_atom::value)
-        .receive([&](const wire::ActorStatus& st) { state = st.state(); },
-                 [](caf::error& err) { FAIL() << caf::to_string(err); });
-    return state;
+    return test::status_of(driver_, watcher).state();
   }
 
   // A watcher over one scripted source per name; `resolver_` stands in for
@@ -119,10 +115,8 @@ class poll_watcher_test : public ::testing::Test {
   // The Notice.source of every notice the resolver has received so far.
   std::vector<std::string> forwarded() {
     std::vector<std::string> out;
-    bool more = true;
-    while (more)
-      resolver_->receive([&](notice_atom, const wire::Notice& n) { out.push_back(n.source()); },
-                         caf::after(std::chrono::seconds{0}) >> [&] { more = false; });
+    test::take_held(resolver_,
+                    [&](notice_atom, const wire::Notice& n) { out.push_back(n.source()); });
     return out;
   }
 

@@ -21,15 +21,13 @@
 #include "messages/wire.hpp"
 #include "platform/clock.hpp"
 #include "platform/signal_pipe.hpp"
+#include "tests/support/actor_probe.hpp"
 
 namespace lifeboat {
 namespace {
 
-using namespace std::chrono_literals;
-
 constexpr int64_t grace_period_ms = 5000;
-// Bounds every wait of this file; a wait that runs into it fails the test.
-constexpr auto wait_bound = 10s;
+using test::wait_bound;
 
 class signal_watcher_test : public ::testing::Test {
  protected:
@@ -47,13 +45,7 @@ class signal_watcher_test : public ::testing::Test {
     if (watcher_) driver_->send_exit(watcher_, caf::exit_reason::user_shutdown);
   }
 
-  wire::ActorStatus status() {
-    wire::ActorStatus out;
-    driver_->request(watcher_, wait_bound, status_atom::value)
-        .receive([&](const wire::ActorStatus& st) { out = st; },
-                 [](caf::error& err) { FAIL() << caf::to_string(err); });
-    return out;
-  }
+  wire::ActorStatus status() { return test::status_of(driver_, watcher_); }
 
   // Asks until the watcher has read `n` signals. The bytes arrive on the
   // watcher's socket, not in its mailbox, so one round trip is not enough;
@@ -101,12 +93,7 @@ TEST_F(signal_watcher_test, later_signals_are_counted_and_not_acted_on) {
   ASSERT_TRUE(await_signals(3));
   // The watcher sends a notice while it handles its byte, so every notice
   // it will ever send for these three is in the resolver's mailbox now.
-  int notices = 0;
-  bool more = true;
-  while (more)
-    resolver_->receive([&](notice_atom, const wire::Notice&) { ++notices; },
-                       caf::after(std::chrono::seconds{0}) >> [&] { more = false; });
-  EXPECT_EQ(notices, 1);
+  EXPECT_EQ(test::take_held(resolver_, [](notice_atom, const wire::Notice&) {}), 1);
 }
 
 TEST(signal_watcher_without_pipe, is_inactive_and_still_answers) {
@@ -114,9 +101,7 @@ TEST(signal_watcher_without_pipe, is_inactive_and_still_answers) {
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
   auto watcher = spawn_signal_watcher(sys, -1, grace_period_ms, caf::actor{self});
-  self->request(watcher, wait_bound, status_atom::value)
-      .receive([](const wire::ActorStatus& st) { EXPECT_EQ(st.state(), "inactive"); },
-               [](caf::error& err) { FAIL() << caf::to_string(err); });
+  EXPECT_EQ(test::status_of(self, watcher).state(), "inactive");
   self->send_exit(watcher, caf::exit_reason::user_shutdown);
 }
 

@@ -4,7 +4,6 @@
 // worker's error.
 #include "actors/checkpoint_writer.hpp"
 
-#include <chrono>
 #include <optional>
 #include <string>
 
@@ -15,16 +14,12 @@
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
 #include "tests/coordination/coordination_fixture.hpp"
+#include "tests/support/actor_probe.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
 
 namespace {
-
-using namespace std::chrono_literals;
-
-// Bounds every wait of this file; a wait that runs into it fails the test.
-constexpr auto wait_bound = 10s;
 
 wire::CheckpointInfo info_of(int64_t step) {
   wire::CheckpointInfo info;
@@ -33,14 +28,6 @@ wire::CheckpointInfo info_of(int64_t step) {
   info.set_bytes(4096);
   info.set_seconds(0.25);
   return info;
-}
-
-wire::ActorStatus status_of(caf::scoped_actor& self, const caf::actor& writer) {
-  wire::ActorStatus out;
-  self->request(writer, wait_bound, status_atom::value)
-      .receive([&](const wire::ActorStatus& st) { out = st; },
-               [](caf::error& err) { FAIL() << caf::to_string(err); });
-  return out;
 }
 
 // The SaveCommitted that `worker` receives next on the protocol channel.
