@@ -57,6 +57,10 @@ struct agent_actor_state {
   // actors exist); the first subscriber gets them.
   std::vector<caf::message> unclaimed;
   static inline const char* name = "coordination_agent";
+  // The state goes in on_exit(), before CAF tells the actor's monitors.
+  ~agent_actor_state() {
+    if (cfg.ended) cfg.ended->store(true);
+  }
 };
 
 using agent_broker = caf::io::stateful_broker<agent_actor_state>;

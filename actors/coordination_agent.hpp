@@ -1,8 +1,10 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -27,6 +29,11 @@ struct agent_config {
   std::function<int64_t()> step_source;
   /// Bound on requests that do not carry their own timeout (insert, try-get, ...).
   std::chrono::milliseconds request_timeout{30000};
+  /// Set to true when the agent has ended, before any actor monitoring it
+  /// hears so. CAF 0.17 never answers a message sent to a broker that has
+  /// ended (a broker's mailbox stays open), so a request to it waits out its
+  /// whole timeout; a caller that checks this first fails at once instead.
+  std::shared_ptr<std::atomic<bool>> ended;
 };
 
 /// Spawns a worker's agent: a broker that connects to the service (retrying

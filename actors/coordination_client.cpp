@@ -16,20 +16,24 @@ constexpr std::chrono::milliseconds reply_grace{1000};
 
 // How long the destructor waits for a clean leave before it gives up.
 constexpr std::chrono::milliseconds leave_timeout{2000};
+constexpr const char* agent_gone_message = "coordination agent is gone";
 
 caf::error translate(caf::error err) {
   if (err == caf::sec::request_timeout)
     return make_error(errc::timeout, "no reply from the coordination agent");
   if (err == caf::sec::request_receiver_down)
-    return make_error(errc::unavailable, "coordination agent is gone");
+    return make_error(errc::unavailable, agent_gone_message);
   return err;
 }
 
 // One blocking round trip to the agent from any thread. The scoped actor
 // lives only for this call, so no live scoped actor outlasts it (a shutdown trap).
+// An agent that has ended would never answer (see agent_config::ended); a
+// request it had taken before it ended still waits out its timeout.
 template <class OnReply, class... Ts>
-caf::error ask(caf::actor_system& sys, const caf::actor& agent, std::chrono::milliseconds timeout,
-               OnReply on_reply, Ts&&... xs) {
+caf::error ask(caf::actor_system& sys, const caf::actor& agent, const std::atomic<bool>& ended,
+               std::chrono::milliseconds timeout, OnReply on_reply, Ts&&... xs) {
+  if (ended.load()) return make_error(errc::unavailable, agent_gone_message);
   caf::error result;
   caf::scoped_actor self{sys};
   self->request(agent, timeout, std::forward<Ts>(xs)...).receive(on_reply, [&](caf::error& err) {
@@ -42,9 +46,10 @@ caf::error ask(caf::actor_system& sys, const caf::actor& agent, std::chrono::mil
 
 caf::expected<std::unique_ptr<coordination_client>> coordination_client::connect(
     caf::actor_system& sys, agent_config cfg) {
+  cfg.ended = std::make_shared<std::atomic<bool>>(false);
   auto agent = spawn_coordination_agent(sys, cfg);
   auto err = ask(
-      sys, agent, cfg.join_timeout + reply_grace, [] {}, join_wait_atom::value);
+      sys, agent, *cfg.ended, cfg.join_timeout + reply_grace, [] {}, join_wait_atom::value);
   if (err) {
     caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
     return err;
@@ -59,13 +64,13 @@ coordination_client::coordination_client(caf::actor_system& sys, caf::actor agen
 coordination_client::~coordination_client() {
   if (!left_.exchange(true))
     ask(
-        sys_, agent_, leave_timeout, [] {}, leave_atom::value);
+        sys_, agent_, *cfg_.ended, leave_timeout, [] {}, leave_atom::value);
   caf::anon_send_exit(agent_, caf::exit_reason::user_shutdown);
 }
 
 caf::error coordination_client::insert(const std::string& key, const std::string& value) {
   return ask(
-      sys_, agent_, cfg_.request_timeout, [] {}, insert_atom::value, key, value);
+      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [] {}, insert_atom::value, key, value);
 }
 
 caf::expected<std::string> coordination_client::get(const std::string& key,
@@ -79,7 +84,7 @@ caf::expected<get_handle> coordination_client::get_async(const std::string& key,
                                                          std::chrono::milliseconds timeout) {
   get_handle handle{0, timeout};
   auto err = ask(
-      sys_, agent_, cfg_.request_timeout, [&](uint64_t id) { handle.id = id; },
+      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [&](uint64_t id) { handle.id = id; },
       get_start_atom::value, key, static_cast<int64_t>(timeout.count()));
   if (err) return err;
   return handle;
@@ -88,8 +93,8 @@ caf::expected<get_handle> coordination_client::get_async(const std::string& key,
 caf::expected<std::string> coordination_client::wait(const get_handle& handle) {
   std::string value;
   auto err = ask(
-      sys_, agent_, handle.timeout + reply_grace, [&](std::string& x) { value = std::move(x); },
-      get_wait_atom::value, handle.id);
+      sys_, agent_, *cfg_.ended, handle.timeout + reply_grace,
+      [&](std::string& x) { value = std::move(x); }, get_wait_atom::value, handle.id);
   if (err) return err;
   return value;
 }
@@ -101,7 +106,7 @@ void coordination_client::cancel(const get_handle& handle) {
 caf::expected<std::optional<std::string>> coordination_client::try_get(const std::string& key) {
   std::optional<std::string> result;
   auto err = ask(
-      sys_, agent_, cfg_.request_timeout,
+      sys_, agent_, *cfg_.ended, cfg_.request_timeout,
       [&](bool found, std::string& value) {
         if (found) result = std::move(value);
       },
@@ -114,7 +119,7 @@ caf::expected<std::vector<std::pair<std::string, std::string>>> coordination_cli
     const std::string& prefix) {
   std::vector<std::pair<std::string, std::string>> result;
   auto err = ask(
-      sys_, agent_, cfg_.request_timeout,
+      sys_, agent_, *cfg_.ended, cfg_.request_timeout,
       [&](std::map<std::string, std::string>& entries) {
         result.assign(entries.begin(), entries.end());
       },
@@ -125,13 +130,13 @@ caf::expected<std::vector<std::pair<std::string, std::string>>> coordination_cli
 
 caf::error coordination_client::erase_prefix(const std::string& prefix) {
   return ask(
-      sys_, agent_, cfg_.request_timeout, [] {}, erase_prefix_atom::value, prefix);
+      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [] {}, erase_prefix_atom::value, prefix);
 }
 
 caf::error coordination_client::barrier(const std::string& name, std::chrono::milliseconds timeout,
                                         std::vector<int32_t> participants) {
   return ask(
-      sys_, agent_, timeout + reply_grace, [] {}, barrier_atom::value, name,
+      sys_, agent_, *cfg_.ended, timeout + reply_grace, [] {}, barrier_atom::value, name,
       static_cast<int64_t>(timeout.count()), std::move(participants));
 }
 
@@ -150,7 +155,7 @@ void coordination_client::subscribe(caf::actor subscriber) {
 caf::error coordination_client::leave() {
   if (left_.exchange(true)) return caf::none;
   return ask(
-      sys_, agent_, cfg_.request_timeout, [] {}, leave_atom::value);
+      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [] {}, leave_atom::value);
 }
 
 }  // namespace lifeboat

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "tests/coordination/coordination_fixture.hpp"
+#include "tests/support/actor_probe.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
@@ -92,6 +93,23 @@ TEST_F(client_test, blocking_calls_fail_fast_when_the_service_is_gone) {
     EXPECT_EQ(f.message, "coordination service lost");
   });
   EXPECT_TRUE(a->barrier("b", short_timeout));
+}
+
+TEST_F(client_test, calls_fail_at_once_when_the_agent_has_ended) {
+  auto cfg = agent_cfg(0);
+  // A call that waited for the ended agent would come back after this with
+  // errc::timeout instead of errc::unavailable.
+  cfg.request_timeout = std::chrono::seconds(10);
+  auto client = coordination_client::connect(sys, cfg);
+  ASSERT_TRUE(client) << describe(client.error());
+  auto agent = (*client)->agent();
+  caf::scoped_actor self{sys};
+  self->monitor(agent);
+  caf::anon_send_exit(agent, caf::exit_reason::kill);
+  self->receive([](const caf::down_msg&) {},
+                caf::after(wait_bound) >> [] { FAIL() << "the agent did not end"; });
+  EXPECT_EQ((*client)->insert("k", "v"), make_error(errc::unavailable));
+  EXPECT_EQ((*client)->leave(), make_error(errc::unavailable));
 }
 
 TEST_F(client_test, join_times_out_when_nobody_listens) {
