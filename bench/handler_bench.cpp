@@ -11,15 +11,19 @@
 //             the last of them has the decision (each reports its
 //             steady_clock, CLOCK_MONOTONIC, which compares across
 //             processes). No runtime, no signal: what this host charges
-//             before lifeboat adds anything. The floor is warm (the first
-//             exchanges of its fresh processes, which page in code, are not
+//             before lifeboat adds anything. A second floor has the same
+//             workers answer through a CAF 0.17 broker on the middleman's
+//             I/O thread, with lifeboat's actor system configuration, as
+//             lifeboat's agent does: what the transport lifeboat is built on
+//             charges before its protocol adds anything. The floors are warm (the first
+//             exchanges of their fresh processes, which page in code, are not
 //             counted); the agreement is the first of its workers' lives, as
 //             a real notice's is. Below each row, the CPU the workers used
 //             from just before the signal until the last agreement was read,
 //             trainers' step loops apart from lifeboat's threads, beside
 //             the CPU the host had in that time.
-// The workers are this program, started again with --worker DIR or
-// --floor-worker PARENT_PID PORT.
+// The workers are this program, started again with --worker DIR,
+// --floor-worker PARENT_PID PORT or --caf-floor-worker PARENT_PID PORT.
 #include <poll.h>
 #include <unistd.h>
 
@@ -37,7 +41,11 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <caf/actor_system.hpp>
+#include <caf/io/broker.hpp>
+#include <caf/io/middleman.hpp>
 
+#include "actors/system_config.hpp"
 #include "bench/loopback.hpp"
 #include "lifeboat/lifeboat.hpp"
 #include "tests/support/child_process.hpp"
@@ -217,17 +225,33 @@ round_result agreement_round(const std::string& self, int n, int round) {
            cpu_after.lifeboat_ms - cpu_before.lifeboat_ms}};
 }
 
-// --floor-worker PARENT_PID PORT: steps a 1 ms loop on a second thread, as a
-// worker's trainer does, while its main thread takes part in exchanges until
-// the bench hangs up: query in, answer out, decision in, then the
-// steady_clock ticks at which the decision arrived out.
+// A floor worker's trainer: a 1 ms step loop on its own thread, as a
+// worker's trainer has, until the worker is done.
+class floor_trainer {
+ public:
+  floor_trainer()
+      : thread_{[this] {
+          while (!done_.load()) std::this_thread::sleep_for(worker_step_time);
+        }} {}
+  floor_trainer(const floor_trainer&) = delete;
+  floor_trainer& operator=(const floor_trainer&) = delete;
+  ~floor_trainer() {
+    done_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// --floor-worker PARENT_PID PORT: beside its trainer, the main thread takes
+// part in exchanges until the bench hangs up: query in, answer out, decision
+// in, then the steady_clock ticks at which the decision arrived out.
 int run_floor_worker(pid_t parent, uint16_t port) {
   using namespace lifeboat::bench;
   if (!die_with_parent(parent)) return 1;
-  std::atomic<bool> done{false};
-  std::thread trainer{[&] {
-    while (!done.load()) std::this_thread::sleep_for(worker_step_time);
-  }};
+  floor_trainer trainer;
   auto conn = connect_loopback(port);
   char byte = 0;
   while (conn.fd >= 0 && transfer_all(conn.fd, &byte, 1, false, floor_timeout) &&
@@ -238,15 +262,49 @@ int run_floor_worker(pid_t parent, uint16_t port) {
                       floor_timeout))
       break;
   }
-  done = true;
-  trainer.join();
+  return 0;
+}
+
+// The CAF floor worker's side of the exchange: a broker that answers each
+// query byte with a byte and each decision byte with its arrival time.
+caf::behavior caf_floor_broker(caf::io::broker* self, caf::io::connection_handle hdl) {
+  self->configure_read(hdl, caf::io::receive_policy::exactly(1));
+  auto awaiting_decision = std::make_shared<bool>(false);
+  return {
+      [=](const caf::io::new_data_msg& msg) {
+        if (*awaiting_decision) {
+          int64_t arrived = clock_type::now().time_since_epoch().count();
+          auto* bytes = reinterpret_cast<const char*>(&arrived);
+          self->write(msg.handle, sizeof(arrived), bytes);
+        } else {
+          self->write(msg.handle, 1, msg.buf.data());
+        }
+        self->flush(msg.handle);
+        *awaiting_decision = !*awaiting_decision;
+      },
+      [=](const caf::io::connection_closed_msg&) { self->quit(); },
+  };
+}
+
+// --caf-floor-worker PARENT_PID PORT: --floor-worker's exchange through CAF.
+int run_caf_floor_worker(pid_t parent, uint16_t port) {
+  if (!lifeboat::bench::die_with_parent(parent)) return 1;
+  floor_trainer trainer;
+  lifeboat::system_config cfg;
+  caf::actor_system sys{cfg};
+  auto broker =
+      sys.middleman().spawn_client(caf_floor_broker, lifeboat::bench::loopback_host, port);
+  if (!broker) return 1;
+  broker = nullptr;
+  // Returns once the bench hung up and the broker quit.
+  sys.await_all_actors_done();
   return 0;
 }
 
 // N floor workers, then exchanges with them: milliseconds from the first
 // query until the last worker had the decision, one sample per exchange
 // after the warm-up (the first exchanges of fresh processes page in code).
-std::vector<double> floor_rounds(const std::string& self, int n) {
+std::vector<double> floor_rounds(const std::string& self, const char* worker_flag, int n) {
   using namespace lifeboat::bench;
   uint16_t port = 0;
   auto listener = listen_loopback(n, port);
@@ -255,7 +313,7 @@ std::vector<double> floor_rounds(const std::string& self, int n) {
   std::vector<socket_guard> conns;
   for (int i = 0; i < n; ++i)
     workers.push_back(std::make_unique<lifeboat::test::child_process>(std::vector<std::string>{
-        self, "--floor-worker", std::to_string(::getpid()), std::to_string(port)}));
+        self, worker_flag, std::to_string(::getpid()), std::to_string(port)}));
   for (int i = 0; i < n; ++i) {
     conns.push_back(accept_within(listener.fd, worker_ready_timeout));
     if (conns.back().fd < 0) die("floor: a worker did not connect");
@@ -302,6 +360,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string{argv[1]} == "--worker") return run_worker(argv[2]);
   if (argc == 4 && std::string{argv[1]} == "--floor-worker")
     return run_floor_worker(std::stoi(argv[2]), static_cast<uint16_t>(std::stoi(argv[3])));
+  if (argc == 4 && std::string{argv[1]} == "--caf-floor-worker")
+    return run_caf_floor_worker(std::stoi(argv[2]), static_cast<uint16_t>(std::stoi(argv[3])));
   for (const char* var : {"LIFEBOAT_RANK", "LIFEBOAT_WORLD_SIZE", "LIFEBOAT_COORDINATOR",
                           "TF_CONFIG", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"})
     ::unsetenv(var);
@@ -323,20 +383,22 @@ int main(int argc, char** argv) {
     int n;
     std::vector<double> ours;
     std::vector<double> floor;
+    std::vector<double> caf_floor;
     std::vector<double> trainer_cpu;
     std::vector<double> lifeboat_cpu;
   };
   std::vector<agreement_samples> agreement;
   auto self = fs::read_symlink("/proc/self/exe").string();
   for (auto [n, rounds] : agreement_sizes) {
-    agreement_samples row{n, {}, {}, {}, {}};
+    agreement_samples row{n, {}, {}, {}, {}, {}};
     for (int round = 0; round < rounds; ++round) {
       auto result = agreement_round(self, n, round);
       row.ours.push_back(result.ms);
       row.trainer_cpu.push_back(result.cpu.trainer_ms);
       row.lifeboat_cpu.push_back(result.cpu.lifeboat_ms);
     }
-    row.floor = floor_rounds(self, n);
+    row.floor = floor_rounds(self, "--floor-worker", n);
+    row.caf_floor = floor_rounds(self, "--caf-floor-worker", n);
     agreement.push_back(std::move(row));
   }
 
@@ -359,6 +421,9 @@ int main(int argc, char** argv) {
         row.n == agreement_target_n
             ? (p50 <= agreement_target_ms ? "  target <= 2 ms: met" : "  target <= 2 ms: NOT met")
             : "");
+    double caf_p50 = percentile(row.caf_floor, 0.5);
+    std::printf("    the exchange through CAF brokers p50 %5.2f ms (%zu rounds): %.1fx the floor\n",
+                caf_p50, row.caf_floor.size(), caf_p50 / floor_p50);
     std::printf(
         "    CPU the workers used in it (p50): trainer step loops %.2f ms, lifeboat threads %.2f "
         "ms, of the p50 x %u cores = %.2f ms this host had\n",
