@@ -233,4 +233,22 @@ inline uint16_t listening_port(const std::string& line) {
   return 0;
 }
 
+/// Demo steps no test reaches: such a run trains until the test ends it.
+constexpr int64_t endless_steps = 1'000'000;
+
+/// A lifeboat-demo worker (the binary `demo`) that trains until the test
+/// ends it (10 ms steps, 1 MiB of state), saving under `checkpoint_dir`.
+inline std::vector<std::string> endless_demo_command(const std::string& demo,
+                                                     const std::string& checkpoint_dir) {
+  return {demo,
+          "--checkpoint-dir",
+          checkpoint_dir,
+          "--steps",
+          std::to_string(endless_steps),
+          "--state-mb",
+          "1",
+          "--step-ms",
+          "10"};
+}
+
 }  // namespace lifeboat::test

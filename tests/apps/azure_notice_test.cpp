@@ -4,7 +4,6 @@
 // (POST StartRequests, so the platform may go ahead at once) before it exits
 // with the restart code.
 
-#include <filesystem>
 #include <map>
 #include <string>
 
@@ -16,13 +15,10 @@
 
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using namespace lifeboat::test;
 
 constexpr int restart_code = 42;
-// Training outlasts the test; only the notice ends it.
-constexpr int64_t endless_steps = 1'000'000;
 constexpr int64_t notice_after_step = 20;
 constexpr auto training_deadline = 30s;
 constexpr char event_id[] = "602d9444";
@@ -48,15 +44,12 @@ TEST(azure_notice_test, preempt_event_is_saved_for_and_acknowledged_before_the_e
                                          {"WORLD_SIZE", ""},
                                          {"SLURM_PROCID", ""},
                                          {"SLURM_NTASKS", ""}};
-  child_process worker{{LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps",
-                        std::to_string(endless_steps), "--state-mb", "1", "--step-ms", "10"},
-                       true,
+  // Training outlasts the test; only the notice ends it.
+  child_process worker{endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt"), true,
                        environment_with(env)};
   output_log log{worker};
-  ASSERT_TRUE(log.read_until("platform azure, restart code 42")) << log.text();
-  auto listening = log.read_until("status endpoint listening on");
-  ASSERT_TRUE(listening) << log.text();
-  auto status = await_step_past(listening_port(*listening), notice_after_step, training_deadline);
+  auto status = await_training_past(log, "platform azure, restart code 42", notice_after_step,
+                                    training_deadline);
   ASSERT_TRUE(status) << log.text();
   EXPECT_EQ(mock.read("azure/acknowledged"), "");
 

@@ -24,8 +24,6 @@ using namespace std::chrono_literals;
 using namespace lifeboat::test;
 
 constexpr int workers = 2;
-// Training outlasts the test, which ends it with a SIGTERM to the launcher.
-constexpr int64_t endless_steps = 1'000'000;
 // /status is asked again until the step moved, at most this long.
 constexpr auto progress_deadline = 30s;
 const std::vector<std::string> worker_actors{"signal_watcher",    "poll_watcher",
@@ -46,11 +44,11 @@ std::map<int, uint16_t> status_ports(const output_log& log) {
 
 TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   scratch_dir dir{"apps-status"};
-  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--status-port", "0",
-                     "--", LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps",
-                     std::to_string(endless_steps), "--state-mb", "1", "--step-ms", "10"},
-                    true,
-                    environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  // Training outlasts the test, which ends it with a SIGTERM to the launcher.
+  std::vector<std::string> command{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers),
+                                   "--status-port", "0",       "--"};
+  for (auto& arg : endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt")) command.push_back(arg);
+  child_process run{command, true, environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
   output_log log{run};
   // The endpoint starts after the worker joined and restored, when its actors run.
   ASSERT_TRUE(log.read_until_count("status endpoint listening on 127.0.0.1:", workers))

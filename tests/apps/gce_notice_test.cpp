@@ -34,8 +34,6 @@ using namespace lifeboat::test;
 constexpr int workers = 2;
 // GCE's restart code (TensorFlow's on GCE), chosen by platform detection.
 constexpr int gce_restart_code = 143;
-// Training outlasts the test; only the notice ends it.
-constexpr int64_t endless_steps = 1'000'000;
 constexpr auto coordinator_stop_deadline = 10s;
 // The notice comes midway: once both workers' status endpoints report
 // training past this step (10 ms steps: a fraction of a second).
@@ -75,20 +73,16 @@ TEST(gce_notice_test, maintenance_event_saves_at_one_step_and_exits_with_gce_res
         {"LIFEBOAT_GRACE_PERIOD_S", "0"},
         // Its step tells when training is under way.
         {"LIFEBOAT_STATUS_PORT", "0"}};
+    // Training outlasts the test; only the notice ends it.
     procs.push_back(std::make_unique<child_process>(
-        std::vector<std::string>{LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps",
-                                 std::to_string(endless_steps), "--state-mb", "1", "--step-ms",
-                                 "10"},
-        true, environment_with(env)));
+        endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt"), true, environment_with(env)));
     logs.push_back(std::make_unique<output_log>(*procs.back()));
   }
   int64_t highest_step = 0;
   for (int rank = 0; rank < workers; ++rank) {
     auto& log = *logs[rank];
-    ASSERT_TRUE(log.read_until("platform gce, restart code 143")) << log.text();
-    auto listening = log.read_until("status endpoint listening on");
-    ASSERT_TRUE(listening) << log.text();
-    auto status = await_step_past(listening_port(*listening), notice_after_step, training_deadline);
+    auto status = await_training_past(log, "platform gce, restart code 143", notice_after_step,
+                                      training_deadline);
     ASSERT_TRUE(status) << log.text();
     ASSERT_GT(status->step(), notice_after_step) << log.text();
     EXPECT_EQ(status->phase(), "training");

@@ -12,6 +12,7 @@
 #include "messages/status.pb.h"
 #include "platform/http_client.hpp"
 #include "platform/json.hpp"
+#include "tests/apps/app_test_support.hpp"
 
 namespace lifeboat::test {
 
@@ -54,6 +55,19 @@ inline std::optional<wire::Status> await_step_past(uint16_t port, int64_t step,
     latest = fetch_status(port);
   }
   return latest;
+}
+
+/// A demo worker's start-up as its output and endpoint tell it: `platform_line`,
+/// then its status endpoint's port, then /status until the step is past
+/// `step`. The last status; nothing when a line or the endpoint did not come.
+inline std::optional<wire::Status> await_training_past(output_log& log,
+                                                       const std::string& platform_line,
+                                                       int64_t step,
+                                                       std::chrono::milliseconds deadline) {
+  if (!log.read_until(platform_line)) return std::nullopt;
+  auto listening = log.read_until("status endpoint listening on");
+  if (!listening) return std::nullopt;
+  return await_step_past(listening_port(*listening), step, deadline);
 }
 
 }  // namespace lifeboat::test
