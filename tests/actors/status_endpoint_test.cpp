@@ -12,6 +12,7 @@
 #include "actors/system_config.hpp"
 #include "platform/http_client.hpp"
 #include "tests/actors/status_test_support.hpp"
+#include "tests/support/actor_probe.hpp"
 
 namespace lifeboat {
 namespace {
@@ -313,14 +314,10 @@ TEST_F(status_endpoint_test, answers_its_own_status_request) {
   start({});
   get("/status");
   caf::scoped_actor self{sys_};
-  self->request(endpoint_, caf::infinite, status_atom::value)
-      .receive(
-          [](const wire::ActorStatus& own) {
-            EXPECT_EQ(own.name(), "status_endpoint");
-            EXPECT_EQ(own.state(), "running");
-            EXPECT_EQ(own.metrics().at("status_requests"), 1);
-          },
-          [](const caf::error& err) { ADD_FAILURE() << describe(err); });
+  auto own = test::status_of(self, endpoint_);
+  EXPECT_EQ(own.name(), "status_endpoint");
+  EXPECT_EQ(own.state(), "running");
+  EXPECT_EQ(own.metrics().at("status_requests"), 1);
 }
 
 TEST_F(status_endpoint_test, stops_listening_promptly_when_stopped) {
