@@ -44,6 +44,12 @@ caf::error ask(caf::actor_system& sys, const caf::actor& agent, const std::atomi
 
 }  // namespace
 
+template <class OnReply, class... Ts>
+caf::error coordination_client::ask_agent(std::chrono::milliseconds timeout, OnReply on_reply,
+                                          Ts&&... xs) {
+  return ask(sys_, agent_, *cfg_.ended, timeout, std::move(on_reply), std::forward<Ts>(xs)...);
+}
+
 caf::expected<std::unique_ptr<coordination_client>> coordination_client::connect(
     caf::actor_system& sys, agent_config cfg) {
   cfg.ended = std::make_shared<std::atomic<bool>>(false);
@@ -63,14 +69,14 @@ coordination_client::coordination_client(caf::actor_system& sys, caf::actor agen
 
 coordination_client::~coordination_client() {
   if (!left_.exchange(true))
-    ask(
-        sys_, agent_, *cfg_.ended, leave_timeout, [] {}, leave_atom::value);
+    ask_agent(
+        leave_timeout, [] {}, leave_atom::value);
   caf::anon_send_exit(agent_, caf::exit_reason::user_shutdown);
 }
 
 caf::error coordination_client::insert(const std::string& key, const std::string& value) {
-  return ask(
-      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [] {}, insert_atom::value, key, value);
+  return ask_agent(
+      cfg_.request_timeout, [] {}, insert_atom::value, key, value);
 }
 
 caf::expected<std::string> coordination_client::get(const std::string& key,
@@ -83,18 +89,18 @@ caf::expected<std::string> coordination_client::get(const std::string& key,
 caf::expected<get_handle> coordination_client::get_async(const std::string& key,
                                                          std::chrono::milliseconds timeout) {
   get_handle handle{0, timeout};
-  auto err = ask(
-      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [&](uint64_t id) { handle.id = id; },
-      get_start_atom::value, key, static_cast<int64_t>(timeout.count()));
+  auto err = ask_agent(
+      cfg_.request_timeout, [&](uint64_t id) { handle.id = id; }, get_start_atom::value, key,
+      static_cast<int64_t>(timeout.count()));
   if (err) return err;
   return handle;
 }
 
 caf::expected<std::string> coordination_client::wait(const get_handle& handle) {
   std::string value;
-  auto err = ask(
-      sys_, agent_, *cfg_.ended, handle.timeout + reply_grace,
-      [&](std::string& x) { value = std::move(x); }, get_wait_atom::value, handle.id);
+  auto err = ask_agent(
+      handle.timeout + reply_grace, [&](std::string& x) { value = std::move(x); },
+      get_wait_atom::value, handle.id);
   if (err) return err;
   return value;
 }
@@ -105,8 +111,8 @@ void coordination_client::cancel(const get_handle& handle) {
 
 caf::expected<std::optional<std::string>> coordination_client::try_get(const std::string& key) {
   std::optional<std::string> result;
-  auto err = ask(
-      sys_, agent_, *cfg_.ended, cfg_.request_timeout,
+  auto err = ask_agent(
+      cfg_.request_timeout,
       [&](bool found, std::string& value) {
         if (found) result = std::move(value);
       },
@@ -118,8 +124,8 @@ caf::expected<std::optional<std::string>> coordination_client::try_get(const std
 caf::expected<std::vector<std::pair<std::string, std::string>>> coordination_client::get_prefix(
     const std::string& prefix) {
   std::vector<std::pair<std::string, std::string>> result;
-  auto err = ask(
-      sys_, agent_, *cfg_.ended, cfg_.request_timeout,
+  auto err = ask_agent(
+      cfg_.request_timeout,
       [&](std::map<std::string, std::string>& entries) {
         result.assign(entries.begin(), entries.end());
       },
@@ -129,14 +135,14 @@ caf::expected<std::vector<std::pair<std::string, std::string>>> coordination_cli
 }
 
 caf::error coordination_client::erase_prefix(const std::string& prefix) {
-  return ask(
-      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [] {}, erase_prefix_atom::value, prefix);
+  return ask_agent(
+      cfg_.request_timeout, [] {}, erase_prefix_atom::value, prefix);
 }
 
 caf::error coordination_client::barrier(const std::string& name, std::chrono::milliseconds timeout,
                                         std::vector<int32_t> participants) {
-  return ask(
-      sys_, agent_, *cfg_.ended, timeout + reply_grace, [] {}, barrier_atom::value, name,
+  return ask_agent(
+      timeout + reply_grace, [] {}, barrier_atom::value, name,
       static_cast<int64_t>(timeout.count()), std::move(participants));
 }
 
@@ -154,8 +160,8 @@ void coordination_client::subscribe(caf::actor subscriber) {
 
 caf::error coordination_client::leave() {
   if (left_.exchange(true)) return caf::none;
-  return ask(
-      sys_, agent_, *cfg_.ended, cfg_.request_timeout, [] {}, leave_atom::value);
+  return ask_agent(
+      cfg_.request_timeout, [] {}, leave_atom::value);
 }
 
 }  // namespace lifeboat

@@ -81,6 +81,11 @@ class coordination_client {
  private:
   coordination_client(caf::actor_system& sys, caf::actor agent, agent_config cfg);
 
+  // One blocking round trip to this client's agent; fails at once when the
+  // agent has ended.
+  template <class OnReply, class... Ts>
+  caf::error ask_agent(std::chrono::milliseconds timeout, OnReply on_reply, Ts&&... xs);
+
   caf::actor_system& sys_;
   caf::actor agent_;
   agent_config cfg_;
