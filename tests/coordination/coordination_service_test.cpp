@@ -10,6 +10,7 @@
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
 #include "tests/coordination/coordination_fixture.hpp"
+#include "tests/support/actor_probe.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
@@ -196,14 +197,10 @@ TEST_F(service_test, local_interface_reports_workers_snapshot_events_and_status)
             EXPECT_EQ(kv, (std::map<std::string, std::string>{{"snap/x", "1"}}));
           },
           [](caf::error& err) { ADD_FAILURE() << describe(err); });
-  self->request(service, socket_deadline, status_atom::value)
-      .receive(
-          [](const wire::ActorStatus& st) {
-            EXPECT_EQ(st.name(), "coordination_service");
-            ASSERT_EQ(st.workers_size(), fixture_world_size);
-            EXPECT_EQ(st.workers(2).state(), "alive");
-          },
-          [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  auto st = status_of(self, service, socket_deadline);
+  EXPECT_EQ(st.name(), "coordination_service");
+  ASSERT_EQ(st.workers_size(), fixture_world_size);
+  EXPECT_EQ(st.workers(2).state(), "alive");
   ASSERT_FALSE(a->leave());
   self->receive([](const membership_event& ev) {
     EXPECT_EQ(ev.rank, 2);

@@ -23,10 +23,12 @@ namespace lifeboat::test {
 /// How long a test waits for an actor's answer before it fails.
 constexpr auto wait_bound = std::chrono::seconds{10};
 
-/// The status `actor` answers to `self`; a missing answer fails the test.
-inline wire::ActorStatus status_of(caf::scoped_actor& self, const caf::actor& actor) {
+/// The status `actor` answers to `self` within `bound`; a missing answer
+/// fails the test.
+inline wire::ActorStatus status_of(caf::scoped_actor& self, const caf::actor& actor,
+                                   std::chrono::milliseconds bound = wait_bound) {
   wire::ActorStatus out;
-  self->request(actor, wait_bound, status_atom::value)
+  self->request(actor, bound, status_atom::value)
       .receive([&](const wire::ActorStatus& st) { out = st; },
                [](caf::error& err) { FAIL() << caf::to_string(err); });
   return out;
