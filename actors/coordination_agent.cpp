@@ -8,6 +8,7 @@
 #include <caf/io/broker.hpp>
 #include <caf/io/middleman.hpp>
 
+#include "actors/broker_subscribers.hpp"
 #include "actors/coordination_auth.hpp"
 #include "actors/coordination_frame.hpp"
 #include "messages/errors.hpp"
@@ -300,16 +301,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.join_deadline = std::chrono::steady_clock::now() + st.cfg.join_timeout;
-  self->set_exit_handler([self](const caf::exit_msg& msg) {
-    self->close_all();
-    self->quit(msg.reason);
-  });
-  self->set_down_handler([self](const caf::down_msg& msg) {
-    auto& subs = self->state.subscribers;
-    subs.erase(std::remove_if(subs.begin(), subs.end(),
-                              [&](const caf::actor& x) { return x.address() == msg.source; }),
-               subs.end());
-  });
+  close_on_exit_forget_on_down(self, self->state.subscribers);
   self->send(self, connect_atom::value);
   self->delayed_send(self, st.cfg.join_timeout, join_deadline_atom::value);
   return {

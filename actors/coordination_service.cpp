@@ -11,6 +11,7 @@
 #include <caf/io/network/multiplexer.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/broker_subscribers.hpp"
 #include "actors/coordination_auth.hpp"
 #include "actors/coordination_frame.hpp"
 #include "actors/coordination_state.hpp"
@@ -84,16 +85,7 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
   self->state.logic = std::make_unique<coordination_state>(coordination_state::config{
       cfg.world_size, cfg.token, static_cast<int64_t>(cfg.heartbeat_timeout.count())});
   self->add_doorman(std::move(doorman));
-  self->set_exit_handler([self](const caf::exit_msg& msg) {
-    self->close_all();
-    self->quit(msg.reason);
-  });
-  self->set_down_handler([self](const caf::down_msg& msg) {
-    auto& subs = self->state.subscribers;
-    subs.erase(std::remove_if(subs.begin(), subs.end(),
-                              [&](const caf::actor& x) { return x.address() == msg.source; }),
-               subs.end());
-  });
+  close_on_exit_forget_on_down(self, self->state.subscribers);
   return {
       [self](const caf::io::new_connection_msg& msg) {
         auto conn = msg.handle.id();
