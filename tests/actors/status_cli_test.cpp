@@ -2,10 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <caf/send.hpp>
-
-#include "actors/status_endpoint.hpp"
-#include "actors/system_config.hpp"
+#include "tests/actors/status_endpoint_fixture.hpp"
 #include "tests/actors/status_test_support.hpp"
 
 namespace lifeboat {
@@ -15,38 +12,16 @@ using namespace std::chrono_literals;
 
 constexpr auto cli_timeout = 20s;
 
-class status_cli_test : public testing::Test {
+class status_cli_test : public test::status_endpoint_fixture {
  protected:
-  void SetUp() override {
-    status_endpoint_config cfg;
-    cfg.rank = 0;
-    cfg.world_size = 2;
-    for (const auto& a : test::saving_cluster()) {
-      actors_.push_back(sys_.spawn(test::fixed_status_actor, a));
-      cfg.observed.push_back(actors_.back());
-    }
-    auto spawned = spawn_status_endpoint(sys_, std::move(cfg));
-    ASSERT_TRUE(spawned) << describe(spawned.error());
-    endpoint_ = spawned->first;
-    port_ = std::to_string(spawned->second);
-  }
+  void SetUp() override { start(test::saving_cluster()); }
 
-  void TearDown() override {
-    stop_status_endpoint(endpoint_);
-    for (auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    actors_.clear();
-  }
-
-  system_config cfg_;
-  caf::actor_system sys_{cfg_};
-  std::vector<caf::actor> actors_;
-  caf::actor endpoint_;
-  std::string port_;
+  std::string port() const { return std::to_string(port_); }
 };
 
 TEST_F(status_cli_test, prints_a_readable_table) {
-  auto run =
-      test::run_process({LIFEBOAT_STATUS_CLI, "--host", "127.0.0.1", "--port", port_}, cli_timeout);
+  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--host", "127.0.0.1", "--port", port()},
+                               cli_timeout);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* part :
        {"rank 0 of 2", "step 120", "phase saving", "healthy",
@@ -57,7 +32,7 @@ TEST_F(status_cli_test, prints_a_readable_table) {
 }
 
 TEST_F(status_cli_test, prints_the_raw_json_with_numbers) {
-  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--port", port_, "--json"}, cli_timeout);
+  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--port", port(), "--json"}, cli_timeout);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out.rfind("{", 0), 0u) << run.out;
   EXPECT_NE(run.out.find("\"step\":120"), std::string::npos) << run.out;

@@ -9,8 +9,8 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
-#include "actors/system_config.hpp"
 #include "platform/http_client.hpp"
+#include "tests/actors/status_endpoint_fixture.hpp"
 #include "tests/actors/status_test_support.hpp"
 #include "tests/support/actor_probe.hpp"
 
@@ -159,30 +159,8 @@ TEST(status_endpoint_state, renders_fixed_routes_without_answers) {
 
 // -- the endpoint over a real socket -------------------------------------------
 
-class status_endpoint_test : public testing::Test {
+class status_endpoint_test : public test::status_endpoint_fixture {
  protected:
-  void TearDown() override {
-    stop_status_endpoint(endpoint_);
-    for (auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    actors_.clear();
-  }
-
-  caf::actor spawn_fixed(const wire::ActorStatus& status) {
-    actors_.push_back(sys_.spawn(test::fixed_status_actor, status));
-    return actors_.back();
-  }
-
-  void start(const std::vector<wire::ActorStatus>& answers, status_endpoint_config cfg = {}) {
-    for (const auto& a : answers) cfg.observed.push_back(spawn_fixed(a));
-    cfg.rank = 0;
-    cfg.world_size = 2;
-    auto spawned = spawn_status_endpoint(sys_, std::move(cfg));
-    ASSERT_TRUE(spawned) << describe(spawned.error());
-    endpoint_ = spawned->first;
-    port_ = spawned->second;
-    ASSERT_NE(port_, 0);
-  }
-
   http_response get(const std::string& target, const std::string& method = "GET") {
     http_request req;
     req.method = method;
@@ -193,12 +171,6 @@ class status_endpoint_test : public testing::Test {
     EXPECT_TRUE(res) << target << ": " << describe(res.error());
     return res ? *res : http_response{};
   }
-
-  system_config cfg_;
-  caf::actor_system sys_{cfg_};
-  std::vector<caf::actor> actors_;
-  caf::actor endpoint_;
-  uint16_t port_ = 0;
 };
 
 TEST_F(status_endpoint_test, serves_the_merged_status_as_json_with_numbers) {

@@ -10,10 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include <caf/send.hpp>
-
-#include "actors/status_endpoint.hpp"
-#include "actors/system_config.hpp"
+#include "tests/actors/status_endpoint_fixture.hpp"
 #include "tests/actors/status_test_support.hpp"
 
 namespace lifeboat {
@@ -54,7 +51,7 @@ TEST(status_page, renders_everything_through_text_content) {
   EXPECT_EQ(html.find("innerHTML"), std::string::npos);
 }
 
-class status_page_browser_test : public testing::Test {
+class status_page_browser_test : public test::status_endpoint_fixture {
  protected:
   void SetUp() override {
     chromium_ = find_in_path(browser_name);
@@ -64,23 +61,12 @@ class status_page_browser_test : public testing::Test {
     char templ[] = "/tmp/lifeboat-status-page-XXXXXX";
     ASSERT_NE(::mkdtemp(templ), nullptr);
     tmp_ = templ;
-    status_endpoint_config cfg;
-    cfg.rank = 0;
-    cfg.world_size = 2;
-    for (const auto& a : test::saving_cluster()) {
-      actors_.push_back(sys_.spawn(test::fixed_status_actor, a));
-      cfg.observed.push_back(actors_.back());
-    }
-    auto spawned = spawn_status_endpoint(sys_, std::move(cfg));
-    ASSERT_TRUE(spawned) << describe(spawned.error());
-    endpoint_ = spawned->first;
-    url_ = "http://127.0.0.1:" + std::to_string(spawned->second) + "/";
+    start(test::saving_cluster());
+    url_ = "http://127.0.0.1:" + std::to_string(port_) + "/";
   }
 
   void TearDown() override {
-    stop_status_endpoint(endpoint_);
-    for (auto& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    actors_.clear();
+    status_endpoint_fixture::TearDown();
     if (!tmp_.empty()) fs::remove_all(tmp_);
   }
 
@@ -104,10 +90,6 @@ class status_page_browser_test : public testing::Test {
     return test::run_process(argv, browser_timeout);
   }
 
-  system_config cfg_;
-  caf::actor_system sys_{cfg_};
-  std::vector<caf::actor> actors_;
-  caf::actor endpoint_;
   std::string chromium_;
   std::string url_;
   fs::path tmp_;
