@@ -1,15 +1,11 @@
 // Eight real worker processes against one service on 127.0.0.1.
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <caf/actor_system.hpp>
-#include <caf/send.hpp>
 
-#include "actors/coordination_service.hpp"
-#include "actors/system_config.hpp"
-#include "messages/errors.hpp"
 #include "tests/coordination/coordination_fixture.hpp"
 #include "tests/support/child_process.hpp"
 
@@ -23,30 +19,22 @@ constexpr int world_size = 8;
 constexpr milliseconds heartbeat_timeout = fixture_heartbeat_timeout;
 constexpr milliseconds heartbeat_interval = fixture_heartbeat_interval;
 constexpr milliseconds line_deadline{20000};
-const std::string token = "cluster-token";
 
-class cluster_test : public ::testing::Test {
+class cluster_test : public service_fixture {
  protected:
   void SetUp() override {
-    service_config cfg;
-    cfg.world_size = world_size;
-    cfg.token = token;
-    cfg.heartbeat_timeout = heartbeat_timeout;
-    auto spawned = spawn_coordination_service(sys, cfg);
-    ASSERT_TRUE(spawned) << describe(spawned.error());
-    service = spawned->first;
-    port = spawned->second;
+    start_service(world_size);
     for (int r = 0; r < world_size; ++r)
-      workers.push_back(std::make_unique<child_process>(std::vector<std::string>{
-          COORDINATION_WORKER, "127.0.0.1", std::to_string(port), std::to_string(r),
-          std::to_string(world_size), token, "0", std::to_string(heartbeat_interval.count())}));
+      workers.push_back(std::make_unique<child_process>(
+          std::vector<std::string>{COORDINATION_WORKER, "127.0.0.1", std::to_string(port),
+                                   std::to_string(r), std::to_string(world_size), fixture_token,
+                                   "0", std::to_string(heartbeat_interval.count())}));
     for (auto& w : workers) ASSERT_EQ(w->read_line(line_deadline), "joined");
   }
 
   void TearDown() override {
     workers.clear();
-    caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
-    service = nullptr;
+    service_fixture::TearDown();
   }
 
   // Sends `line` to every listed rank first, then collects their answers, so
@@ -65,10 +53,6 @@ class cluster_test : public ::testing::Test {
     return result;
   }
 
-  system_config cfg_;
-  caf::actor_system sys{cfg_};
-  caf::actor service;
-  uint16_t port = 0;
   std::vector<std::unique_ptr<child_process>> workers;
 };
 

@@ -20,6 +20,7 @@
 
 #include "actors/coordination_client.hpp"
 #include "actors/coordination_frame.hpp"
+#include "actors/coordination_service.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 
@@ -113,12 +114,16 @@ class raw_socket {
   frame_splitter split_;
 };
 
-/// An actor system with a coordination service for fixture_world_size ranks.
+/// An actor system with a coordination service (fixture_token,
+/// fixture_heartbeat_timeout) for fixture_world_size ranks, or as many as a
+/// derived fixture starts it with.
 class service_fixture : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { start_service(fixture_world_size); }
+
+  void start_service(int world_size) {
     service_config cfg;
-    cfg.world_size = fixture_world_size;
+    cfg.world_size = world_size;
     cfg.token = fixture_token;
     cfg.heartbeat_timeout = fixture_heartbeat_timeout;
     auto spawned = spawn_coordination_service(sys, cfg);
