@@ -46,8 +46,10 @@ void set_log_rank(int rank) { log_rank = rank; }
 
 void set_log_level(log_level level) { min_level() = level; }
 
+bool log_enabled(log_level level) { return level >= min_level().load(); }
+
 void log_line(log_level level, const char* component, const std::string& text) {
-  if (level < min_level().load()) return;
+  if (!log_enabled(level)) return;
   std::string line = "lifeboat";
   if (auto rank = log_rank.load(); rank >= 0) line += "[rank " + std::to_string(rank) + "]";
   line += " ";

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <charconv>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 namespace lifeboat {
 
@@ -14,16 +17,52 @@ void set_log_rank(int rank);
 /// overrides the default of `info` at start-up.
 void set_log_level(log_level level);
 
+/// Whether a line of `level` is written at all.
+bool log_enabled(log_level level);
+
 /// Writes one line "lifeboat[rank R] <component>: <text>" to stderr with a single
 /// write(2), so lines of concurrent threads and processes never interleave.
 void log_line(log_level level, const char* component, const std::string& text);
 
-/// log(level, "component", a, b, c) streams a, b and c into one line.
+namespace detail {
+
+// Appends x as `std::ostream << x` would write it. Text and integers go in
+// directly: an ostringstream builds a locale and its facets each time, and the
+// agreed-step line of every worker is on the way of the agreement. Anything
+// else (floating point, types with their own operator<<) still goes through
+// a stream, so every line reads as before.
+template <class T>
+void append_streamed(std::string& out, const T& x) {
+  if constexpr (std::is_same_v<T, const char*> || std::is_same_v<T, char*>) {
+    if (x != nullptr) out.append(x);  // a stream writes nothing for a null one
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    out.append(std::string_view{x});
+  } else if constexpr (std::is_same_v<T, char> || std::is_same_v<T, signed char> ||
+                       std::is_same_v<T, unsigned char>) {
+    out.push_back(static_cast<char>(x));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    out.push_back(x ? '1' : '0');
+  } else if constexpr (std::is_integral_v<T>) {
+    char buf[24];
+    auto end = std::to_chars(buf, buf + sizeof(buf), x).ptr;
+    out.append(buf, end);
+  } else {
+    std::ostringstream s;
+    s << x;
+    out.append(s.str());
+  }
+}
+
+}  // namespace detail
+
+/// log(level, "component", a, b, c) writes a, b and c into one line, as an
+/// ostream would; nothing is formatted for a line below the level.
 template <class... Ts>
 void log(log_level level, const char* component, const Ts&... xs) {
-  std::ostringstream out;
-  (out << ... << xs);
-  log_line(level, component, out.str());
+  if (!log_enabled(level)) return;
+  std::string text;
+  (detail::append_streamed(text, xs), ...);
+  log_line(level, component, text);
 }
 
 }  // namespace lifeboat

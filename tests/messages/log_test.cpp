@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <filesystem>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
 namespace lifeboat {
 namespace {
 
@@ -14,13 +21,48 @@ TEST(log, writes_one_prefixed_line_to_stderr) {
   set_log_rank(-1);
 }
 
-TEST(log, drops_lines_below_the_level) {
+// Counts how often a line formatted it.
+struct counted {
+  int* formatted;
+};
+
+std::ostream& operator<<(std::ostream& out, const counted& c) {
+  ++*c.formatted;
+  return out << "counted";
+}
+
+TEST(log, formats_every_argument_as_a_stream_would) {
+  const char* none = nullptr;
+  std::string text = "text";
+  int formatted = 0;
+  testing::internal::CaptureStderr();
+  log(log_level::info, "c", -42, " ", std::size_t{18446744073709551615u}, " ", int8_t{65}, 'b', " ",
+      true, " ", 0.75, " ", 1.0 / 3, " ", 1e20, " ", none, text, " ", std::string_view{"sv"}, " ",
+      std::filesystem::path{"/a b"}, " ", counted{&formatted});
+  auto out = testing::internal::GetCapturedStderr();
+  std::ostringstream expected;
+  expected << -42 << " " << std::size_t{18446744073709551615u} << " " << int8_t{65} << 'b' << " "
+           << true << " " << 0.75 << " " << 1.0 / 3 << " " << 1e20 << " " << text << " "
+           << std::string_view{"sv"} << " " << std::filesystem::path{"/a b"} << " counted";
+  EXPECT_EQ(out, "lifeboat c: " + expected.str() + "\n");
+  EXPECT_EQ(out,
+            "lifeboat c: -42 18446744073709551615 Ab 1 0.75 0.333333 1e+20 text sv \"/a b\" "
+            "counted\n");
+  EXPECT_EQ(formatted, 1);
+}
+
+TEST(log, drops_lines_below_the_level_unformatted) {
+  int formatted = 0;
   set_log_level(log_level::warning);
   testing::internal::CaptureStderr();
-  log(log_level::info, "x", "hidden");
+  log(log_level::info, "x", counted{&formatted});
+  log(log_level::error, "x", counted{&formatted});
   auto out = testing::internal::GetCapturedStderr();
   set_log_level(log_level::info);
-  EXPECT_EQ(out, "");
+  EXPECT_EQ(out, "lifeboat x: error: counted\n");
+  EXPECT_EQ(formatted, 1);
+  EXPECT_FALSE(log_enabled(log_level::debug));
+  EXPECT_TRUE(log_enabled(log_level::info));
 }
 
 }  // namespace
