@@ -20,15 +20,21 @@ void step_gate::rearm_locked() {
   action_.store(next, std::memory_order_seq_cst);
 }
 
+// Every change wakes the trainer after the lock is released: woken while it
+// is held, the trainer would block on it at once and need a second wake-up,
+// on the way of every worker's agreement.
 step_gate::probe step_gate::propose(int64_t step) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  target_ = step;
-  committed_step_ = -1;
-  rearm_locked();
-  auto completed = completed_.load(std::memory_order_seq_cst);
-  bool accepted = completed < step || (completed == step && stopped_at_ == step);
+  probe result{};
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    target_ = step;
+    committed_step_ = -1;
+    rearm_locked();
+    result.completed = completed_.load(std::memory_order_seq_cst);
+    result.accepted = result.completed < step || (result.completed == step && stopped_at_ == step);
+  }
   cv_.notify_all();
-  return {completed, accepted};
+  return result;
 }
 
 // The trainer may complete a step between the read and the proposal; then
@@ -41,26 +47,32 @@ int64_t step_gate::hold_next_step() {
 }
 
 void step_gate::commit(int64_t step, bool final_save) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  target_ = step;
-  committed_step_ = step;
-  committed_final_ = final_save;
-  rearm_locked();
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    target_ = step;
+    committed_step_ = step;
+    committed_final_ = final_save;
+    rearm_locked();
+  }
   cv_.notify_all();
 }
 
 void step_gate::fail(int32_t origin_rank, std::string message, bool lost) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (failure_.failed) return;
-  failure_ = failure_info{true, origin_rank, std::move(message), lost};
-  rearm_locked();
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (failure_.failed) return;
+    failure_ = failure_info{true, origin_rank, std::move(message), lost};
+    rearm_locked();
+  }
   cv_.notify_all();
 }
 
 void step_gate::allow_exit(int code) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  exit_allowed_ = true;
-  exit_code_ = code;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    exit_allowed_ = true;
+    exit_code_ = code;
+  }
   cv_.notify_all();
 }
 
