@@ -66,7 +66,7 @@ class coordination_client {
   caf::error barrier(const std::string& name, std::chrono::milliseconds timeout,
                      std::vector<int32_t> participants = {});
 
-  /// To `to_rank`, or to every worker including this one with -1; non-blocking.
+  /// To `to_rank`, or to every_rank / every_other_rank (coordination_events.hpp); non-blocking.
   void send(int32_t to_rank, std::string channel, std::string payload);
 
   /// Tells every worker this one failed; non-blocking.

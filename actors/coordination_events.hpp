@@ -22,6 +22,12 @@ typename Inspector::result_type inspect(Inspector& f, membership_event& x) {
   return f(caf::meta::type_name("membership_event"), x.rank, x.kind, x.code, x.message);
 }
 
+/// Where a rank-to-rank message goes when not to one rank: every worker
+/// (the sender too), or every worker but the sender, for a sender that takes
+/// its own copy as it sends (the leader's query and commit).
+constexpr int32_t every_rank = -1;
+constexpr int32_t every_other_rank = -2;
+
 /// A rank-to-rank message, delivered to an agent's subscribers.
 struct peer_message {
   int32_t from_rank = -1;

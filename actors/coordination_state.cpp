@@ -303,9 +303,12 @@ void coordination_state::on_send(int32_t rank, const wire::PeerSend& req) {
   d->set_from_rank(rank);
   d->set_channel(req.channel());
   d->set_payload(req.payload());
-  if (req.to_rank() == -1) {
-    for (auto& w : workers_)
-      if (w.conn != 0) send_frame(w.conn, out);
+  if (req.to_rank() == every_rank || req.to_rank() == every_other_rank) {
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      auto conn = workers_[r].conn;
+      bool sender = static_cast<int32_t>(r) == rank;
+      if (conn != 0 && !(sender && req.to_rank() == every_other_rank)) send_frame(conn, out);
+    }
     return;
   }
   if (req.to_rank() < 0 || req.to_rank() >= cfg_.world_size ||

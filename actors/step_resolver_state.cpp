@@ -77,7 +77,7 @@ std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& noti
   if (!is_leader()) return {};
   auto out = act_on_notice(now_ms);
   if (out.empty())
-    out.push_back(make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_notice, notice));
+    out.push_back(make_outgoing(every_other_rank, &wire::ProtocolMessage::mutable_notice, notice));
   return out;
 }
 
@@ -114,10 +114,10 @@ std::vector<outgoing> step_resolver_state::start_round(bool final_save, int64_t 
   query.set_round(round_);
   query.set_final_save(final_save);
   query.set_deadline_unix_ms(deadline_ms_);
-  std::vector<outgoing> out{make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_query, query)};
-  // The leader answers its own query here: through the service its copy
-  // comes back after every peer's was written, and its report would cross
-  // the connection twice more. In a world of one this commits at once.
+  std::vector<outgoing> out{
+      make_outgoing(every_other_rank, &wire::ProtocolMessage::mutable_query, query)};
+  // The leader answers its own query here: through the service its report
+  // would cross the connection twice more. In a world of one this commits at once.
   for (auto& commit : on_report(answer_query(query), now_ms)) out.push_back(std::move(commit));
   return out;
 }
@@ -193,7 +193,7 @@ std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& rep
   commit.set_final_save(round_final_);
   commit.set_deadline_unix_ms(deadline_ms_);
   on_commit(commit, now_ms);
-  return {make_outgoing(all_ranks, &wire::ProtocolMessage::mutable_commit, commit)};
+  return {make_outgoing(every_other_rank, &wire::ProtocolMessage::mutable_commit, commit)};
 }
 
 void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_ms) {

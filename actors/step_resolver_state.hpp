@@ -5,20 +5,21 @@
 #include <optional>
 #include <vector>
 
+#include "actors/coordination_events.hpp"
 #include "actors/phase.hpp"
 #include "actors/step_gate.hpp"
 #include "messages/preemption.pb.h"
 
 namespace lifeboat {
 
-/// A protocol message and its destination rank (`all_ranks`: every worker).
+/// A protocol message and its destination: a rank, or every_other_rank
+/// (what the leader sends to every worker it takes itself as it sends).
 struct outgoing {
   int32_t to;
   wire::ProtocolMessage message;
 };
 
 constexpr int32_t leader_rank = 0;
-constexpr int32_t all_ranks = -1;
 
 /// The step resolver's logic, without actors, sockets or clocks: every input
 /// carries the current time and every output is a message to send, so tests
@@ -31,9 +32,10 @@ constexpr int32_t all_ranks = -1;
 ///      here would be a whole hop on the way to the decision.
 ///   2. The leader asks every worker for its step (StepQuery); the query
 ///      carries the deadline. The leader answers its own query at once and
-///      takes its own commit (step 4) as it sends it. A notice that starts no
-///      round (one is open, or the first save is decided) the leader relays
-///      to every worker.
+///      takes its own commit (step 4) as it sends it, so both go to every
+///      other rank: a copy back would cross the leader's busiest thread in the
+///      middle of the round. A notice that starts no round (one is open, or
+///      the first save is decided) the leader relays to every other worker.
 ///   3. Every worker holds its trainer at the step it is in (completed + 1;
 ///      the trainer waits there) and reports that stop step with its measured
 ///      step and checkpoint times (StepReport).

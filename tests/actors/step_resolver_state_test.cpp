@@ -21,8 +21,13 @@ struct cluster {
     std::unique_ptr<step_resolver_state> logic;
   };
 
+  struct sent {
+    int32_t from;
+    outgoing out;
+  };
+
   std::vector<std::unique_ptr<worker>> workers;
-  std::deque<outgoing> in_flight;
+  std::deque<sent> in_flight;
   int64_t now = t0;
 
   cluster(int n, int64_t grace_ms, double safety = 2.0, int64_t backup_ms = 0) {
@@ -36,8 +41,8 @@ struct cluster {
 
   step_resolver_state& at(int r) { return *workers[r]->logic; }
 
-  void post(std::vector<outgoing> out) {
-    for (auto& m : out) in_flight.push_back(std::move(m));
+  void post(int32_t from, std::vector<outgoing> out) {
+    for (auto& m : out) in_flight.push_back({from, std::move(m)});
   }
 
   // Delivers until quiet, letting `before_delivery` play the trainers.
@@ -45,9 +50,12 @@ struct cluster {
     while (!in_flight.empty()) {
       auto msg = std::move(in_flight.front());
       in_flight.pop_front();
-      if (before_delivery) before_delivery(msg);
-      for (int r = 0; r < static_cast<int>(workers.size()); ++r)
-        if (msg.to == all_ranks || msg.to == r) post(at(r).on_message(msg.message, now));
+      if (before_delivery) before_delivery(msg.out);
+      for (int32_t r = 0; r < static_cast<int32_t>(workers.size()); ++r) {
+        bool addressed = msg.out.to == r || msg.out.to == every_rank ||
+                         (msg.out.to == every_other_rank && r != msg.from);
+        if (addressed) post(r, at(r).on_message(msg.out.message, now));
+      }
     }
   }
 
@@ -62,7 +70,7 @@ struct cluster {
 TEST(step_resolver_state, without_grace_every_worker_commits_max_plus_one_as_final) {
   cluster c{4, 0};
   for (int r = 0; r < 4; ++r) c.workers[r]->completed = 10 + r;  // several steps apart
-  c.post(c.at(2).on_local_notice(c.notice(0), c.now));
+  c.post(2, c.at(2).on_local_notice(c.notice(0), c.now));
   c.run();
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(c.at(r).agreed_step(), 14) << "rank " << r;
@@ -76,7 +84,7 @@ TEST(step_resolver_state, every_trainer_waits_at_its_next_step_until_the_commit_
   cluster c{2, 0};
   c.workers[0]->completed = 5;
   c.workers[1]->completed = 5;
-  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(0), c.now));
   bool checked = false;
   c.run([&](const outgoing& m) {
     // Rank 1's trainer completes two more steps before the query reaches it.
@@ -106,9 +114,13 @@ TEST(step_resolver_state, in_a_world_of_one_the_notice_itself_commits) {
   EXPECT_TRUE(c.at(0).agreed_final());
   EXPECT_EQ(c.at(0).agreements(), 1u);
   EXPECT_EQ(c.workers[0]->action.load(), 5);
-  c.post(std::move(out));
+  ASSERT_EQ(out.size(), 2u) << "the query and the commit";
+  for (auto& m : out) {
+    EXPECT_EQ(m.to, every_other_rank) << "the leader takes its own query and commit";
+    c.post(0, c.at(0).on_message(m.message, c.now));  // a copy that came back anyway
+  }
   c.run();
-  EXPECT_EQ(c.at(0).agreements(), 1u) << "the echoes of its query and commit change nothing";
+  EXPECT_EQ(c.at(0).agreements(), 1u) << "a copy of its own query or commit changes nothing";
 }
 
 // A failed worker must never save (the exit controller fails its gate on
@@ -116,7 +128,7 @@ TEST(step_resolver_state, in_a_world_of_one_the_notice_itself_commits) {
 TEST(step_resolver_state, after_a_failure_no_round_is_answered_or_committed) {
   cluster c{3, 0};
   c.at(1).on_failure();
-  c.post(c.at(2).on_local_notice(c.notice(0), c.now));
+  c.post(2, c.at(2).on_local_notice(c.notice(0), c.now));
   c.run();
   EXPECT_EQ(c.at(0).rounds(), 1u) << "the leader had not heard of the failure";
   for (int r = 0; r < 3; ++r) {
@@ -128,7 +140,7 @@ TEST(step_resolver_state, after_a_failure_no_round_is_answered_or_committed) {
 TEST(step_resolver_state, a_failed_leader_starts_no_round) {
   cluster c{2, 0, 2.0, 1000};
   c.at(0).on_failure();
-  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(0), c.now));
   c.run();
   EXPECT_TRUE(c.at(0).on_backup_check(c.now + 5000).empty());
   EXPECT_EQ(c.at(0).rounds(), 0u);
@@ -146,7 +158,7 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
   cluster c{2, grace};
   c.at(0).record_step_seconds(0.5);
   c.at(0).record_checkpoint_seconds(1.5);
-  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(0), c.now));
   c.run();
   EXPECT_EQ(c.at(0).agreed_step(), 1);
   ASSERT_TRUE(c.at(0).final_save_due_ms());
@@ -156,7 +168,7 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
   EXPECT_TRUE(c.at(0).on_final_save_due(c.now).empty()) << "the first save is still being written";
   for (int r = 0; r < 2; ++r) c.at(r).on_save_committed(false);
   for (int r = 0; r < 2; ++r) c.workers[r]->completed = 20;
-  c.post(c.at(0).on_final_save_due(c.now));
+  c.post(0, c.at(0).on_final_save_due(c.now));
   c.run();
   EXPECT_EQ(c.at(1).agreed_step(), 21);
   EXPECT_EQ(c.workers[1]->action.load(), 21);
@@ -165,7 +177,7 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
 TEST(step_resolver_state, times_measured_during_the_countdown_move_the_final_save_earlier) {
   const int64_t grace = 60'000;
   cluster c{2, grace};
-  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(0), c.now));
   c.run();
   // Nothing measured yet: the final save is due at the deadline itself.
   ASSERT_TRUE(c.at(0).final_save_due_ms());
@@ -186,10 +198,10 @@ TEST(step_resolver_state, without_a_countdown_a_measurement_schedules_nothing) {
 
 TEST(step_resolver_state, an_earlier_deadline_during_the_countdown_moves_the_final_save) {
   cluster c{2, 60'000};
-  c.post(c.at(0).on_local_notice(c.notice(0), c.now));
+  c.post(0, c.at(0).on_local_notice(c.notice(0), c.now));
   c.run();
   auto first_due = *c.at(0).final_save_due_ms();
-  c.post(c.at(1).on_local_notice(c.notice(t0 + 10'000), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(t0 + 10'000), c.now));
   c.run();
   ASSERT_TRUE(c.at(0).final_save_due_ms());
   EXPECT_LT(*c.at(0).final_save_due_ms(), first_due);
@@ -205,7 +217,7 @@ TEST(step_resolver_state, a_notice_goes_to_the_leader_and_its_query_carries_the_
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].to, leader_rank);
   EXPECT_TRUE(out[0].message.has_notice());
-  c.post(out);
+  c.post(2, out);
   bool queried = false;
   c.run([&](const outgoing& m) {
     if (!m.message.has_query()) return;
@@ -220,10 +232,10 @@ TEST(step_resolver_state, a_notice_goes_to_the_leader_and_its_query_carries_the_
 // the leader, so every worker still knows the earliest deadline.
 TEST(step_resolver_state, a_notice_that_starts_no_round_is_relayed_to_every_worker) {
   cluster c{3, 60'000};
-  c.post(c.at(0).on_local_notice(c.notice(0), c.now));
+  c.post(0, c.at(0).on_local_notice(c.notice(0), c.now));
   c.run();
   auto rounds = c.at(0).rounds();
-  c.post(c.at(2).on_local_notice(c.notice(t0 + 10'000), c.now));
+  c.post(2, c.at(2).on_local_notice(c.notice(t0 + 10'000), c.now));
   c.run();
   EXPECT_EQ(c.at(0).rounds(), rounds);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(c.at(r).deadline_ms(), t0 + 10'000) << "rank " << r;
@@ -231,11 +243,11 @@ TEST(step_resolver_state, a_notice_that_starts_no_round_is_relayed_to_every_work
 
 TEST(step_resolver_state, a_later_deadline_changes_nothing) {
   cluster c{2, 60'000};
-  c.post(c.at(0).on_local_notice(c.notice(t0 + 30'000), c.now));
+  c.post(0, c.at(0).on_local_notice(c.notice(t0 + 30'000), c.now));
   c.run();
   auto rounds = c.at(0).rounds();
   auto due = c.at(0).final_save_due_ms();
-  c.post(c.at(1).on_local_notice(c.notice(t0 + 50'000), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(t0 + 50'000), c.now));
   c.run();
   EXPECT_EQ(c.at(0).rounds(), rounds);
   EXPECT_EQ(c.at(0).final_save_due_ms(), due);
@@ -245,7 +257,7 @@ TEST(step_resolver_state, a_later_deadline_changes_nothing) {
 TEST(step_resolver_state, a_deadline_too_close_for_another_round_makes_the_first_save_final) {
   cluster c{2, 60'000};
   c.at(0).record_checkpoint_seconds(10);
-  c.post(c.at(0).on_local_notice(c.notice(t0 + 5'000), c.now));
+  c.post(0, c.at(0).on_local_notice(c.notice(t0 + 5'000), c.now));
   c.run();
   EXPECT_EQ(c.at(0).agreed_step(), 1);
   EXPECT_FALSE(c.at(0).final_save_due_ms());
@@ -254,7 +266,7 @@ TEST(step_resolver_state, a_deadline_too_close_for_another_round_makes_the_first
 TEST(step_resolver_state, repeated_notices_make_exactly_one_decision) {
   cluster c{3, 0};
   for (int i = 0; i < 5; ++i)
-    for (int r = 0; r < 3; ++r) c.post(c.at(r).on_local_notice(c.notice(t0 + 1000), c.now));
+    for (int r = 0; r < 3; ++r) c.post(r, c.at(r).on_local_notice(c.notice(t0 + 1000), c.now));
   c.run();
   EXPECT_EQ(c.at(0).rounds(), 1u);
   EXPECT_EQ(c.at(2).agreed_step(), 1);
@@ -263,7 +275,7 @@ TEST(step_resolver_state, repeated_notices_make_exactly_one_decision) {
 TEST(step_resolver_state, phases_follow_the_save) {
   cluster c{1, 60'000};
   EXPECT_EQ(c.at(0).phase(), phase::training);
-  c.post(c.at(0).on_local_notice(c.notice(0), c.now));
+  c.post(0, c.at(0).on_local_notice(c.notice(0), c.now));
   c.run();
   EXPECT_EQ(c.at(0).phase(), phase::checkpoint_scheduled);
   c.at(0).on_save_started();
@@ -281,7 +293,7 @@ TEST(step_resolver_state, backup_saves_come_from_the_leader_at_its_interval_and_
   EXPECT_TRUE(c.at(0).on_backup_check(t0).empty()) << "the first check starts the clock";
   EXPECT_TRUE(c.at(0).on_backup_check(t0 + every - 1).empty());
   EXPECT_TRUE(c.at(1).on_backup_check(t0 + 10 * every).empty()) << "only the leader decides";
-  c.post(c.at(0).on_backup_check(t0 + every));
+  c.post(0, c.at(0).on_backup_check(t0 + every));
   c.run();
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(c.at(r).agreed_step(), 13) << "rank " << r;
@@ -296,7 +308,7 @@ TEST(step_resolver_state, backup_saves_come_from_the_leader_at_its_interval_and_
   // A notice afterwards gets a round of its own, with a final save scheduled.
   for (int r = 0; r < 3; ++r) c.workers[r]->completed = 20;
   auto rounds = c.at(0).rounds();
-  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(0), c.now));
   c.run();
   EXPECT_GT(c.at(0).rounds(), rounds);
   EXPECT_EQ(c.at(2).agreed_step(), 21);
@@ -308,8 +320,8 @@ TEST(step_resolver_state, a_notice_during_a_backup_round_makes_it_the_notices_fi
   const int64_t every = 5'000;
   cluster c{3, 60'000, 2.0, every};
   c.at(0).on_backup_check(t0);
-  c.post(c.at(0).on_backup_check(t0 + every));
-  c.post(c.at(2).on_local_notice(c.notice(t0 + 60'000), c.now));
+  c.post(0, c.at(0).on_backup_check(t0 + every));
+  c.post(2, c.at(2).on_local_notice(c.notice(t0 + 60'000), c.now));
   c.run();
   EXPECT_EQ(c.at(0).rounds(), 1u);
   for (int r = 0; r < 3; ++r) {
@@ -326,11 +338,11 @@ TEST(step_resolver_state, a_notice_while_a_backup_is_written_waits_for_it_and_th
   const int64_t every = 5'000;
   cluster c{3, 0, 2.0, every};
   c.at(0).on_backup_check(t0);
-  c.post(c.at(0).on_backup_check(t0 + every));
+  c.post(0, c.at(0).on_backup_check(t0 + every));
   c.run();
   ASSERT_EQ(c.at(0).agreed_step(), 1);
   auto rounds = c.at(0).rounds();
-  c.post(c.at(1).on_local_notice(c.notice(0), c.now));
+  c.post(1, c.at(1).on_local_notice(c.notice(0), c.now));
   c.run();
   EXPECT_EQ(c.at(0).rounds(), rounds) << "no round while the backup is written";
   ASSERT_TRUE(c.at(0).final_save_due_ms());
@@ -341,7 +353,7 @@ TEST(step_resolver_state, a_notice_while_a_backup_is_written_waits_for_it_and_th
     c.at(r).on_save_committed(false);
     c.workers[r]->completed = 4;
   }
-  c.post(c.at(0).on_final_save_due(c.now));
+  c.post(0, c.at(0).on_final_save_due(c.now));
   c.run();
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(c.at(r).agreed_step(), 5) << "rank " << r;

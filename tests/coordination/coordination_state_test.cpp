@@ -304,7 +304,7 @@ TEST_F(state_test, present_workers_are_the_live_and_the_failed_ranks_still_here)
   EXPECT_EQ(present[1].kind, membership_event::error);
 }
 
-TEST_F(state_test, peer_messages_reach_one_rank_or_everyone) {
+TEST_F(state_test, peer_messages_reach_one_rank_everyone_or_everyone_else) {
   join_all();
   wire::Envelope send;
   send.mutable_send()->set_to_rank(2);
@@ -314,9 +314,16 @@ TEST_F(state_test, peer_messages_reach_one_rank_or_everyone) {
   ASSERT_EQ(out.frames.size(), 1u);
   EXPECT_EQ(out.frames[0].first, 3);
   EXPECT_EQ(out.frames[0].second.delivery().from_rank(), 0);
-  send.mutable_send()->set_to_rank(-1);
+  send.mutable_send()->set_to_rank(every_rank);
   request(1, send);
   EXPECT_EQ(out.frames.size(), 4u);
+  send.mutable_send()->set_to_rank(every_other_rank);
+  request(2, send);  // from rank 1
+  ASSERT_EQ(out.frames.size(), 3u);
+  for (auto& [conn, env] : out.frames) {
+    EXPECT_NE(conn, 2) << "the sender gets no copy";
+    EXPECT_EQ(env.delivery().from_rank(), 1);
+  }
 }
 
 TEST_F(state_test, reset_drops_everything) {
