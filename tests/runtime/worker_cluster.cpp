@@ -154,7 +154,8 @@ worker_cluster::worker_cluster(cluster_options opts) {
   int n = opts.started >= 0 ? opts.started : std::max(opts.world_size, 1);
   lines_.resize(n);
   for (int rank = 0; rank < n; ++rank) {
-    std::vector<std::string> argv{LIFEBOAT_RUNTIME_WORKER, "--checkpoint-dir", opts.checkpoint_dir};
+    auto argv = opts.launcher;
+    argv.insert(argv.end(), {LIFEBOAT_RUNTIME_WORKER, "--checkpoint-dir", opts.checkpoint_dir});
     argv.insert(argv.end(), opts.args.begin(), opts.args.end());
     workers_.push_back(
         std::make_unique<child_process>(argv, true, environment(opts, rank, port, token)));
