@@ -51,6 +51,7 @@ void source_poller::request_acknowledge() {
 }
 
 void source_poller::loop() {
+  name_this_thread("lifeboat.poll");
   auto wait = interval_;
   for (;;) {
     if (acknowledge_.exchange(false)) {

@@ -228,7 +228,10 @@ uint16_t status_http_server::port() const {
 void status_http_server::serve(handler fn) {
   impl_->fn = std::move(fn);
   impl_->accept();
-  impl_->thread = std::thread{[state = impl_.get()] { state->ioc.run(); }};
+  impl_->thread = std::thread{[state = impl_.get()] {
+    name_this_thread("lifeboat.status");
+    state->ioc.run();
+  }};
 }
 
 void status_http_server::complete(uint64_t id, status_http_reply reply) {

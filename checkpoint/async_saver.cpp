@@ -69,6 +69,7 @@ bool async_saver::busy() const {
 }
 
 void async_saver::run() {
+  name_this_thread("lifeboat.saver");
   for (;;) {
     std::optional<job> next;
     {

@@ -1,5 +1,6 @@
 #include "messages/log.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -43,6 +44,8 @@ const char* prefix(log_level level) {
 }  // namespace
 
 void set_log_rank(int rank) { log_rank = rank; }
+
+void name_this_thread(const char* name) { ::pthread_setname_np(::pthread_self(), name); }
 
 void set_log_level(log_level level) { min_level() = level; }
 

@@ -13,6 +13,10 @@ enum class log_level { debug, info, warning, error };
 /// Sets the rank shown in every log line of this process (-1: none).
 void set_log_rank(int rank);
 
+/// Names the calling thread (Linux keeps 15 characters), so that top -H,
+/// ps -L and /proc/PID/task tell lifeboat's threads from the trainer's.
+void name_this_thread(const char* name);
+
 /// Sets the lowest level written; LIFEBOAT_LOG_LEVEL (debug|info|warning|error)
 /// overrides the default of `info` at start-up.
 void set_log_level(log_level level);

@@ -1,5 +1,7 @@
 #include "messages/log.hpp"
 
+#include <pthread.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace lifeboat {
 namespace {
@@ -63,6 +66,20 @@ TEST(log, drops_lines_below_the_level_unformatted) {
   EXPECT_EQ(formatted, 1);
   EXPECT_FALSE(log_enabled(log_level::debug));
   EXPECT_TRUE(log_enabled(log_level::info));
+}
+
+TEST(log, names_the_calling_thread_only) {
+  char main_name[16] = {};
+  ASSERT_EQ(::pthread_getname_np(::pthread_self(), main_name, sizeof(main_name)), 0);
+  char named[16] = {};
+  std::thread{[&] {
+    name_this_thread("lifeboat.test");
+    ::pthread_getname_np(::pthread_self(), named, sizeof(named));
+  }}.join();
+  EXPECT_STREQ(named, "lifeboat.test");
+  char after[16] = {};
+  ASSERT_EQ(::pthread_getname_np(::pthread_self(), after, sizeof(after)), 0);
+  EXPECT_STREQ(after, main_name);
 }
 
 }  // namespace
