@@ -21,7 +21,10 @@
 //             a real notice's is. Below each row, the CPU the workers used
 //             from just before the signal until the last agreement was read,
 //             trainers' step loops apart from lifeboat's threads, beside
-//             the CPU the host had in that time.
+//             the CPU the host had in that time, and how much of lifeboat's
+//             went to the checkpoint writers' I/O threads: the workers that
+//             got the decision first start saving at once, on the cores the
+//             others still need to hear it.
 // The workers are this program, started again with --worker DIR,
 // --floor-worker PARENT_PID PORT or --caf-floor-worker PARENT_PID PORT.
 #include <poll.h>
@@ -134,13 +137,18 @@ int free_port() {
   std::exit(1);
 }
 
+// The checkpoint writer's I/O thread names itself so (messages/log.hpp).
+constexpr const char* saver_thread_name = "lifeboat.saver";
+
 // CPU time the workers' threads have used so far, from the kernel's
 // schedstat: the main threads, which run the trainers' step loops, apart
-// from the threads lifeboat started. On a host with fewer cores than
-// workers, this shows what the agreement competed with.
+// from the threads lifeboat started, and of those the checkpoint writers'.
+// On a host with fewer cores than workers, this shows what the agreement
+// competed with.
 struct workers_cpu {
   double trainer_ms = 0;
   double lifeboat_ms = 0;
+  double saver_ms = 0;
 };
 
 workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_process>>& workers) {
@@ -152,7 +160,14 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
       std::ifstream in(task.path() / "schedstat");
       long long run_ns = 0;
       if (!(in >> run_ns)) continue;  // a thread that just ended
-      (task.path().filename() == main_tid ? out.trainer_ms : out.lifeboat_ms) += run_ns / 1e6;
+      if (task.path().filename() == main_tid) {
+        out.trainer_ms += run_ns / 1e6;
+        continue;
+      }
+      out.lifeboat_ms += run_ns / 1e6;
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name) && name == saver_thread_name) out.saver_ms += run_ns / 1e6;
     }
   }
   return out;
@@ -222,9 +237,10 @@ round_result agreement_round(const std::string& self, int n, int round) {
   for (auto& w : workers)
     if (!w->wait_exit(worker_exit_timeout)) die("a worker did not exit after saving");
   fs::remove_all(dir);
-  return {std::chrono::duration<double, std::milli>(last - start).count(),
-          {cpu_after.trainer_ms - cpu_before.trainer_ms,
-           cpu_after.lifeboat_ms - cpu_before.lifeboat_ms}};
+  return {
+      std::chrono::duration<double, std::milli>(last - start).count(),
+      {cpu_after.trainer_ms - cpu_before.trainer_ms, cpu_after.lifeboat_ms - cpu_before.lifeboat_ms,
+       cpu_after.saver_ms - cpu_before.saver_ms}};
 }
 
 // A floor worker's trainer: a 1 ms step loop on its own thread, as a
@@ -388,16 +404,18 @@ int main(int argc, char** argv) {
     std::vector<double> caf_floor;
     std::vector<double> trainer_cpu;
     std::vector<double> lifeboat_cpu;
+    std::vector<double> saver_cpu;
   };
   std::vector<agreement_samples> agreement;
   auto self = fs::read_symlink("/proc/self/exe").string();
   for (auto [n, rounds] : agreement_sizes) {
-    agreement_samples row{n, {}, {}, {}, {}, {}};
+    agreement_samples row{n, {}, {}, {}, {}, {}, {}};
     for (int round = 0; round < rounds; ++round) {
       auto result = agreement_round(self, n, round);
       row.ours.push_back(result.ms);
       row.trainer_cpu.push_back(result.cpu.trainer_ms);
       row.lifeboat_cpu.push_back(result.cpu.lifeboat_ms);
+      row.saver_cpu.push_back(result.cpu.saver_ms);
     }
     row.floor = floor_rounds(self, "--floor-worker", n);
     row.caf_floor = floor_rounds(self, "--caf-floor-worker", n);
@@ -428,9 +446,11 @@ int main(int argc, char** argv) {
                 caf_p50, row.caf_floor.size(), caf_p50 / floor_p50);
     std::printf(
         "    CPU the workers used in it (p50): trainer step loops %.2f ms, lifeboat threads %.2f "
-        "ms, of the p50 x %u cores = %.2f ms this host had\n",
+        "ms (checkpoint writers' I/O threads %.2f ms of it), of the p50 x %u cores = %.2f ms this "
+        "host had\n",
         percentile(row.trainer_cpu, 0.5), percentile(row.lifeboat_cpu, 0.5),
-        std::thread::hardware_concurrency(), p50 * std::thread::hardware_concurrency());
+        percentile(row.saver_cpu, 0.5), std::thread::hardware_concurrency(),
+        p50 * std::thread::hardware_concurrency());
   }
   return 0;
 }
