@@ -6,7 +6,9 @@
 namespace lifeboat {
 
 /// The coordination protocol's version; a join with another version is refused.
-constexpr uint32_t coordination_protocol_version = 1;
+/// 2: PeerSend to every_other_rank (-2), which a version-1 service took for an
+/// absent rank and dropped: the leader's query would never arrive.
+constexpr uint32_t coordination_protocol_version = 2;
 
 /// Bytes of the random challenge the service sends on every connection.
 constexpr size_t coordination_nonce_bytes = 32;

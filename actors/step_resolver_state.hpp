@@ -12,8 +12,8 @@
 
 namespace lifeboat {
 
-/// A protocol message and its destination: a rank, or every_other_rank
-/// (what the leader sends to every worker it takes itself as it sends).
+/// A protocol message and its destination: a rank, or every_other_rank for
+/// what the leader sends to all and takes itself as it sends.
 struct outgoing {
   int32_t to;
   wire::ProtocolMessage message;
