@@ -4,6 +4,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/coordination_client.hpp"
+#include "actors/coordination_events.hpp"
 #include "actors/protocol.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -39,7 +40,7 @@ caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* se
         wire::ProtocolMessage msg;
         msg.mutable_committed()->set_step(step);
         msg.mutable_committed()->set_final_save(final_save);
-        st.client->send(-1, protocol_channel, msg.SerializeAsString());
+        st.client->send(every_rank, protocol_channel, msg.SerializeAsString());
       },
       [=](save_failed_atom, int64_t step, const std::string& error) {
         auto& st = self->state;

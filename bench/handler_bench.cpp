@@ -50,6 +50,7 @@
 
 #include "actors/system_config.hpp"
 #include "bench/loopback.hpp"
+#include "checkpoint/async_saver.hpp"
 #include "lifeboat/lifeboat.hpp"
 #include "tests/support/child_process.hpp"
 
@@ -137,9 +138,6 @@ int free_port() {
   std::exit(1);
 }
 
-// The checkpoint writer's I/O thread names itself so (messages/log.hpp).
-constexpr const char* saver_thread_name = "lifeboat.saver";
-
 // CPU time the workers' threads have used so far, from the kernel's
 // schedstat: the main threads, which run the trainers' step loops, apart
 // from the threads lifeboat started, and of those the checkpoint writers'.
@@ -167,7 +165,8 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
       out.lifeboat_ms += run_ns / 1e6;
       std::ifstream comm(task.path() / "comm");
       std::string name;
-      if (std::getline(comm, name) && name == saver_thread_name) out.saver_ms += run_ns / 1e6;
+      if (std::getline(comm, name) && name == lifeboat::checkpoint::saver_thread_name)
+        out.saver_ms += run_ns / 1e6;
     }
   }
   return out;

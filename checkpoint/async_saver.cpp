@@ -69,7 +69,7 @@ bool async_saver::busy() const {
 }
 
 void async_saver::run() {
-  name_this_thread("lifeboat.saver");
+  name_this_thread(saver_thread_name);
   for (;;) {
     std::optional<job> next;
     {

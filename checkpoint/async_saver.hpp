@@ -24,6 +24,9 @@ using save_callback = std::function<void(const caf::expected<checkpoint_info>&)>
 
 constexpr auto default_barrier_timeout = std::chrono::minutes{5};
 
+/// The name of the I/O thread, for tools that tell it from the trainer's.
+constexpr const char* saver_thread_name = "lifeboat.saver";
+
 /// Saves in the background: the training thread is blocked only while the
 /// state is copied into staging memory; the I/O thread writes the shard, waits
 /// at the checkpoint-ready barrier, lets the commit rank commit, and waits at
