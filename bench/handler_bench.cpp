@@ -21,10 +21,13 @@
 //             a real notice's is. Below each row, the CPU the workers used
 //             from just before the signal until the last agreement was read,
 //             trainers' step loops apart from lifeboat's threads, beside
-//             the CPU the host had in that time, and how much of lifeboat's
-//             went to the checkpoint writers' I/O threads: the workers that
-//             got the decision first start saving at once, on the cores the
-//             others still need to hear it.
+//             the CPU the host had in that time, and where lifeboat's went:
+//             rank 0's I/O thread (its agent and resolver, and the service
+//             every message of the round passes), the other workers' I/O
+//             threads, and the checkpoint writers' I/O threads (the workers
+//             that got the decision first start saving at once, on the cores
+//             the others still need to hear it). The quartiles beside the
+//             median show how far the rounds of one run spread.
 // The workers are this program, started again with --worker DIR,
 // --floor-worker PARENT_PID PORT or --caf-floor-worker PARENT_PID PORT.
 #include <poll.h>
@@ -73,6 +76,9 @@ constexpr int floor_measured_rounds = 30;  // per N; cheap next to the agreement
 constexpr size_t worker_state_bytes = 64 * 1024;
 constexpr const char* agreed_marker = "agreed to save at step";
 constexpr const char* ready_line = "ready";
+// The name CAF 0.17 gives the middleman's thread, where every worker's agent,
+// cluster watcher and step resolver run (and rank 0's coordination service).
+constexpr const char* caf_io_thread_name = "caf.multiplexer";
 
 struct sizes {
   int workers;
@@ -147,11 +153,14 @@ struct workers_cpu {
   double trainer_ms = 0;
   double lifeboat_ms = 0;
   double saver_ms = 0;
+  double leader_io_ms = 0;    // rank 0's I/O thread, which also runs the service
+  double follower_io_ms = 0;  // the other workers' I/O threads
 };
 
 workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_process>>& workers) {
   workers_cpu out;
   for (auto& w : workers) {
+    bool leader = &w == &workers.front();
     auto main_tid = std::to_string(w->pid());
     std::error_code ec;
     for (auto& task : fs::directory_iterator("/proc/" + main_tid + "/task", ec)) {
@@ -165,8 +174,10 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
       out.lifeboat_ms += run_ns / 1e6;
       std::ifstream comm(task.path() / "comm");
       std::string name;
-      if (std::getline(comm, name) && name == lifeboat::checkpoint::saver_thread_name)
-        out.saver_ms += run_ns / 1e6;
+      std::getline(comm, name);
+      if (name == lifeboat::checkpoint::saver_thread_name) out.saver_ms += run_ns / 1e6;
+      if (name == caf_io_thread_name)
+        (leader ? out.leader_io_ms : out.follower_io_ms) += run_ns / 1e6;
     }
   }
   return out;
@@ -239,7 +250,8 @@ round_result agreement_round(const std::string& self, int n, int round) {
   return {
       std::chrono::duration<double, std::milli>(last - start).count(),
       {cpu_after.trainer_ms - cpu_before.trainer_ms, cpu_after.lifeboat_ms - cpu_before.lifeboat_ms,
-       cpu_after.saver_ms - cpu_before.saver_ms}};
+       cpu_after.saver_ms - cpu_before.saver_ms, cpu_after.leader_io_ms - cpu_before.leader_io_ms,
+       cpu_after.follower_io_ms - cpu_before.follower_io_ms}};
 }
 
 // A floor worker's trainer: a 1 ms step loop on its own thread, as a
@@ -401,20 +413,16 @@ int main(int argc, char** argv) {
     std::vector<double> ours;
     std::vector<double> floor;
     std::vector<double> caf_floor;
-    std::vector<double> trainer_cpu;
-    std::vector<double> lifeboat_cpu;
-    std::vector<double> saver_cpu;
+    std::vector<workers_cpu> cpu;
   };
   std::vector<agreement_samples> agreement;
   auto self = fs::read_symlink("/proc/self/exe").string();
   for (auto [n, rounds] : agreement_sizes) {
-    agreement_samples row{n, {}, {}, {}, {}, {}, {}};
+    agreement_samples row{n, {}, {}, {}, {}};
     for (int round = 0; round < rounds; ++round) {
       auto result = agreement_round(self, n, round);
       row.ours.push_back(result.ms);
-      row.trainer_cpu.push_back(result.cpu.trainer_ms);
-      row.lifeboat_cpu.push_back(result.cpu.lifeboat_ms);
-      row.saver_cpu.push_back(result.cpu.saver_ms);
+      row.cpu.push_back(result.cpu);
     }
     row.floor = floor_rounds(self, "--floor-worker", n);
     row.caf_floor = floor_rounds(self, "--caf-floor-worker", n);
@@ -433,23 +441,32 @@ int main(int argc, char** argv) {
     double p50 = percentile(row.ours, 0.5);
     double floor_p50 = percentile(row.floor, 0.5);
     std::printf(
-        "notice to agreement N=%-2d  p50 %7.2f ms  max %7.2f ms  (%zu rounds); exchange floor p50 "
-        "%5.2f ms (%zu rounds); ratio %.1fx%s\n",
-        row.n, p50, percentile(row.ours, 1.0), row.ours.size(), floor_p50, row.floor.size(),
-        p50 / floor_p50,
+        "notice to agreement N=%-2d  p50 %7.2f ms  (p25 %.2f, p75 %.2f)  max %7.2f ms  (%zu "
+        "rounds); "
+        "exchange floor p50 %5.2f ms (%zu rounds); ratio %.1fx%s\n",
+        row.n, p50, percentile(row.ours, 0.25), percentile(row.ours, 0.75),
+        percentile(row.ours, 1.0), row.ours.size(), floor_p50, row.floor.size(), p50 / floor_p50,
         row.n == agreement_target_n
             ? (p50 <= agreement_target_ms ? "  target <= 2 ms: met" : "  target <= 2 ms: NOT met")
             : "");
     double caf_p50 = percentile(row.caf_floor, 0.5);
     std::printf("    the exchange through CAF brokers p50 %5.2f ms (%zu rounds): %.1fx the floor\n",
                 caf_p50, row.caf_floor.size(), caf_p50 / floor_p50);
+    auto cpu_p50 = [&](double workers_cpu::*field) {
+      std::vector<double> xs;
+      for (auto& c : row.cpu) xs.push_back(c.*field);
+      return percentile(xs, 0.5);
+    };
     std::printf(
         "    CPU the workers used in it (p50): trainer step loops %.2f ms, lifeboat threads %.2f "
-        "ms (checkpoint writers' I/O threads %.2f ms of it), of the p50 x %u cores = %.2f ms this "
-        "host had\n",
-        percentile(row.trainer_cpu, 0.5), percentile(row.lifeboat_cpu, 0.5),
-        percentile(row.saver_cpu, 0.5), std::thread::hardware_concurrency(),
-        p50 * std::thread::hardware_concurrency());
+        "ms, of the p50 x %u cores = %.2f ms this host had\n",
+        cpu_p50(&workers_cpu::trainer_ms), cpu_p50(&workers_cpu::lifeboat_ms),
+        std::thread::hardware_concurrency(), p50 * std::thread::hardware_concurrency());
+    std::printf(
+        "      of lifeboat's: rank 0's I/O thread (agent, resolver and service) %.2f ms, the "
+        "other %d workers' I/O threads %.2f ms, checkpoint writers' I/O threads %.2f ms\n",
+        cpu_p50(&workers_cpu::leader_io_ms), row.n - 1, cpu_p50(&workers_cpu::follower_io_ms),
+        cpu_p50(&workers_cpu::saver_ms));
   }
   return 0;
 }
