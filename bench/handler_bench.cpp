@@ -441,9 +441,8 @@ int main(int argc, char** argv) {
     double p50 = percentile(row.ours, 0.5);
     double floor_p50 = percentile(row.floor, 0.5);
     std::printf(
-        "notice to agreement N=%-2d  p50 %7.2f ms  (p25 %.2f, p75 %.2f)  max %7.2f ms  (%zu "
-        "rounds); "
-        "exchange floor p50 %5.2f ms (%zu rounds); ratio %.1fx%s\n",
+        "notice to agreement N=%-2d  p50 %7.2f ms  (p25 %.2f, p75 %.2f)  max %7.2f ms  "
+        "(%zu rounds); exchange floor p50 %5.2f ms (%zu rounds); ratio %.1fx%s\n",
         row.n, p50, percentile(row.ours, 0.25), percentile(row.ours, 0.75),
         percentile(row.ours, 1.0), row.ours.size(), floor_p50, row.floor.size(), p50 / floor_p50,
         row.n == agreement_target_n
@@ -464,7 +463,7 @@ int main(int argc, char** argv) {
         std::thread::hardware_concurrency(), p50 * std::thread::hardware_concurrency());
     std::printf(
         "      of lifeboat's: rank 0's I/O thread (agent, resolver and service) %.2f ms, the "
-        "other %d workers' I/O threads %.2f ms, checkpoint writers' I/O threads %.2f ms\n",
+        "I/O threads of ranks 1 to %d %.2f ms, checkpoint writers' I/O threads %.2f ms\n",
         cpu_p50(&workers_cpu::leader_io_ms), row.n - 1, cpu_p50(&workers_cpu::follower_io_ms),
         cpu_p50(&workers_cpu::saver_ms));
   }
