@@ -28,6 +28,12 @@ typename Inspector::result_type inspect(Inspector& f, membership_event& x) {
 constexpr int32_t every_rank = -1;
 constexpr int32_t every_other_rank = -2;
 
+/// Whether a message that `sender` addressed to `to` (a rank, every_rank or
+/// every_other_rank) is delivered to `rank`.
+constexpr bool addressed_to(int32_t to, int32_t rank, int32_t sender) {
+  return to == rank || to == every_rank || (to == every_other_rank && rank != sender);
+}
+
 /// A rank-to-rank message, delivered to an agent's subscribers.
 struct peer_message {
   int32_t from_rank = -1;

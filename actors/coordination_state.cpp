@@ -306,8 +306,8 @@ void coordination_state::on_send(int32_t rank, const wire::PeerSend& req) {
   if (req.to_rank() == every_rank || req.to_rank() == every_other_rank) {
     for (size_t r = 0; r < workers_.size(); ++r) {
       auto conn = workers_[r].conn;
-      bool sender = static_cast<int32_t>(r) == rank;
-      if (conn != 0 && !(sender && req.to_rank() == every_other_rank)) send_frame(conn, out);
+      if (conn != 0 && addressed_to(req.to_rank(), static_cast<int32_t>(r), rank))
+        send_frame(conn, out);
     }
     return;
   }

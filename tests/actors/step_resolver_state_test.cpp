@@ -51,11 +51,8 @@ struct cluster {
       auto msg = std::move(in_flight.front());
       in_flight.pop_front();
       if (before_delivery) before_delivery(msg.out);
-      for (int32_t r = 0; r < static_cast<int32_t>(workers.size()); ++r) {
-        bool addressed = msg.out.to == r || msg.out.to == every_rank ||
-                         (msg.out.to == every_other_rank && r != msg.from);
-        if (addressed) post(r, at(r).on_message(msg.out.message, now));
-      }
+      for (int32_t r = 0; r < static_cast<int32_t>(workers.size()); ++r)
+        if (addressed_to(msg.out.to, r, msg.from)) post(r, at(r).on_message(msg.out.message, now));
     }
   }
 
