@@ -36,6 +36,33 @@ void send_out(self_ptr self, std::vector<outgoing> out) {
     self->state.client->send(msg.to, protocol_channel, msg.message.SerializeAsString());
 }
 
+const char* body_name(const wire::ProtocolMessage& msg) {
+  switch (msg.body_case()) {
+    case wire::ProtocolMessage::kNotice:
+      return "a notice";
+    case wire::ProtocolMessage::kQuery:
+      return "a query";
+    case wire::ProtocolMessage::kReport:
+      return "a report";
+    case wire::ProtocolMessage::kCommit:
+      return "a commit";
+    case wire::ProtocolMessage::kCommitted:
+      return "a save committed";
+    case wire::ProtocolMessage::BODY_NOT_SET:
+      break;
+  }
+  return "an empty message";
+}
+
+// At debug level every protocol step a worker takes is logged with the wall
+// clock: the lines of all workers then line up into one timeline of the round
+// and show where an agreement's time went (handler_bench --phases reads them).
+// Below debug, no clock is read and nothing is formatted.
+void log_taken(const char* what) {
+  if (log_enabled(log_level::debug))
+    log(log_level::debug, "step_resolver", "took ", what, " at unix_us ", unix_now_us());
+}
+
 // Any input may bring an agreement: at the leader the last report, in a
 // world of one the notice itself.
 void log_new_agreement(self_ptr self) {
@@ -111,6 +138,7 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
   return {
       [=](notice_atom, const wire::Notice& notice) {
         auto& st = self->state;
+        log_taken("a notice of its own");
         // The protocol goes first: the log line and the record are not on the
         // way to the decision, and the agent sends in order.
         send_out(self, st.logic->on_local_notice(notice, unix_now_ms()));
@@ -130,6 +158,7 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         }
       },
       [=](const wire::ProtocolMessage& msg) {
+        log_taken(body_name(msg));
         dispatch(self, self->state.logic->on_message(msg, unix_now_ms()));
         arm_final_save_timer(self);
       },
