@@ -28,6 +28,10 @@
 //             that got the decision first start saving at once, on the cores
 //             the others still need to hear it). The quartiles beside the
 //             median show how far the rounds of one run spread.
+// Last, the N = 16 agreement phase by phase: more rounds with the workers
+// logging at debug level, and when each phase ended (the notice at the
+// leader, the query and the commit at the first and last follower, the
+// reports at the leader): where the time from the signal went.
 // The workers are this program, started again with --worker DIR,
 // --floor-worker PARENT_PID PORT or --caf-floor-worker PARENT_PID PORT.
 #include <poll.h>
@@ -44,6 +48,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -55,6 +60,7 @@
 #include "bench/loopback.hpp"
 #include "checkpoint/async_saver.hpp"
 #include "lifeboat/lifeboat.hpp"
+#include "platform/clock.hpp"
 #include "tests/support/child_process.hpp"
 
 namespace {
@@ -183,13 +189,25 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
   return out;
 }
 
+std::string transcript_of(const std::vector<std::vector<std::string>>& lines) {
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i)
+    for (auto& line : lines[i]) out += "[" + std::to_string(i) + "] " + line + "\n";
+  return out;
+}
+
 struct round_result {
   double ms = 0;    // until the last worker logged the agreed step
   workers_cpu cpu;  // used by all workers in that time
+  // For the phases: when the signal was sent, and each worker's lines.
+  int64_t signal_unix_us = 0;
+  std::vector<std::vector<std::string>> lines;
 };
 
-// One round: N workers train; the last rank gets a SIGTERM.
-round_result agreement_round(const std::string& self, int n, int round) {
+// One round: N workers train; the last rank gets a SIGTERM. `log_level` is
+// what the workers log: "info" for the figure, "debug" for the phases.
+round_result agreement_round(const std::string& self, int n, int round,
+                             const char* log_level = "info") {
   auto dir = fs::temp_directory_path() / ("lifeboat-handler-bench-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   int port = free_port();
@@ -198,7 +216,7 @@ round_result agreement_round(const std::string& self, int n, int round) {
   ::setenv("LIFEBOAT_WORLD_SIZE", std::to_string(n).c_str(), 1);
   ::setenv("LIFEBOAT_COORDINATOR", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
   ::setenv("LIFEBOAT_CLUSTER_TOKEN", ("bench-" + std::to_string(round)).c_str(), 1);
-  ::setenv("LIFEBOAT_LOG_LEVEL", "info", 1);
+  ::setenv("LIFEBOAT_LOG_LEVEL", log_level, 1);
   std::vector<std::unique_ptr<lifeboat::test::child_process>> workers;
   for (int r = 0; r < n; ++r) {
     ::setenv("LIFEBOAT_RANK", std::to_string(r).c_str(), 1);
@@ -215,17 +233,18 @@ round_result agreement_round(const std::string& self, int n, int round) {
   }
 
   auto cpu_before = cpu_of(workers);
+  std::vector<std::vector<std::string>> lines(workers.size());
+  auto signal_unix_us = lifeboat::unix_now_us();
   auto start = clock_type::now();
   workers.back()->kill(SIGTERM);
   std::vector<bool> agreed(workers.size(), false);
   size_t missing = workers.size();
-  std::string transcript;
   auto last = start;
   while (missing > 0) {
     std::vector<pollfd> fds;
     for (auto& w : workers) fds.push_back({w->output_fd(), POLLIN, 0});
     if (clock_type::now() - start > agreement_timeout)
-      die("no agreement within the timeout; what the workers said:\n" + transcript);
+      die("no agreement within the timeout; what the workers said:\n" + transcript_of(lines));
     ::poll(fds.data(), fds.size(), 100);
     auto now = clock_type::now();
     // Only the workers that wrote: reading all N after every wake-up would
@@ -234,7 +253,7 @@ round_result agreement_round(const std::string& self, int n, int round) {
     for (size_t i = 0; i < workers.size(); ++i) {
       if (fds[i].revents == 0) continue;
       while (auto line = workers[i]->read_line(0ms)) {
-        transcript += "[" + std::to_string(i) + "] " + *line + "\n";
+        lines[i].push_back(*line);
         if (!agreed[i] && line->find(agreed_marker) != std::string::npos) {
           agreed[i] = true;
           --missing;
@@ -251,7 +270,9 @@ round_result agreement_round(const std::string& self, int n, int round) {
       std::chrono::duration<double, std::milli>(last - start).count(),
       {cpu_after.trainer_ms - cpu_before.trainer_ms, cpu_after.lifeboat_ms - cpu_before.lifeboat_ms,
        cpu_after.saver_ms - cpu_before.saver_ms, cpu_after.leader_io_ms - cpu_before.leader_io_ms,
-       cpu_after.follower_io_ms - cpu_before.follower_io_ms}};
+       cpu_after.follower_io_ms - cpu_before.follower_io_ms},
+      signal_unix_us,
+      std::move(lines)};
 }
 
 // A floor worker's trainer: a 1 ms step loop on its own thread, as a
@@ -383,6 +404,63 @@ double percentile(std::vector<double> xs, double p) {
   return xs[index];
 }
 
+// Where one agreement's time goes. The workers log at debug level,
+// where each step resolver writes every protocol step it takes with the wall
+// clock, which the processes of one host share. Each milestone is the median
+// over the rounds, in ms after the signal was sent. The debug lines cost the
+// workers a write each, so the figure itself comes from the plain run.
+constexpr int phases_rounds = 30;
+
+// The first and the last time one of ranks [from, to) took `what` (as the
+// resolver's debug line names it), in ms after the signal.
+std::pair<double, double> taken(const round_result& r, size_t from, size_t to,
+                                const std::string& what) {
+  const std::string marker = "took " + what + " at unix_us ";
+  std::vector<double> times;
+  for (size_t rank = from; rank < to; ++rank)
+    for (auto& line : r.lines[rank])
+      if (auto at = line.find(marker); at != std::string::npos)
+        times.push_back((std::stoll(line.substr(at + marker.size())) - r.signal_unix_us) / 1000.0);
+  if (times.empty()) die("phases: no worker logged that it took " + what);
+  auto [first, last] = std::minmax_element(times.begin(), times.end());
+  return {*first, *last};
+}
+
+void print_phases(const std::string& self) {
+  const int n = agreement_target_n;
+  std::map<std::string, std::vector<double>> at;
+  for (int round = 0; round < phases_rounds; ++round) {
+    auto r = agreement_round(self, n, round, "debug");
+    at["own notice"].push_back(taken(r, n - 1, n, "a notice of its own").first);
+    at["leader notice"].push_back(taken(r, 0, 1, "a notice").first);
+    auto [first_query, last_query] = taken(r, 1, n, "a query");
+    at["first query"].push_back(first_query);
+    at["last query"].push_back(last_query);
+    auto [first_report, last_report] = taken(r, 0, 1, "a report");
+    at["first report"].push_back(first_report);
+    at["last report"].push_back(last_report);
+    auto [first_commit, last_commit] = taken(r, 1, n, "a commit");
+    at["first commit"].push_back(first_commit);
+    at["last commit"].push_back(last_commit);
+    at["agreed"].push_back(r.ms);
+  }
+  auto p50 = [&](const char* milestone) { return percentile(at[milestone], 0.5); };
+  std::printf(
+      "\nnotice to agreement N=%d, phase by phase (medians of %d rounds, ms after the signal; "
+      "the workers log at debug level)\n",
+      n, phases_rounds);
+  std::printf("  the signalled worker's resolver took the notice %.2f, the leader's %.2f\n",
+              p50("own notice"), p50("leader notice"));
+  std::printf("  the query reached the followers' resolvers: the first %.2f, the last %.2f\n",
+              p50("first query"), p50("last query"));
+  std::printf("  the leader took the reports: the first %.2f, the last %.2f\n", p50("first report"),
+              p50("last report"));
+  std::printf(
+      "  the commit reached the followers' resolvers: the first %.2f, the last %.2f; the last "
+      "agreement was read %.2f\n",
+      p50("first commit"), p50("last commit"), p50("agreed"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -467,5 +545,6 @@ int main(int argc, char** argv) {
         cpu_p50(&workers_cpu::leader_io_ms), row.n - 1, cpu_p50(&workers_cpu::follower_io_ms),
         cpu_p50(&workers_cpu::saver_ms));
   }
+  print_phases(self);
   return 0;
 }
