@@ -22,9 +22,10 @@
 //             from just before the signal until the last agreement was read,
 //             trainers' step loops apart from lifeboat's threads, beside
 //             the CPU the host had in that time, and where lifeboat's went:
-//             rank 0's I/O thread (its agent and resolver, and the service
-//             every message of the round passes), the other workers' I/O
-//             threads, and the checkpoint writers' I/O threads (the workers
+//             rank 0's CAF threads (its I/O thread runs its agent and
+//             resolver, and the service every message of the round passes),
+//             the other workers' CAF threads, and the checkpoint writers' I/O
+//             threads (the workers
 //             that got the decision first start saving at once, on the cores
 //             the others still need to hear it). The quartiles beside the
 //             median show how far the rounds of one run spread.
@@ -82,9 +83,11 @@ constexpr int floor_measured_rounds = 30;  // per N; cheap next to the agreement
 constexpr size_t worker_state_bytes = 64 * 1024;
 constexpr const char* agreed_marker = "agreed to save at step";
 constexpr const char* ready_line = "ready";
-// The name CAF 0.17 gives the middleman's thread, where every worker's agent,
-// cluster watcher and step resolver run (and rank 0's coordination service).
-constexpr const char* caf_io_thread_name = "caf.multiplexer";
+// The name CAF 0.17 gives both the middleman's I/O thread, where every
+// worker's agent, cluster watcher and step resolver run (and rank 0's
+// coordination service), and its scheduler's worker thread (the checkpoint
+// writer and exit controller actors); /proc cannot tell them apart.
+constexpr const char* caf_thread_name = "caf.multiplexer";
 
 struct sizes {
   int workers;
@@ -159,8 +162,8 @@ struct workers_cpu {
   double trainer_ms = 0;
   double lifeboat_ms = 0;
   double saver_ms = 0;
-  double leader_io_ms = 0;    // rank 0's I/O thread, which also runs the service
-  double follower_io_ms = 0;  // the other workers' I/O threads
+  double leader_caf_ms = 0;    // rank 0's CAF threads; its I/O thread runs the service
+  double follower_caf_ms = 0;  // the other workers' CAF threads
 };
 
 workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_process>>& workers) {
@@ -182,8 +185,8 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
       std::string name;
       std::getline(comm, name);
       if (name == lifeboat::checkpoint::saver_thread_name) out.saver_ms += run_ns / 1e6;
-      if (name == caf_io_thread_name)
-        (leader ? out.leader_io_ms : out.follower_io_ms) += run_ns / 1e6;
+      if (name == caf_thread_name)
+        (leader ? out.leader_caf_ms : out.follower_caf_ms) += run_ns / 1e6;
     }
   }
   return out;
@@ -269,8 +272,8 @@ round_result agreement_round(const std::string& self, int n, int round,
   return {
       std::chrono::duration<double, std::milli>(last - start).count(),
       {cpu_after.trainer_ms - cpu_before.trainer_ms, cpu_after.lifeboat_ms - cpu_before.lifeboat_ms,
-       cpu_after.saver_ms - cpu_before.saver_ms, cpu_after.leader_io_ms - cpu_before.leader_io_ms,
-       cpu_after.follower_io_ms - cpu_before.follower_io_ms},
+       cpu_after.saver_ms - cpu_before.saver_ms, cpu_after.leader_caf_ms - cpu_before.leader_caf_ms,
+       cpu_after.follower_caf_ms - cpu_before.follower_caf_ms},
       signal_unix_us,
       std::move(lines)};
 }
@@ -540,9 +543,9 @@ int main(int argc, char** argv) {
         cpu_p50(&workers_cpu::trainer_ms), cpu_p50(&workers_cpu::lifeboat_ms),
         std::thread::hardware_concurrency(), p50 * std::thread::hardware_concurrency());
     std::printf(
-        "      of lifeboat's: rank 0's I/O thread (agent, resolver and service) %.2f ms, the "
-        "I/O threads of ranks 1 to %d %.2f ms, checkpoint writers' I/O threads %.2f ms\n",
-        cpu_p50(&workers_cpu::leader_io_ms), row.n - 1, cpu_p50(&workers_cpu::follower_io_ms),
+        "      of lifeboat's: rank 0's CAF threads (agent, resolver and service) %.2f ms, the "
+        "CAF threads of ranks 1 to %d %.2f ms, checkpoint writers' I/O threads %.2f ms\n",
+        cpu_p50(&workers_cpu::leader_caf_ms), row.n - 1, cpu_p50(&workers_cpu::follower_caf_ms),
         cpu_p50(&workers_cpu::saver_ms));
   }
   print_phases(self);
