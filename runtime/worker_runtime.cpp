@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include <caf/io/middleman.hpp>
+#include <caf/io/network/multiplexer.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
@@ -31,6 +33,7 @@
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
+#include "platform/thread_policy.hpp"
 #include "runtime/config_check.hpp"
 
 namespace lifeboat {
@@ -167,6 +170,22 @@ void worker_runtime::start_cluster() {
     service_ = service->first;
     cluster_.coordinator_port = service->second;
   }
+  // A round fans out from the coordination service: it writes the query,
+  // then the commit, to every worker in turn, and each write wakes one. Where
+  // cores are short (many workers on one host), a woken worker preempted the
+  // service's thread at each write, so every later write waited for it, and
+  // the round ends with the last one. Every worker that does not host the
+  // service therefore runs its I/O thread (agent, watchers, resolver) as
+  // SCHED_BATCH: its fair share of CPU is the same, but a wake-up no longer
+  // preempts. The service's thread, and an external coordinator's, keep the
+  // default. Measured with handler_bench at N = 16 on 2 cores: the 15 writes
+  // of a fan-out took 1135 us (median) before, 157 us after, and the
+  // agreement's p50 was lower in 13 of 17 interleaved pairs of runs, by about
+  // a tenth.
+  if (cluster_.coordinator_external || cluster_.rank != 0)
+    system_->middleman().backend().post([] {
+      if (auto err = run_this_thread_as_batch()) log(log_level::warning, "runtime", describe(err));
+    });
   agent_config agent;
   agent.host = cluster_.coordinator_host;
   agent.port = cluster_.coordinator_port;
