@@ -56,7 +56,7 @@ const char* body_name(const wire::ProtocolMessage& msg) {
 
 // At debug level every protocol step a worker takes is logged with the wall
 // clock: the lines of all workers then line up into one timeline of the round
-// and show where an agreement's time went (handler_bench --phases reads them).
+// and show where an agreement's time went (handler_bench's phases read them).
 // Below debug, no clock is read and nothing is formatted.
 void log_taken(const char* what) {
   if (log_enabled(log_level::debug))
