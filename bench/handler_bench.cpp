@@ -25,10 +25,10 @@
 //             rank 0's CAF threads (its I/O thread runs its agent and
 //             resolver, and the service every message of the round passes),
 //             the other workers' CAF threads, and the checkpoint writers' I/O
-//             threads (the workers
-//             that got the decision first start saving at once, on the cores
-//             the others still need to hear it). The quartiles beside the
-//             median show how far the rounds of one run spread.
+//             threads (the workers that got the decision first start saving
+//             at once, on the cores the others still need to hear it). The
+//             quartiles beside the median show how far the rounds of one run
+//             spread.
 // Last, the N = 16 agreement phase by phase: more rounds with the workers
 // logging at debug level, and when each phase ended (the notice at the
 // leader, the query and the commit at the first and last follower, the
@@ -83,11 +83,6 @@ constexpr int floor_measured_rounds = 30;  // per N; cheap next to the agreement
 constexpr size_t worker_state_bytes = 64 * 1024;
 constexpr const char* agreed_marker = "agreed to save at step";
 constexpr const char* ready_line = "ready";
-// The name CAF 0.17 gives both the middleman's I/O thread, where every
-// worker's agent, cluster watcher and step resolver run (and rank 0's
-// coordination service), and its scheduler's worker thread (the checkpoint
-// writer and exit controller actors); /proc cannot tell them apart.
-constexpr const char* caf_thread_name = "caf.multiplexer";
 
 struct sizes {
   int workers;
@@ -185,7 +180,7 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
       std::string name;
       std::getline(comm, name);
       if (name == lifeboat::checkpoint::saver_thread_name) out.saver_ms += run_ns / 1e6;
-      if (name == caf_thread_name)
+      if (name == lifeboat::caf_thread_name)
         (leader ? out.leader_caf_ms : out.follower_caf_ms) += run_ns / 1e6;
     }
   }
@@ -429,39 +424,45 @@ std::pair<double, double> taken(const round_result& r, size_t from, size_t to,
   return {*first, *last};
 }
 
+// Each milestone of every round, in ms after the signal.
+struct phase_samples {
+  std::vector<double> own_notice, leader_notice, first_query, last_query, first_report, last_report,
+      first_commit, last_commit, agreed;
+};
+
 void print_phases(const std::string& self) {
   const int n = agreement_target_n;
-  std::map<std::string, std::vector<double>> at;
+  phase_samples at;
   for (int round = 0; round < phases_rounds; ++round) {
     auto r = agreement_round(self, n, round, "debug");
-    at["own notice"].push_back(taken(r, n - 1, n, "a notice of its own").first);
-    at["leader notice"].push_back(taken(r, 0, 1, "a notice").first);
+    at.own_notice.push_back(taken(r, n - 1, n, "a notice of its own").first);
+    at.leader_notice.push_back(taken(r, 0, 1, "a notice").first);
     auto [first_query, last_query] = taken(r, 1, n, "a query");
-    at["first query"].push_back(first_query);
-    at["last query"].push_back(last_query);
+    at.first_query.push_back(first_query);
+    at.last_query.push_back(last_query);
     auto [first_report, last_report] = taken(r, 0, 1, "a report");
-    at["first report"].push_back(first_report);
-    at["last report"].push_back(last_report);
+    at.first_report.push_back(first_report);
+    at.last_report.push_back(last_report);
     auto [first_commit, last_commit] = taken(r, 1, n, "a commit");
-    at["first commit"].push_back(first_commit);
-    at["last commit"].push_back(last_commit);
-    at["agreed"].push_back(r.ms);
+    at.first_commit.push_back(first_commit);
+    at.last_commit.push_back(last_commit);
+    at.agreed.push_back(r.ms);
   }
-  auto p50 = [&](const char* milestone) { return percentile(at[milestone], 0.5); };
+  auto p50 = [](const std::vector<double>& xs) { return percentile(xs, 0.5); };
   std::printf(
       "\nnotice to agreement N=%d, phase by phase (medians of %d rounds, ms after the signal; "
       "the workers log at debug level)\n",
       n, phases_rounds);
   std::printf("  the signalled worker's resolver took the notice %.2f, the leader's %.2f\n",
-              p50("own notice"), p50("leader notice"));
+              p50(at.own_notice), p50(at.leader_notice));
   std::printf("  the query reached the followers' resolvers: the first %.2f, the last %.2f\n",
-              p50("first query"), p50("last query"));
-  std::printf("  the leader took the reports: the first %.2f, the last %.2f\n", p50("first report"),
-              p50("last report"));
+              p50(at.first_query), p50(at.last_query));
+  std::printf("  the leader took the reports: the first %.2f, the last %.2f\n",
+              p50(at.first_report), p50(at.last_report));
   std::printf(
       "  the commit reached the followers' resolvers: the first %.2f, the last %.2f; the last "
       "agreement was read %.2f\n",
-      p50("first commit"), p50("last commit"), p50("agreed"));
+      p50(at.first_commit), p50(at.last_commit), p50(at.agreed));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/system_config.hpp"
 #include "tests/runtime/runtime_checks.hpp"
 #include "tests/runtime/worker_cluster.hpp"
 
@@ -18,10 +19,6 @@ namespace lifeboat::test {
 namespace {
 
 constexpr int workers = 3;
-// CAF 0.17 gives this name to the middleman's thread, where the agent, the
-// watchers, the step resolver and (on rank 0) the coordination service run,
-// and to its scheduler's worker thread as well.
-constexpr const char* caf_thread_name = "caf.multiplexer";
 
 // The names of the threads of process `pid` that run as SCHED_BATCH.
 std::vector<std::string> batch_threads_of(pid_t pid) {
