@@ -26,9 +26,10 @@
 //             resolver, and the service every message of the round passes),
 //             the other workers' CAF threads, and the checkpoint writers' I/O
 //             threads (the workers that got the decision first start saving
-//             at once, on the cores the others still need to hear it). The
-//             quartiles beside the median show how far the rounds of one run
-//             spread.
+//             at once, on the cores the others still need to hear it); and
+//             how long the CAF threads were ready to run but waited for a
+//             core. The quartiles beside the median show how far the rounds
+//             of one run spread.
 // Last, the N = 16 agreement phase by phase: more rounds with the workers
 // logging at debug level, and when each phase ended (the notice at the
 // leader, the query and the commit at the first and last follower, the
@@ -152,13 +153,27 @@ int free_port() {
 // schedstat: the main threads, which run the trainers' step loops, apart
 // from the threads lifeboat started, and of those the checkpoint writers'.
 // On a host with fewer cores than workers, this shows what the agreement
-// competed with.
+// competed with. Beside it, from the same file, how long the CAF threads
+// were ready to run but waited for a core: every message of a round passes
+// rank 0's I/O thread, so its wait is on the way to the decision.
 struct workers_cpu {
   double trainer_ms = 0;
   double lifeboat_ms = 0;
   double saver_ms = 0;
   double leader_caf_ms = 0;    // rank 0's CAF threads; its I/O thread runs the service
   double follower_caf_ms = 0;  // the other workers' CAF threads
+  double leader_caf_wait_ms = 0;
+  double follower_caf_wait_ms = 0;
+
+  workers_cpu operator-(const workers_cpu& earlier) const {
+    return {trainer_ms - earlier.trainer_ms,
+            lifeboat_ms - earlier.lifeboat_ms,
+            saver_ms - earlier.saver_ms,
+            leader_caf_ms - earlier.leader_caf_ms,
+            follower_caf_ms - earlier.follower_caf_ms,
+            leader_caf_wait_ms - earlier.leader_caf_wait_ms,
+            follower_caf_wait_ms - earlier.follower_caf_wait_ms};
+  }
 };
 
 workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_process>>& workers) {
@@ -168,9 +183,11 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
     auto main_tid = std::to_string(w->pid());
     std::error_code ec;
     for (auto& task : fs::directory_iterator("/proc/" + main_tid + "/task", ec)) {
+      // schedstat: the time on a core, then the time ready but waiting for one (ns).
       std::ifstream in(task.path() / "schedstat");
       long long run_ns = 0;
-      if (!(in >> run_ns)) continue;  // a thread that just ended
+      long long wait_ns = 0;
+      if (!(in >> run_ns >> wait_ns)) continue;  // a thread that just ended
       if (task.path().filename() == main_tid) {
         out.trainer_ms += run_ns / 1e6;
         continue;
@@ -180,8 +197,10 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
       std::string name;
       std::getline(comm, name);
       if (name == lifeboat::checkpoint::saver_thread_name) out.saver_ms += run_ns / 1e6;
-      if (name == lifeboat::caf_thread_name)
+      if (name == lifeboat::caf_thread_name) {
         (leader ? out.leader_caf_ms : out.follower_caf_ms) += run_ns / 1e6;
+        (leader ? out.leader_caf_wait_ms : out.follower_caf_wait_ms) += wait_ns / 1e6;
+      }
     }
   }
   return out;
@@ -264,13 +283,8 @@ round_result agreement_round(const std::string& self, int n, int round,
   for (auto& w : workers)
     if (!w->wait_exit(worker_exit_timeout)) die("a worker did not exit after saving");
   fs::remove_all(dir);
-  return {
-      std::chrono::duration<double, std::milli>(last - start).count(),
-      {cpu_after.trainer_ms - cpu_before.trainer_ms, cpu_after.lifeboat_ms - cpu_before.lifeboat_ms,
-       cpu_after.saver_ms - cpu_before.saver_ms, cpu_after.leader_caf_ms - cpu_before.leader_caf_ms,
-       cpu_after.follower_caf_ms - cpu_before.follower_caf_ms},
-      signal_unix_us,
-      std::move(lines)};
+  return {std::chrono::duration<double, std::milli>(last - start).count(), cpu_after - cpu_before,
+          signal_unix_us, std::move(lines)};
 }
 
 // A floor worker's trainer: a 1 ms step loop on its own thread, as a
@@ -548,6 +562,11 @@ int main(int argc, char** argv) {
         "CAF threads of ranks 1 to %d %.2f ms, checkpoint writers' I/O threads %.2f ms\n",
         cpu_p50(&workers_cpu::leader_caf_ms), row.n - 1, cpu_p50(&workers_cpu::follower_caf_ms),
         cpu_p50(&workers_cpu::saver_ms));
+    std::printf(
+        "      ready to run but waiting for a core (p50): rank 0's CAF threads %.2f ms, the CAF "
+        "threads of ranks 1 to %d %.2f ms in all\n",
+        cpu_p50(&workers_cpu::leader_caf_wait_ms), row.n - 1,
+        cpu_p50(&workers_cpu::follower_caf_wait_ms));
   }
   print_phases(self);
   return 0;
