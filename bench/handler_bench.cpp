@@ -154,8 +154,9 @@ int free_port() {
 // from the threads lifeboat started, and of those the checkpoint writers'.
 // On a host with fewer cores than workers, this shows what the agreement
 // competed with. Beside it, from the same file, how long the CAF threads
-// were ready to run but waited for a core: every message of a round passes
-// rank 0's I/O thread, so its wait is on the way to the decision.
+// were ready to run but waited for a core. Every message of a round passes
+// rank 0's I/O thread, so its wait is on the way to the decision; the figure
+// also holds rank 0's scheduler thread, which CAF names alike.
 struct workers_cpu {
   double trainer_ms = 0;
   double lifeboat_ms = 0;
