@@ -30,11 +30,14 @@
 //             how long the CAF threads were ready to run but waited for a
 //             core. The quartiles beside the median show how far the rounds
 //             of one run spread.
+// Above the rows, how busy the host's CPU was with no worker running, just
+// before the rounds and just after them: other load on the host slows every
+// row, and nothing else in the output would show it.
 // Last, the N = 16 agreement phase by phase: more rounds with the workers
 // logging at debug level, and when each phase ended (the notice at the
 // leader, the query and the commit at the first and last follower, the
 // reports at the leader): where the time from the signal went.
-// The workers are this program, started again with --worker DIR,
+// The workers are this program, started again with --worker PARENT_PID DIR,
 // --floor-worker PARENT_PID PORT or --caf-floor-worker PARENT_PID PORT.
 #include <poll.h>
 #include <unistd.h>
@@ -42,12 +45,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -81,6 +86,7 @@ constexpr auto worker_exit_timeout = 30s;
 constexpr auto floor_timeout = 10s;        // each wait of the floor's exchange
 constexpr int floor_warmup_rounds = 5;     // per N, not counted
 constexpr int floor_measured_rounds = 30;  // per N; cheap next to the agreement rounds
+constexpr auto host_load_window = 300ms;
 constexpr size_t worker_state_bytes = 64 * 1024;
 constexpr const char* agreed_marker = "agreed to save at step";
 constexpr const char* ready_line = "ready";
@@ -126,7 +132,12 @@ class median_reporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> medians_;
 };
 
-int run_worker(const std::string& dir) {
+// --worker PARENT_PID DIR: a worker of an agreement round. It trains until
+// the runtime ends it with the restart code, or until the bench ends: one the
+// bench left behind (a die() on the way) would keep a 1 ms step loop and
+// lifeboat's heartbeats running and slow every later measurement on the host.
+int run_worker(pid_t parent, const std::string& dir) {
+  if (!lifeboat::bench::die_with_parent(parent)) return 1;
   std::vector<char> buffer(worker_state_bytes);
   lifeboat::checkpoint_state state;
   state.add_buffer("state", buffer.data(), buffer.size());
@@ -207,6 +218,35 @@ workers_cpu cpu_of(const std::vector<std::unique_ptr<lifeboat::test::child_proce
   return out;
 }
 
+// The share of the host's CPU time that was busy (any process, the kernel)
+// or stolen by the hypervisor over `window`, from /proc/stat; negative if
+// unreadable. Sampled while no worker runs, it shows what else on the host
+// competes with the rounds: 16 workers left over from an earlier run took
+// the N = 16 p50 from about 2.5 ms to 4.4 to 5.9 ms here, with nothing else
+// in the output to tell.
+double host_busy_share(std::chrono::milliseconds window) {
+  struct jiffies {
+    long long busy = 0;
+    long long idle = 0;
+  };
+  auto sample = []() -> std::optional<jiffies> {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    long long user, nice, system, idle, iowait, irq, softirq, steal;
+    if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+        cpu != "cpu")
+      return std::nullopt;
+    return jiffies{user + nice + system + irq + softirq + steal, idle + iowait};
+  };
+  auto before = sample();
+  std::this_thread::sleep_for(window);
+  auto after = sample();
+  if (!before || !after) return -1;
+  double busy = after->busy - before->busy;
+  double total = busy + (after->idle - before->idle);
+  return total > 0 ? busy / total : -1;
+}
+
 std::string transcript_of(const std::vector<std::vector<std::string>>& lines) {
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i)
@@ -239,7 +279,8 @@ round_result agreement_round(const std::string& self, int n, int round,
   for (int r = 0; r < n; ++r) {
     ::setenv("LIFEBOAT_RANK", std::to_string(r).c_str(), 1);
     workers.push_back(std::make_unique<lifeboat::test::child_process>(
-        std::vector<std::string>{self, "--worker", dir.string()}, true));
+        std::vector<std::string>{self, "--worker", std::to_string(::getpid()), dir.string()},
+        true));
   }
   for (auto& w : workers) {
     for (;;) {
@@ -483,7 +524,8 @@ void print_phases(const std::string& self) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string{argv[1]} == "--worker") return run_worker(argv[2]);
+  if (argc == 4 && std::string{argv[1]} == "--worker")
+    return run_worker(std::stoi(argv[2]), argv[3]);
   if (argc == 4 && std::string{argv[1]} == "--floor-worker")
     return run_floor_worker(std::stoi(argv[2]), static_cast<uint16_t>(std::stoi(argv[3])));
   if (argc == 4 && std::string{argv[1]} == "--caf-floor-worker")
@@ -514,6 +556,7 @@ int main(int argc, char** argv) {
   };
   std::vector<agreement_samples> agreement;
   auto self = fs::read_symlink("/proc/self/exe").string();
+  double busy_before = host_busy_share(host_load_window);
   for (auto [n, rounds] : agreement_sizes) {
     agreement_samples row{n, {}, {}, {}, {}};
     for (int round = 0; round < rounds; ++round) {
@@ -525,6 +568,7 @@ int main(int argc, char** argv) {
     row.caf_floor = floor_rounds(self, "--caf-floor-worker", n);
     agreement.push_back(std::move(row));
   }
+  double busy_after = host_busy_share(host_load_window);
 
   double ours = reporter.median("bm_step_completed");
   double floor = reporter.median("bm_empty_call");
@@ -534,6 +578,14 @@ int main(int argc, char** argv) {
       "(target <= %.0f ns: %s)\n",
       ours, floor, ours / floor, hot_path_target_ns,
       ours <= hot_path_target_ns ? "met" : "NOT met");
+  auto percent = [](double share) {
+    return share < 0 ? std::string{"unknown"} : std::to_string(std::lround(share * 100)) + "%";
+  };
+  std::printf(
+      "host CPU busy with no worker running (/proc/stat over %lld ms): %s before the rounds, %s "
+      "after; any other load slows every row below\n",
+      static_cast<long long>(host_load_window.count()), percent(busy_before).c_str(),
+      percent(busy_after).c_str());
   for (const auto& row : agreement) {
     double p50 = percentile(row.ours, 0.5);
     double floor_p50 = percentile(row.floor, 0.5);
