@@ -22,15 +22,15 @@ namespace lifeboat::bench {
 constexpr const char* loopback_host = "127.0.0.1";
 
 /// An fd closed when this goes away.
-struct socket_guard {
+struct fd_guard {
   int fd = -1;
-  socket_guard() = default;
-  explicit socket_guard(int x) : fd(x) {}
-  socket_guard(socket_guard&& other) noexcept : fd(other.fd) { other.fd = -1; }
-  socket_guard(const socket_guard&) = delete;
-  socket_guard& operator=(const socket_guard&) = delete;
-  socket_guard& operator=(socket_guard&&) = delete;
-  ~socket_guard() {
+  fd_guard() = default;
+  explicit fd_guard(int x) : fd(x) {}
+  fd_guard(fd_guard&& other) noexcept : fd(other.fd) { other.fd = -1; }
+  fd_guard(const fd_guard&) = delete;
+  fd_guard& operator=(const fd_guard&) = delete;
+  fd_guard& operator=(fd_guard&&) = delete;
+  ~fd_guard() {
     if (fd >= 0) ::close(fd);
   }
 };
@@ -55,8 +55,8 @@ inline bool transfer_all(int fd, char* data, size_t size, bool sending,
 }
 
 /// A listening socket on a free port of 127.0.0.1; fd -1 on failure.
-inline socket_guard listen_loopback(int backlog, uint16_t& port) {
-  socket_guard listener{::socket(AF_INET, SOCK_STREAM, 0)};
+inline fd_guard listen_loopback(int backlog, uint16_t& port) {
+  fd_guard listener{::socket(AF_INET, SOCK_STREAM, 0)};
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = 0;
@@ -65,29 +65,29 @@ inline socket_guard listen_loopback(int backlog, uint16_t& port) {
   if (listener.fd < 0 || ::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
       ::listen(listener.fd, backlog) != 0 ||
       ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return socket_guard{};
+    return fd_guard{};
   port = ntohs(addr.sin_port);
   return listener;
 }
 
 /// A connection to 127.0.0.1:port with TCP_NODELAY; fd -1 on failure.
-inline socket_guard connect_loopback(uint16_t port) {
-  socket_guard conn{::socket(AF_INET, SOCK_STREAM, 0)};
+inline fd_guard connect_loopback(uint16_t port) {
+  fd_guard conn{::socket(AF_INET, SOCK_STREAM, 0)};
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   ::inet_pton(AF_INET, loopback_host, &addr.sin_addr);
   if (conn.fd < 0 || ::connect(conn.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
-    return socket_guard{};
+    return fd_guard{};
   set_nodelay(conn.fd);
   return conn;
 }
 
 /// The next connection within `timeout`, with TCP_NODELAY; fd -1 if none came.
-inline socket_guard accept_within(int listener, std::chrono::milliseconds timeout) {
+inline fd_guard accept_within(int listener, std::chrono::milliseconds timeout) {
   pollfd pfd{listener, POLLIN, 0};
-  if (::poll(&pfd, 1, static_cast<int>(timeout.count())) <= 0) return socket_guard{};
-  socket_guard conn{::accept(listener, nullptr, nullptr)};
+  if (::poll(&pfd, 1, static_cast<int>(timeout.count())) <= 0) return fd_guard{};
+  fd_guard conn{::accept(listener, nullptr, nullptr)};
   if (conn.fd >= 0) set_nodelay(conn.fd);
   return conn;
 }
