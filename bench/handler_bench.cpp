@@ -260,9 +260,9 @@ class workers_threads {
 // The share of the host's CPU time that was busy (any process, the kernel)
 // or stolen by the hypervisor over `window`, from /proc/stat; negative if
 // unreadable. Sampled while no worker runs, it shows what else on the host
-// competes with the rounds: 16 workers left over from an earlier run took
-// the N = 16 p50 from about 2.5 ms to 4.4 to 5.9 ms here, with nothing else
-// in the output to tell.
+// competes with the rounds: 80 workers left over from earlier runs took the
+// N = 16 p50 from about 2.5 ms to 4.4 to 5.9 ms here, with nothing else in
+// the output to tell.
 double host_busy_share(std::chrono::milliseconds window) {
   struct jiffies {
     long long busy = 0;
