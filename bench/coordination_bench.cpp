@@ -102,9 +102,8 @@ void quiet_logs() {
 
 // -- worker side ------------------------------------------------------------
 
-// --worker echo PARENT_PID PORT: echoes ping_bytes messages until EOF.
-int run_echo_worker(pid_t parent, uint16_t port) {
-  if (!die_with_parent(parent)) return 1;
+// --worker echo PORT: echoes ping_bytes messages until EOF.
+int run_echo_worker(uint16_t port) {
   auto conn = connect_loopback(port);
   if (conn.fd < 0) {
     std::perror("coordination_bench echo worker: connect");
@@ -118,15 +117,14 @@ int run_echo_worker(pid_t parent, uint16_t port) {
   return 0;
 }
 
-// --worker kv PARENT_PID PORT RANK WORLD_SIZE: joins, prints "joined", then
+// --worker kv PORT RANK WORLD_SIZE: joins, prints "joined", then
 // answers one stdin line with stdout lines:
 //   get KEY       -> "waiting" once the get is registered at the service,
 //                    then "got NS" (steady_clock when the get returned)
 //   barrier NAME  -> "barrier ENTRY_NS EXIT_NS" (participants: ranks 1..N)
 //   exit          -> leaves and exits
 // Any failure answers "err WHAT".
-int run_kv_worker(pid_t parent, uint16_t port, int rank, int world_size) {
-  if (!die_with_parent(parent)) return 1;
+int run_kv_worker(uint16_t port, int rank, int world_size) {
   quiet_logs();
   lifeboat::agent_config cfg;
   cfg.host = bench_host;
@@ -197,10 +195,9 @@ int run_kv_worker(pid_t parent, uint16_t port, int rank, int world_size) {
 class worker_group {
  public:
   worker_group(const std::string& self, uint16_t port, int n) {
-    auto parent = std::to_string(::getpid());
     for (int i = 0; i < n; ++i) {
       auto child = std::make_unique<child_process>(
-          std::vector<std::string>{self, "--worker", "kv", parent, std::to_string(port),
+          std::vector<std::string>{self, "--worker", "kv", std::to_string(port),
                                    std::to_string(i + 1), std::to_string(n + 1)});
       if (!child->started()) throw bench_error("cannot start worker " + std::to_string(i + 1));
       workers_.push_back(std::move(child));
@@ -336,7 +333,7 @@ std::vector<double> tcp_floor(const std::string& self) {
   auto listener = listen_loopback(1, port);
   if (listener.fd < 0)
     throw bench_error(std::string{"floor: cannot listen: "} + std::strerror(errno));
-  child_process echo{{self, "--worker", "echo", std::to_string(::getpid()), std::to_string(port)}};
+  child_process echo{{self, "--worker", "echo", std::to_string(port)}};
   if (!echo.started()) throw bench_error("floor: cannot start the echo process");
   auto conn = accept_within(listener.fd, ping_timeout);
   if (conn.fd < 0) throw bench_error("floor: the echo process did not connect in time");
@@ -402,8 +399,8 @@ int run_bench(const std::string& self) {
 int usage() {
   std::fprintf(stderr,
                "usage: coordination_bench\n"
-               "       coordination_bench --worker kv PARENT_PID PORT RANK WORLD_SIZE\n"
-               "       coordination_bench --worker echo PARENT_PID PORT\n");
+               "       coordination_bench --worker kv PORT RANK WORLD_SIZE\n"
+               "       coordination_bench --worker echo PORT\n");
   return 2;
 }
 
@@ -413,11 +410,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (!args.empty() && args[0] == "--worker") {
-      if (args.size() == 6 && args[1] == "kv")
-        return run_kv_worker(std::stoi(args[2]), static_cast<uint16_t>(std::stoi(args[3])),
-                             std::stoi(args[4]), std::stoi(args[5]));
-      if (args.size() == 4 && args[1] == "echo")
-        return run_echo_worker(std::stoi(args[2]), static_cast<uint16_t>(std::stoi(args[3])));
+      if (args.size() == 5 && args[1] == "kv")
+        return run_kv_worker(static_cast<uint16_t>(std::stoi(args[2])), std::stoi(args[3]),
+                             std::stoi(args[4]));
+      if (args.size() == 3 && args[1] == "echo")
+        return run_echo_worker(static_cast<uint16_t>(std::stoi(args[2])));
       return usage();
     }
     if (!args.empty()) return usage();

@@ -37,8 +37,9 @@
 // logging at debug level, and when each phase ended (the notice at the
 // leader, the query and the commit at the first and last follower, the
 // reports at the leader): where the time from the signal went.
-// The workers are this program, started again with --worker PARENT_PID DIR,
-// --floor-worker PARENT_PID PORT or --caf-floor-worker PARENT_PID PORT.
+// The workers are this program, started again with --worker DIR,
+// --floor-worker PORT or --caf-floor-worker PORT (child_process ends them
+// with the bench).
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -133,12 +134,9 @@ class median_reporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> medians_;
 };
 
-// --worker PARENT_PID DIR: a worker of an agreement round. It trains until
-// the runtime ends it with the restart code, or until the bench ends: one the
-// bench left behind (a die() on the way) would keep a 1 ms step loop and
-// lifeboat's heartbeats running and slow every later measurement on the host.
-int run_worker(pid_t parent, const std::string& dir) {
-  if (!lifeboat::bench::die_with_parent(parent)) return 1;
+// --worker DIR: a worker of an agreement round; it trains until the runtime
+// ends it with the restart code.
+int run_worker(const std::string& dir) {
   std::vector<char> buffer(worker_state_bytes);
   lifeboat::checkpoint_state state;
   state.add_buffer("state", buffer.data(), buffer.size());
@@ -318,8 +316,7 @@ round_result agreement_round(const std::string& self, int n, int round,
   for (int r = 0; r < n; ++r) {
     ::setenv("LIFEBOAT_RANK", std::to_string(r).c_str(), 1);
     workers.push_back(std::make_unique<lifeboat::test::child_process>(
-        std::vector<std::string>{self, "--worker", std::to_string(::getpid()), dir.string()},
-        true));
+        std::vector<std::string>{self, "--worker", dir.string()}, true));
   }
   for (auto& w : workers) {
     for (;;) {
@@ -389,12 +386,11 @@ class floor_trainer {
   std::thread thread_;
 };
 
-// --floor-worker PARENT_PID PORT: beside its trainer, the main thread takes
+// --floor-worker PORT: beside its trainer, the main thread takes
 // part in exchanges until the bench hangs up: query in, answer out, decision
 // in, then the steady_clock ticks at which the decision arrived out.
-int run_floor_worker(pid_t parent, uint16_t port) {
+int run_floor_worker(uint16_t port) {
   using namespace lifeboat::bench;
-  if (!die_with_parent(parent)) return 1;
   floor_trainer trainer;
   auto conn = connect_loopback(port);
   char byte = 0;
@@ -430,9 +426,8 @@ caf::behavior caf_floor_broker(caf::io::broker* self, caf::io::connection_handle
   };
 }
 
-// --caf-floor-worker PARENT_PID PORT: --floor-worker's exchange through CAF.
-int run_caf_floor_worker(pid_t parent, uint16_t port) {
-  if (!lifeboat::bench::die_with_parent(parent)) return 1;
+// --caf-floor-worker PORT: --floor-worker's exchange through CAF.
+int run_caf_floor_worker(uint16_t port) {
   floor_trainer trainer;
   lifeboat::system_config cfg;
   caf::actor_system sys{cfg};
@@ -456,8 +451,8 @@ std::vector<double> floor_rounds(const std::string& self, const char* worker_fla
   std::vector<std::unique_ptr<lifeboat::test::child_process>> workers;
   std::vector<fd_guard> conns;
   for (int i = 0; i < n; ++i)
-    workers.push_back(std::make_unique<lifeboat::test::child_process>(std::vector<std::string>{
-        self, worker_flag, std::to_string(::getpid()), std::to_string(port)}));
+    workers.push_back(std::make_unique<lifeboat::test::child_process>(
+        std::vector<std::string>{self, worker_flag, std::to_string(port)}));
   for (int i = 0; i < n; ++i) {
     conns.push_back(accept_within(listener.fd, worker_ready_timeout));
     if (conns.back().fd < 0) die("floor: a worker did not connect");
@@ -564,12 +559,11 @@ void print_phases(const std::string& self) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::string{argv[1]} == "--worker")
-    return run_worker(std::stoi(argv[2]), argv[3]);
-  if (argc == 4 && std::string{argv[1]} == "--floor-worker")
-    return run_floor_worker(std::stoi(argv[2]), static_cast<uint16_t>(std::stoi(argv[3])));
-  if (argc == 4 && std::string{argv[1]} == "--caf-floor-worker")
-    return run_caf_floor_worker(std::stoi(argv[2]), static_cast<uint16_t>(std::stoi(argv[3])));
+  if (argc == 3 && std::string{argv[1]} == "--worker") return run_worker(argv[2]);
+  if (argc == 3 && std::string{argv[1]} == "--floor-worker")
+    return run_floor_worker(static_cast<uint16_t>(std::stoi(argv[2])));
+  if (argc == 3 && std::string{argv[1]} == "--caf-floor-worker")
+    return run_caf_floor_worker(static_cast<uint16_t>(std::stoi(argv[2])));
   for (const char* var : {"LIFEBOAT_RANK", "LIFEBOAT_WORLD_SIZE", "LIFEBOAT_COORDINATOR",
                           "TF_CONFIG", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"})
     ::unsetenv(var);

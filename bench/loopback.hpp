@@ -1,19 +1,16 @@
 #pragma once
 
 // Raw TCP on 127.0.0.1 for the benchmarks' floors: what a transfer costs on
-// this host before lifeboat adds anything. Every wait is bounded. Also what
-// every benchmark's child process needs: to die with the benchmark.
+// this host before lifeboat adds anything. Every wait is bounded.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <csignal>
 #include <cstddef>
 #include <cstdint>
 
@@ -90,12 +87,6 @@ inline fd_guard accept_within(int listener, std::chrono::milliseconds timeout) {
   fd_guard conn{::accept(listener, nullptr, nullptr)};
   if (conn.fd >= 0) set_nodelay(conn.fd);
   return conn;
-}
-
-/// A bench's child must not outlive it, even when the bench is SIGKILLed.
-inline bool die_with_parent(pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  return ::getppid() == parent;
 }
 
 }  // namespace lifeboat::bench

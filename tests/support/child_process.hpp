@@ -2,7 +2,10 @@
 
 // A child process with pipes to its stdin and stdout, shared by the tests and
 // benchmarks that run real processes: they drive workers line by line and wait
-// on their output with deadlines, never with sleeps.
+// on their output with deadlines, never with sleeps. A child dies with the
+// process that started it, even one that crashed or was SIGKILLed: a worker
+// left behind would keep training, hold ctest's output pipe open and load
+// the host for every later test and measurement.
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +20,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -39,8 +43,12 @@ class child_process {
     int in[2];
     int out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
+    pid_t parent = getpid();
     pid_ = fork();
     if (pid_ == 0) {
+      // The death signal survives exec; a parent gone before it was set
+      // (the child is already adopted) is caught by the second check.
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
       dup2(in[0], STDIN_FILENO);
       dup2(out[1], STDOUT_FILENO);
       if (merge_stderr) dup2(out[1], STDERR_FILENO);
