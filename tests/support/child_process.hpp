@@ -5,7 +5,9 @@
 // on their output with deadlines, never with sleeps. A child dies with the
 // process that started it, even one that crashed or was SIGKILLed: a worker
 // left behind would keep training, hold ctest's output pipe open and load
-// the host for every later test and measurement.
+// the host for every later test and measurement. Linux sends the signal when
+// the starting thread ends, so start children from a thread that outlives
+// them (the test's own thread does).
 
 #include <algorithm>
 #include <cerrno>
