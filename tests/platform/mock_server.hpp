@@ -1,12 +1,7 @@
 #pragma once
 
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -14,8 +9,7 @@
 #include <vector>
 
 #include "platform/http_client.hpp"
-
-extern char** environ;
+#include "tests/support/child_process.hpp"
 
 namespace lifeboat::testing {
 
@@ -24,31 +18,22 @@ class mock_server {
  public:
   static constexpr std::chrono::milliseconds kStartTimeout{10'000};
   static constexpr std::chrono::milliseconds kControlTimeout{5'000};
+  static constexpr std::chrono::milliseconds kStopTimeout{10'000};
 
-  explicit mock_server(std::vector<std::string> flags = {}) {
-    int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    std::vector<std::string> args{LIFEBOAT_METADATA_MOCK};
-    args.insert(args.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    if (rc != 0) throw std::runtime_error("cannot start " + args[0]);
-    port_ = read_port(out[0]);
-    ::close(out[0]);
+  explicit mock_server(std::vector<std::string> flags = {}) : process_{arguments(flags)} {
+    if (!process_.started()) throw std::runtime_error("cannot start " LIFEBOAT_METADATA_MOCK);
+    auto line = process_.read_line(kStartTimeout);
+    if (!line) throw std::runtime_error("metadata mock did not start");
+    constexpr char prefix[] = "listening on ";
+    if (line->rfind(prefix, 0) != 0) throw std::runtime_error("unexpected mock output: " + *line);
+    port_ = static_cast<uint16_t>(std::atoi(line->c_str() + sizeof(prefix) - 1));
   }
 
+  // SIGTERM first, as the mock ends cleanly on it; child_process kills what
+  // does not end within the timeout.
   ~mock_server() {
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
+    process_.kill(SIGTERM);
+    process_.wait_exit(kStopTimeout);
   }
 
   mock_server(const mock_server&) = delete;
@@ -99,27 +84,13 @@ class mock_server {
     return *reply;
   }
 
-  // Reads "listening on PORT" from the child's stdout, waiting at most kStartTimeout.
-  static uint16_t read_port(int fd) {
-    std::string line;
-    auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-    while (line.find('\n') == std::string::npos) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      pollfd p{fd, POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0)
-        throw std::runtime_error("metadata mock did not start");
-      char buffer[64];
-      auto n = ::read(fd, buffer, sizeof(buffer));
-      if (n <= 0) throw std::runtime_error("metadata mock exited");
-      line.append(buffer, static_cast<size_t>(n));
-    }
-    constexpr char prefix[] = "listening on ";
-    if (line.rfind(prefix, 0) != 0) throw std::runtime_error("unexpected mock output: " + line);
-    return static_cast<uint16_t>(std::atoi(line.c_str() + sizeof(prefix) - 1));
+  static std::vector<std::string> arguments(const std::vector<std::string>& flags) {
+    std::vector<std::string> args{LIFEBOAT_METADATA_MOCK};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return args;
   }
 
-  pid_t pid_ = 0;
+  lifeboat::test::child_process process_;
   uint16_t port_ = 0;
 };
 
