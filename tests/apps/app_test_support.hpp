@@ -9,12 +9,9 @@
 // The contract lines are parsed with sscanf, not std::regex: GCC 12 warns
 // inside std::regex when built with the sanitizers.
 
-#include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -208,18 +205,6 @@ inline int exit_code(child_process& p, std::chrono::milliseconds deadline = run_
   auto status = p.wait_exit(deadline);
   if (!status || !WIFEXITED(*status)) return -1;
   return WEXITSTATUS(*status);
-}
-
-/// Whether process `pid` (not necessarily our child) is gone within
-/// `deadline`. A pidfd becomes readable when the process exits, so this
-/// waits for the event itself instead of polling.
-inline bool gone_within(pid_t pid, std::chrono::milliseconds deadline = orphan_deadline) {
-  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0) return errno == ESRCH;
-  pollfd pfd{fd, POLLIN, 0};
-  bool exited = ::poll(&pfd, 1, static_cast<int>(deadline.count())) == 1;
-  ::close(fd);
-  return exited;
 }
 
 /// "127.0.0.1:PORT" of a line ending in "listening on 127.0.0.1:PORT" or

@@ -157,4 +157,16 @@ class child_process {
   std::optional<int> exit_status_;
 };
 
+/// Whether process `pid` (not necessarily a child of this one) is gone within
+/// `deadline`. A pidfd becomes readable when the process exits, so this
+/// waits for the event itself instead of polling.
+inline bool gone_within(pid_t pid, std::chrono::milliseconds deadline) {
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;
+  pollfd pfd{fd, POLLIN, 0};
+  bool exited = ::poll(&pfd, 1, static_cast<int>(deadline.count())) == 1;
+  ::close(fd);
+  return exited;
+}
+
 }  // namespace lifeboat::test
