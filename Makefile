@@ -19,7 +19,7 @@ build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_GEN)
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: test-plain test-asan
+test: test-plain test-asan test-tsan
 
 test-plain: build
 	cd $(BUILD) && $(CTEST)
