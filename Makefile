@@ -32,7 +32,7 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B $(TSAN) $(CMAKE_GEN) -DLIFEBOAT_SANITIZE=thread -DLIFEBOAT_BUILD_BENCH=OFF
 	cmake --build $(TSAN) -j $(JOBS)
-	cd $(TSAN) && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/scripts/tsan.supp" $(CTEST) -L actors
+	cd $(TSAN) && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/scripts/tsan.supp" $(CTEST) -LE no-sanitize
 
 bench: build
 	scripts/bench.sh $(BUILD)
