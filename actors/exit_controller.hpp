@@ -7,11 +7,9 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/step_gate.hpp"
+#include "messages/errors.hpp"
 
 namespace lifeboat {
-
-/// Exit code when a worker (a peer or this one) failed or was lost (DESIGN).
-constexpr int failure_exit_code = 3;
 
 /// Decides how this process ends, and makes sure it does:
 ///   - after the final save is committed cluster-wide it lets the trainer exit

@@ -5,8 +5,11 @@
 //                   [--status-port BASE] -- CMD ARGS...
 //
 // Restarts after the restart code do not count against --max-restarts;
-// failures do. With --status-port, rank r serves its status endpoint on
-// BASE + r (BASE 0: every worker picks a free port and logs it).
+// failures do. The workers get the restart code (default 42) as
+// LIFEBOAT_RESTART_CODE: they exit with the code the launcher restarts on,
+// whatever their platform's default (GCE's is 143).
+// With --status-port, rank r serves its status endpoint on BASE + r (BASE 0:
+// every worker picks a free port and logs it).
 // SIGTERM/SIGINT are forwarded to every worker; the launcher then exits with
 // the group's outcome. Exits 0 when every worker exited 0.
 
@@ -30,16 +33,17 @@
 #include "apps/flags.hpp"
 #include "apps/worker_group.hpp"
 #include "messages/log.hpp"
+#include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
+using lifeboat::default_restart_code;
+using lifeboat::failure_exit_code;
 
 constexpr int usage_exit_code = 2;
-constexpr int failure_exit_code = 3;
-constexpr int default_restart_code = 42;
 // After the first worker of a group exits, how long the others may take:
 // after a preemption they are committing the same checkpoint; after a
 // failure they learn of it through the coordination service.
@@ -174,12 +178,14 @@ int main(int argc, char** argv) {
   auto port = service->second;
   lifeboat::preemption_watcher watcher{sys, service->first};
 
-  lifeboat::apps::worker_group group{opts->command,
-                                     {{"LIFEBOAT_WORLD_SIZE", std::to_string(opts->nproc)},
-                                      {"LIFEBOAT_COORDINATOR", "127.0.0.1:" + std::to_string(port)},
-                                      {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
-                                      {"LIFEBOAT_CLUSTER_TOKEN", token}},
-                                     opts->status_port_base};
+  lifeboat::apps::worker_group group{
+      opts->command,
+      {{"LIFEBOAT_WORLD_SIZE", std::to_string(opts->nproc)},
+       {"LIFEBOAT_COORDINATOR", "127.0.0.1:" + std::to_string(port)},
+       {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
+       {"LIFEBOAT_CLUSTER_TOKEN", token},
+       {lifeboat::kRestartCodeVariable, std::to_string(opts->restart_code)}},
+      opts->status_port_base};
 
   // Signals to the launcher go to every worker: they save and exit with the
   // restart code, and the launcher then exits with the group's outcome.

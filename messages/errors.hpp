@@ -28,6 +28,12 @@ enum class errc : uint8_t {
   shutting_down,     // the actor system is going away
 };
 
+/// Exit codes of DESIGN's table that lifeboat itself chooses: a worker (a peer
+/// or this one) failed or was lost; and the default after a committed
+/// preemption checkpoint ("restart me"), which a platform or the launcher may change.
+constexpr int failure_exit_code = 3;
+constexpr int default_restart_code = 42;
+
 /// The category atom under which lifeboat errors are registered with CAF.
 using error_category_atom = caf::atom_constant<caf::atom("lifeboat")>;
 

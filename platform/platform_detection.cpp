@@ -25,7 +25,6 @@ namespace {
 constexpr char kComponent[] = "platform";
 constexpr char kGeneric[] = "generic";
 constexpr char kNvidiaGpus[] = "/proc/driver/nvidia/gpus";
-constexpr int kDefaultRestartCode = 42;
 constexpr int kGceRestartCode = 143;
 constexpr std::chrono::seconds kGceGpuGrace{3600};
 constexpr std::chrono::seconds kAwsSpotGrace{120};
@@ -100,7 +99,7 @@ caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
                                                        const env_lookup& env) {
   platform_defaults out;
   out.name = name;
-  out.restart_exit_code = kDefaultRestartCode;
+  out.restart_exit_code = default_restart_code;
   out.signals = {SIGTERM};
   if (name == "gce") {
     out.notice_sources = {"gce"};
@@ -125,6 +124,14 @@ caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
     auto seconds = parse_integer(text, "LIFEBOAT_GRACE_PERIOD_S", 0, kMaxGraceSeconds);
     if (!seconds) return seconds.error();
     out.grace_period = std::chrono::seconds{*seconds};
+  }
+  if (auto* text = env_value(env, kRestartCodeVariable)) {
+    auto code = parse_integer(text, kRestartCodeVariable, 1, 255);
+    if (!code) return code.error();
+    if (*code == failure_exit_code)
+      return make_error(errc::invalid_config, std::string{kRestartCodeVariable} +
+                                                  ": 3 is the failure code, not a restart code");
+    out.restart_exit_code = static_cast<int>(*code);
   }
   return out;
 }

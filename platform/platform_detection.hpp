@@ -19,6 +19,11 @@ struct platform_defaults {
   std::vector<int> signals;                 // signals that are a termination notice
 };
 
+/// The restart code a launcher gives its workers, so that what they exit with
+/// after a committed checkpoint is what it restarts them on, whatever the
+/// platform's default (1..255, not 3, the failure code).
+constexpr char kRestartCodeVariable[] = "LIFEBOAT_RESTART_CODE";
+
 /// The most detection may make a worker wait on a machine that is none of the clouds.
 constexpr std::chrono::milliseconds kDetectionBudget{800};
 
@@ -32,8 +37,8 @@ constexpr std::chrono::milliseconds kDetectionBudget{800};
 /// | slurm      | -              | 42           | 0 s                   | SIGTERM, SIGUSR1 |
 /// 143 and the GCE grace periods are TensorFlow's GCE defaults. A GPU VM is one
 /// with an NVIDIA driver loaded (/proc/driver/nvidia/gpus). LIFEBOAT_GRACE_PERIOD_S
-/// (seconds) overrides the grace period everywhere. An unknown name or a
-/// malformed value is errc::invalid_config.
+/// (seconds) overrides the grace period everywhere, and LIFEBOAT_RESTART_CODE
+/// the restart code. An unknown name or a malformed value is errc::invalid_config.
 caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
                                                        const env_lookup& env);
 

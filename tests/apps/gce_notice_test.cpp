@@ -4,8 +4,8 @@
 // (instance/maintenance-event = TERMINATE_ON_HOST_MAINTENANCE); both save at
 // one agreed step and exit with GCE's restart code.
 //
-// The workers run without lifeboat-launch (its restart code is 42, and it
-// would restart them into the same notice), joined through
+// The workers run without lifeboat-launch (it would give them its own restart
+// code, 42 by default, and restart them into the same notice), joined through
 // lifeboat-coordinator, so each worker's exit code is seen directly.
 
 #include <signal.h>

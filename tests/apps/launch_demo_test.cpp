@@ -34,8 +34,8 @@ constexpr int64_t endless_steps = 1'000'000;
 // joined: from before the first step to after the last.
 constexpr int max_sigterm_delay_ms = 1000;
 
-// A cloud runner would otherwise be detected (GCE's restart code is 143, not
-// 42); these tests are about the launcher, not about platform detection.
+// A cloud runner would otherwise be detected (with its grace period and
+// notice sources); these tests are about the launcher, not about platform detection.
 const std::map<std::string, std::string> hermetic_env{{"LIFEBOAT_PLATFORM", "generic"}};
 
 std::unique_ptr<child_process> launch(const std::string& ckpt,
@@ -124,6 +124,24 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
   for (auto [rank, pid] : started)
     EXPECT_TRUE(gone_within(pid, orphan_deadline))
         << "rank " << rank << " (pid " << pid << ") outlived it";
+}
+
+// --restart-code reaches the workers: they exit with it after the commit, and
+// the launcher restarts them on it (no failure) until they finish.
+TEST(launch_demo_test, restart_code_flag_is_what_workers_exit_with_and_restart_on) {
+  scratch_dir dir{"apps-restart-code"};
+  auto run = launch(dir / "ckpt", {"--restart-code", "7"});
+  output_log log{*run};
+  ASSERT_TRUE(all_joined(log, 0)) << log.text();
+  auto started = log.pids(0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(started[1], SIGTERM);
+  log.read_all();
+  EXPECT_EQ(exit_code(*run), 0) << log.text();
+  EXPECT_EQ(log.count("committed; exiting with restart code 7"), workers) << log.text();
+  EXPECT_EQ(log.pids(1).size(), static_cast<size_t>(workers)) << log.text();
+  EXPECT_FALSE(log.contains("restarting after failure")) << log.text();
+  EXPECT_EQ(log.digests(steps).size(), static_cast<size_t>(workers)) << log.text();
 }
 
 TEST(launch_demo_test, a_failing_worker_fails_everyone_and_counts_against_max_restarts) {

@@ -75,6 +75,24 @@ TEST(platform_detection, kubernetes_grace_comes_from_the_environment) {
   EXPECT_FALSE(detect_platform(table_env(env)));
 }
 
+// What lifeboat-launch gives its workers beats the platform's default
+// (GCE's 143), so the code they exit with is the one it restarts them on.
+TEST(platform_detection, restart_code_variable_overrides_the_platform_default) {
+  env_table env;
+  EXPECT_EQ(platform_defaults_for("gce", table_env(env))->restart_exit_code, 143);
+  env[kRestartCodeVariable] = "7";
+  EXPECT_EQ(platform_defaults_for("gce", table_env(env))->restart_exit_code, 7);
+  EXPECT_EQ(platform_defaults_for("generic", table_env(env))->restart_exit_code, 7);
+  for (const char* bad : {"3", "0", "256", "-42", "42x", "forty-two"}) {
+    env[kRestartCodeVariable] = bad;
+    auto found = platform_defaults_for("generic", table_env(env));
+    ASSERT_FALSE(found) << bad;
+    EXPECT_EQ(found.error(), make_error(errc::invalid_config)) << bad;
+    EXPECT_NE(describe(found.error()).find(kRestartCodeVariable), std::string::npos)
+        << describe(found.error());
+  }
+}
+
 TEST(platform_detection, slurm_watches_sigterm_and_sigusr1) {
   env_table env{{"SLURM_JOB_ID", "7"}};
   auto found = detect_platform(table_env(env));

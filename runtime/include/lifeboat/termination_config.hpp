@@ -36,7 +36,8 @@ struct termination_config {
   /// Notice sources by name ("gce", "aws", "azure", "file:/path"); empty: the platform's.
   std::optional<std::vector<std::string>> notice_sources;
 
-  /// Exit code after a committed preemption checkpoint ("restart me").
+  /// Exit code after a committed preemption checkpoint ("restart me"); unset:
+  /// LIFEBOAT_RESTART_CODE (lifeboat-launch sets it), else the platform's (42, GCE 143).
   std::optional<int> restart_code;
 
   std::chrono::milliseconds poll_interval{1000};
