@@ -1,7 +1,6 @@
 #include "runtime/worker_runtime.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -33,6 +32,7 @@
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
+#include "platform/text_parse.hpp"
 #include "platform/thread_policy.hpp"
 #include "runtime/config_check.hpp"
 
@@ -82,9 +82,14 @@ void await_started(caf::actor_system& sys, const caf::actor& actor) {
                [](const caf::error& err) { fail_config("starting an actor: " + describe(err)); });
 }
 
-std::string status_port_env() {
-  auto value = std::getenv("LIFEBOAT_STATUS_PORT");
-  return value == nullptr ? std::string{} : std::string{value};
+// LIFEBOAT_STATUS_PORT (0: any free port): none when unset; a malformed one
+// is bad configuration.
+caf::expected<std::optional<uint16_t>> status_port_from_env() {
+  auto text = env_value(process_environment(), "LIFEBOAT_STATUS_PORT");
+  if (text == nullptr) return std::optional<uint16_t>{};
+  auto port = parse_integer(text, "LIFEBOAT_STATUS_PORT", 0, 65535);
+  if (!port) return port.error();
+  return std::optional<uint16_t>{static_cast<uint16_t>(*port)};
 }
 
 }  // namespace
@@ -107,6 +112,9 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   auto platform = detect_platform();
   if (!platform) fail_config(describe(platform.error()));
   restart_code_ = config_.restart_code.value_or(platform->restart_exit_code);
+  auto status_port = status_port_from_env();
+  if (!status_port) fail_config(describe(status_port.error()));
+  status_port_ = *status_port;
   grace_period_ = config_.grace_period.value_or(
       std::chrono::duration_cast<std::chrono::milliseconds>(platform->grace_period));
   signals_ = platform->signals;
@@ -318,18 +326,11 @@ void worker_runtime::spawn_actors() {
     saver_ = std::make_unique<checkpoint::async_saver>(*store_, ready_barrier_.get());
   }
   if (config_.save_every_steps > 0) gate_.set_backup_interval(config_.save_every_steps);
-  if (auto port_text = status_port_env(); !port_text.empty()) {
-    char* end = nullptr;
-    auto port = std::strtol(port_text.c_str(), &end, 10);
-    if (end == port_text.c_str() || *end != '\0' || port < 0 || port > 65535) {
-      log(log_level::error, "runtime", "LIFEBOAT_STATUS_PORT='", port_text,
-          "' is not a port (0..65535); status endpoint not started");
-      return;
-    }
+  if (status_port_) {
     status_endpoint_config cfg;
     cfg.rank = cluster_.rank;
     cfg.world_size = cluster_.world_size;
-    cfg.port = static_cast<uint16_t>(port);
+    cfg.port = *status_port_;
     cfg.observed = {signal_watcher_, poll_watcher_, cluster_watcher_,
                     resolver_,       writer_,       exit_controller_};
     if (service_) cfg.observed.push_back(service_);

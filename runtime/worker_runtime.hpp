@@ -16,6 +16,7 @@
 #include "checkpoint/store.hpp"
 #include "lifeboat/checkpoint_state.hpp"
 #include "lifeboat/termination_config.hpp"
+#include "messages/errors.hpp"
 #include "platform/cluster_discovery.hpp"
 
 namespace lifeboat {
@@ -74,8 +75,9 @@ class worker_runtime {
   std::string checkpoint_dir_;
   termination_config config_;
   cluster_spec cluster_;
-  int restart_code_ = 42;
+  int restart_code_ = default_restart_code;
   std::chrono::milliseconds grace_period_{0};
+  std::optional<uint16_t> status_port_;  // LIFEBOAT_STATUS_PORT; none: no status endpoint
   std::vector<int> signals_;
   std::vector<std::string> notice_sources_;
   step_gate gate_;

@@ -73,6 +73,12 @@ TEST_F(config_test, rank_outside_the_world) {
   expect_nothing_written();
 }
 
+TEST_F(config_test, malformed_status_port) {
+  auto error = refused(fresh_dir(), {}, {"LIFEBOAT_STATUS_PORT=80x"});
+  EXPECT_NE(error.find("LIFEBOAT_STATUS_PORT"), std::string::npos) << error;
+  expect_nothing_written();
+}
+
 // The checkpoint directory cannot be made: its parent is a regular file.
 TEST_F(config_test, checkpoint_dir_under_a_file) {
   auto file = root_.path() / "file";
