@@ -64,6 +64,12 @@ std::optional<options> parse(int argc, char** argv) {
   std::string error;
   auto f = lifeboat::apps::flags::parse(
       argc, argv, {"nproc", "max-restarts", "restart-code", "port", "status-port"}, error);
+  // DESIGN's usage has no default worker count: a forgotten --nproc must not
+  // quietly start a job of one.
+  if (f && !f->has("nproc")) {
+    error = "--nproc N is required (how many workers to start)";
+    f.reset();
+  }
   auto nproc = f ? f->integer("nproc", 1, 1, 4096, error) : std::nullopt;
   auto max_restarts = nproc ? f->integer("max-restarts", 0, 0, 1'000'000, error) : std::nullopt;
   auto code =

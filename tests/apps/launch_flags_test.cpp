@@ -65,4 +65,13 @@ TEST(launch_flags_test, a_status_port_range_past_65535_is_a_usage_error) {
   EXPECT_FALSE(log.contains("worker rank=")) << log.text();
 }
 
+TEST(launch_flags_test, without_nproc_it_is_a_usage_error) {
+  child_process run{{LIFEBOAT_LAUNCH, "--", "/bin/sh", "-c", print_env}, true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), usage_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("--nproc N is required")) << log.text();
+  EXPECT_FALSE(log.contains("worker rank=")) << log.text();
+}
+
 }  // namespace
