@@ -6,6 +6,9 @@
 // Prints "lifeboat-demo: rank=R step=N digest=HEX" when it finishes; exits 42
 // after a preemption checkpoint, 3 when a worker failed.
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -25,6 +28,20 @@ constexpr int failure_exit_code = 3;
 // A worker that waits this long at the per-step barrier is stuck; peers that
 // fail or vanish are reported long before (heartbeats).
 constexpr auto step_barrier_timeout = 300s;
+
+// Training is done: a notice from now on finds nothing to save. Once the
+// handler is gone its signals have their default action again, and one that
+// lands in the last milliseconds before exit would kill a finished worker (its
+// launcher would count the run as failed). This thread holds them until the
+// process exits; the handler's own threads still take them while they run.
+void hold_notice_signals_until_exit() {
+  sigset_t notices;
+  sigemptyset(&notices);
+  // The notice signals of every platform's defaults (SLURM adds SIGUSR1).
+  sigaddset(&notices, SIGTERM);
+  sigaddset(&notices, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &notices, nullptr);
+}
 
 struct options {
   int64_t steps = 0;
@@ -106,6 +123,7 @@ int main(int argc, char** argv) {
           std::this_thread::sleep_for(std::chrono::milliseconds{opts->step_ms});
       });
     }
+    hold_notice_signals_until_exit();
     std::printf("lifeboat-demo: rank=%d step=%lld digest=%s\n", rank,
                 static_cast<long long>(handler.total_run_calls()), model.digest().c_str());
     std::fflush(stdout);

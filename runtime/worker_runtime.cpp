@@ -496,8 +496,12 @@ void worker_runtime::shutdown() {
       log(log_level::warning, "runtime", "not every worker reached the end: ", describe(err));
   client_->leave();
   wait_for_peers_to_leave();
-  signal_pipe_.reset();
   stop_actors();
+  // The signals get their previous action back only once no thread of ours
+  // runs: a SIGTERM during the teardown lands on any thread that does not
+  // block it, and with the default action back it would kill a worker that
+  // finished cleanly. Until here it is a notice that nobody acts on.
+  signal_pipe_.reset();
 }
 
 void worker_runtime::stop_actors() {

@@ -126,6 +126,26 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
         << "rank " << rank << " (pid " << pid << ") outlived it";
 }
 
+// A notice after the last step finds nothing to save, and the worker still
+// exits 0: SIGTERMs come every millisecond from its digest line until it is
+// gone, so some land after its handler has ended too.
+TEST(launch_demo_test, sigterms_after_the_last_step_never_fail_a_finished_worker) {
+  scratch_dir dir{"apps-late-sigterm"};
+  child_process run{
+      {LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps", "20", "--state-mb", "1"},
+      true,
+      environment_with(hermetic_env)};
+  output_log log{run};
+  ASSERT_TRUE(log.read_until("digest=")) << log.text();
+  auto until = std::chrono::steady_clock::now() + run_deadline;
+  std::optional<int> status;
+  while (!(status = run.wait_exit(1ms)) && std::chrono::steady_clock::now() < until)
+    run.kill(SIGTERM);
+  ASSERT_TRUE(status) << "still running after " << run_deadline.count() << " ms\n" << log.text();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "wait status " << *status << "\n"
+                                                               << log.text();
+}
+
 // --restart-code reaches the workers: they exit with it after the commit, and
 // the launcher restarts them on it (no failure) until they finish.
 TEST(launch_demo_test, restart_code_flag_is_what_workers_exit_with_and_restart_on) {
