@@ -72,8 +72,9 @@ std::optional<options> parse(int argc, char** argv) {
   }
   auto nproc = f ? f->integer("nproc", 1, 1, 4096, error) : std::nullopt;
   auto max_restarts = nproc ? f->integer("max-restarts", 0, 0, 1'000'000, error) : std::nullopt;
-  auto code =
-      max_restarts ? f->integer("restart-code", default_restart_code, 1, 255, error) : std::nullopt;
+  auto code = max_restarts ? f->integer("restart-code", default_restart_code, 1,
+                                        lifeboat::max_exit_code, error)
+                           : std::nullopt;
   auto port = code ? f->integer("port", 0, 0, 65535, error) : std::nullopt;
   // -1: no status endpoints. Every rank's port BASE + r must be a port.
   auto status_base = port ? f->integer("status-port", -1, 0, 65535, error) : std::nullopt;
@@ -90,7 +91,7 @@ std::optional<options> parse(int argc, char** argv) {
     std::cerr << "lifeboat-launch: no worker command after '--'\n";
     return std::nullopt;
   }
-  if (*code == failure_exit_code) {
+  if (!lifeboat::is_restart_code(*code)) {
     std::cerr << "lifeboat-launch: --restart-code must differ from the failure code 3\n";
     return std::nullopt;
   }

@@ -33,6 +33,14 @@ enum class errc : uint8_t {
 /// preemption checkpoint ("restart me"), which a platform or the launcher may change.
 constexpr int failure_exit_code = 3;
 constexpr int default_restart_code = 42;
+constexpr int max_exit_code = 255;
+
+/// Whether `code` may be a restart code: an exit status, neither 0 (finished)
+/// nor the failure code. TerminationConfig, LIFEBOAT_RESTART_CODE and
+/// lifeboat-launch --restart-code all follow this one rule.
+constexpr bool is_restart_code(int64_t code) {
+  return code >= 1 && code <= max_exit_code && code != failure_exit_code;
+}
 
 /// The category atom under which lifeboat errors are registered with CAF.
 using error_category_atom = caf::atom_constant<caf::atom("lifeboat")>;

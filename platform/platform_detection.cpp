@@ -126,9 +126,9 @@ caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
     out.grace_period = std::chrono::seconds{*seconds};
   }
   if (auto* text = env_value(env, kRestartCodeVariable)) {
-    auto code = parse_integer(text, kRestartCodeVariable, 1, 255);
+    auto code = parse_integer(text, kRestartCodeVariable, 1, max_exit_code);
     if (!code) return code.error();
-    if (*code == failure_exit_code)
+    if (!is_restart_code(*code))
       return make_error(errc::invalid_config, std::string{kRestartCodeVariable} +
                                                   ": 3 is the failure code, not a restart code");
     out.restart_exit_code = static_cast<int>(*code);
