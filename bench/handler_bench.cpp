@@ -71,6 +71,7 @@
 #include "lifeboat/lifeboat.hpp"
 #include "platform/clock.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace {
 
@@ -145,13 +146,6 @@ int run_worker(const std::string& dir) {
   std::fflush(stdout);
   // Runs until the runtime ends the process with the restart code.
   for (;;) handler.run([] { std::this_thread::sleep_for(worker_step_time); });
-}
-
-int free_port() {
-  uint16_t port = 0;
-  // Closed again at once: the coordination service of the round binds it.
-  auto probe = lifeboat::bench::listen_loopback(1, port);
-  return probe.fd < 0 ? -1 : port;
 }
 
 [[noreturn]] void die(const std::string& what) {
@@ -305,8 +299,8 @@ round_result agreement_round(const std::string& self, int n, int round,
                              const char* log_level = "info") {
   auto dir = fs::temp_directory_path() / ("lifeboat-handler-bench-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  int port = free_port();
-  if (port < 0) die("no free port on 127.0.0.1");
+  int port = lifeboat::test::unused_port();
+  if (port == 0) die("no free port on 127.0.0.1");
   // The children inherit the environment; this process has no other threads now.
   ::setenv("LIFEBOAT_WORLD_SIZE", std::to_string(n).c_str(), 1);
   ::setenv("LIFEBOAT_COORDINATOR", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);

@@ -1,13 +1,10 @@
 #include "platform/http_client.hpp"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include "messages/errors.hpp"
 #include "tests/platform/mock_server.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace lifeboat {
 namespace {
@@ -22,19 +19,6 @@ http_request to_mock(const mock_server& mock, std::string method, std::string ta
   request.port = mock.port();
   request.target = std::move(target);
   return request;
-}
-
-// A port on 127.0.0.1 that nothing listens on: bound, then closed.
-uint16_t unused_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 TEST(http_client, get_sends_headers_and_returns_status_headers_and_body) {
@@ -77,7 +61,7 @@ TEST(http_client, put_and_post_carry_a_body) {
 TEST(http_client, refused_connection_is_unavailable_and_names_host_and_port) {
   http_request request;
   request.host = "127.0.0.1";
-  request.port = unused_port();
+  request.port = test::unused_port();
   auto reply = http_send(request, 5s);
   ASSERT_FALSE(reply);
   EXPECT_EQ(reply.error(), make_error(errc::unavailable));

@@ -10,6 +10,7 @@
 
 #include "tests/runtime/runtime_checks.hpp"
 #include "tests/runtime/worker_cluster.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace lifeboat::test {
 namespace {
@@ -60,7 +61,7 @@ TEST_F(config_test, unknown_signal_name) {
 TEST_F(config_test, malformed_rank) {
   auto error = refused(fresh_dir(), {},
                        {"LIFEBOAT_RANK=one", "LIFEBOAT_WORLD_SIZE=2",
-                        "LIFEBOAT_COORDINATOR=127.0.0.1:" + std::to_string(free_port())});
+                        "LIFEBOAT_COORDINATOR=127.0.0.1:" + std::to_string(unused_port())});
   EXPECT_NE(error.find("LIFEBOAT_RANK"), std::string::npos) << error;
   expect_nothing_written();
 }
@@ -68,7 +69,7 @@ TEST_F(config_test, malformed_rank) {
 TEST_F(config_test, rank_outside_the_world) {
   auto error = refused(fresh_dir(), {},
                        {"LIFEBOAT_RANK=2", "LIFEBOAT_WORLD_SIZE=2",
-                        "LIFEBOAT_COORDINATOR=127.0.0.1:" + std::to_string(free_port())});
+                        "LIFEBOAT_COORDINATOR=127.0.0.1:" + std::to_string(unused_port())});
   EXPECT_NE(error.find("LIFEBOAT_RANK"), std::string::npos) << error;
   expect_nothing_written();
 }

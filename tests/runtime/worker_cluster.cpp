@@ -1,9 +1,6 @@
 #include "tests/runtime/worker_cluster.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +9,7 @@
 #include <random>
 
 #include "checkpoint/layout.hpp"
+#include "tests/support/loopback_port.hpp"
 
 extern char** environ;
 
@@ -61,22 +59,6 @@ temp_dir::temp_dir(const std::string& name) {
 temp_dir::~temp_dir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
-}
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
 }
 
 std::vector<int64_t> committed_steps(const fs::path& dir) {
@@ -149,7 +131,7 @@ std::vector<std::string> worker_cluster::environment(const cluster_options& opts
 }
 
 worker_cluster::worker_cluster(cluster_options opts) {
-  auto port = free_port();
+  auto port = unused_port();
   auto token = random_token();
   int n = opts.started >= 0 ? opts.started : std::max(opts.world_size, 1);
   lines_.resize(n);

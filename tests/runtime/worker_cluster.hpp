@@ -43,9 +43,6 @@ class temp_dir {
   std::filesystem::path path_;
 };
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, closed).
-uint16_t free_port();
-
 /// Steps of the committed checkpoints (a step directory holding a MANIFEST) in `dir`, ascending.
 std::vector<int64_t> committed_steps(const std::filesystem::path& dir);
 
