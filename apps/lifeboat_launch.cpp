@@ -224,6 +224,11 @@ int main(int argc, char** argv) {
       exit_code = failure_exit_code;
       break;
     }
+    // A signal that came while this generation was being started reached
+    // only the workers started before it: send it again, to all of them.
+    // (The forwarder stores the signal before it sends it, so a signal that
+    // this check misses is sent after start, to every worker.)
+    if (received_signal != 0) group.signal_all(received_signal);
     auto result = run_generation(group, opts->restart_code);
     if (result.result == outcome::finished) {
       std::cerr << "lifeboat-launch: all " << opts->nproc << " workers finished\n";
@@ -240,7 +245,15 @@ int main(int argc, char** argv) {
     }
     ++failures;
     for (auto& f : result.failures) std::cerr << "lifeboat-launch: " << f.describe() << "\n";
-    if (received_signal != 0 || failures > opts->max_restarts) {
+    // Workers that a forwarded signal ended (SIGINT, where they take only
+    // SIGTERM as a notice) are not restarted: the signal asked for the end.
+    if (received_signal != 0) {
+      std::cerr << "lifeboat-launch: stopped by " << lifeboat::signal_name(received_signal) << ": "
+                << result.failures.front().describe() << "\n";
+      exit_code = failure_exit_code;
+      break;
+    }
+    if (failures > opts->max_restarts) {
       std::cerr << "lifeboat-launch: giving up: " << result.failures.front().describe() << " ("
                 << failures << " failure(s), --max-restarts " << opts->max_restarts << ")\n";
       exit_code = failure_exit_code;

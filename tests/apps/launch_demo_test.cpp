@@ -1,8 +1,9 @@
 // lifeboat-launch running lifeboat-demo, as DESIGN.md's contracts describe
 // them: a SIGTERM to a random worker at a random time never changes the final
-// digests; a SIGTERM to the launcher saves and exits with the restart code; a
-// failing or killed worker counts against --max-restarts and, past it, the
-// launcher exits non-zero naming it; no worker outlives its launcher.
+// digests; a SIGTERM to the launcher saves and exits with the restart code, a
+// SIGINT ends the job without a restart; a failing or killed worker counts
+// against --max-restarts and, past it, the launcher exits non-zero naming it;
+// no worker outlives its launcher.
 
 #include <signal.h>
 
@@ -120,6 +121,30 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
   EXPECT_EQ(log.count("committed; exiting with restart code 42"), workers) << log.text();
   EXPECT_TRUE(has_committed_checkpoint(dir.path() / "ckpt")) << log.text();
   // The launcher forwarded the signal and did not start another generation.
+  EXPECT_TRUE(log.pids(1).empty()) << log.text();
+  for (auto [rank, pid] : started)
+    EXPECT_TRUE(gone_within(pid, orphan_deadline))
+        << "rank " << rank << " (pid " << pid << ") outlived it";
+}
+
+// Workers take only SIGTERM as a notice, so a forwarded SIGINT (Ctrl-C at
+// the launcher) ends them: the launcher restarts none, whatever
+// --max-restarts allows, and says which signal stopped the job.
+TEST(launch_demo_test, sigint_to_the_launcher_ends_the_workers_and_restarts_none) {
+  scratch_dir dir{"apps-sigint"};
+  auto run = launch(dir / "ckpt", {"--max-restarts", "3"}, {}, endless_steps);
+  output_log log{*run};
+  ASSERT_TRUE(all_joined(log, 0)) << log.text();
+  auto started = log.pids(0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  run->kill(SIGINT);
+  log.read_all();
+  EXPECT_EQ(exit_code(*run), failure_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat launch: SIGINT received; forwarding to every worker"))
+      << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: stopped by SIGINT: rank ")) << log.text();
+  EXPECT_GE(log.count(") was killed by SIGINT"), 1) << log.text();
+  EXPECT_FALSE(log.contains("restarting after failure")) << log.text();
   EXPECT_TRUE(log.pids(1).empty()) << log.text();
   for (auto [rank, pid] : started)
     EXPECT_TRUE(gone_within(pid, orphan_deadline))

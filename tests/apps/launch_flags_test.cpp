@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace {
 
@@ -18,7 +19,8 @@ constexpr int usage_exit_code = 2;
 // Each worker prints the variables the launcher set for it, then exits 0.
 const std::string print_env =
     "echo \"worker rank=$LIFEBOAT_RANK world=$LIFEBOAT_WORLD_SIZE "
-    "restart=$LIFEBOAT_RESTART_COUNT status_port=${LIFEBOAT_STATUS_PORT-unset}\"";
+    "restart=$LIFEBOAT_RESTART_COUNT status_port=${LIFEBOAT_STATUS_PORT-unset} "
+    "coordinator=$LIFEBOAT_COORDINATOR\"";
 
 std::vector<std::string> launcher(const std::vector<std::string>& flags) {
   std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers)};
@@ -62,6 +64,29 @@ TEST(launch_flags_test, a_status_port_range_past_65535_is_a_usage_error) {
   log.read_all();
   EXPECT_EQ(exit_code(run), usage_exit_code) << log.text();
   EXPECT_TRUE(log.contains("--status-port 65534")) << log.text();
+  EXPECT_FALSE(log.contains("worker rank=")) << log.text();
+}
+
+TEST(launch_flags_test, port_is_where_the_service_listens_and_the_workers_look) {
+  auto port = std::to_string(unused_port());
+  child_process run{launcher({"--port", port}), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  EXPECT_EQ(log.count("coordinator=127.0.0.1:" + port), workers) << log.text();
+  EXPECT_TRUE(log.contains("listening on port " + port)) << log.text();
+}
+
+// A port that something else holds: a clear error naming it, and no worker
+// started against a service that is not there.
+TEST(launch_flags_test, a_port_in_use_fails_before_any_worker_starts) {
+  held_port taken;
+  auto port = std::to_string(taken.port());
+  child_process run{launcher({"--port", port}), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("cannot host the coordination service on port " + port)) << log.text();
   EXPECT_FALSE(log.contains("worker rank=")) << log.text();
 }
 
