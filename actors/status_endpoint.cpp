@@ -27,10 +27,10 @@ constexpr const char* html_type = "text/html; charset=utf-8";
 constexpr const char* text_type = "text/plain; charset=utf-8";
 constexpr const char* allowed_method = "GET";
 constexpr const char* running_state = "running";
-constexpr const char* requests_metric = "status_requests";
-constexpr const char* bad_requests_metric = "status_bad_requests";
-constexpr const char* read_timeouts_metric = "status_read_timeouts";
-constexpr const char* rejected_metric = "status_rejected_connections";
+constexpr const char* requests_metric = "status_requests_total";
+constexpr const char* bad_requests_metric = "status_bad_requests_total";
+constexpr const char* read_timeouts_metric = "status_read_timeouts_total";
+constexpr const char* rejected_metric = "status_rejected_connections_total";
 
 // Names of every 64-bit integer field reachable from `type`: proto3's JSON
 // mapping prints those as strings, the status contract wants numbers.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "actors/phase.hpp"
@@ -13,6 +14,10 @@ namespace {
 
 constexpr const char* metric_prefix = "lifeboat_";
 constexpr const char* gauge = "gauge";
+constexpr const char* counter = "counter";
+// Prometheus's naming rule: a counter's name ends in "_total". Actors name
+// their monotonic counts so, and only those.
+constexpr std::string_view counter_suffix = "_total";
 constexpr phase all_phases[] = {
     phase::training, phase::notice_received, phase::checkpoint_scheduled,
     phase::saving,   phase::grace_countdown, phase::exiting};
@@ -69,6 +74,12 @@ std::string labels(const std::vector<std::pair<std::string, std::string>>& pairs
   return out + "}";
 }
 
+bool is_counter(const std::string& name) {
+  return name.size() > counter_suffix.size() &&
+         name.compare(name.size() - counter_suffix.size(), counter_suffix.size(), counter_suffix) ==
+             0;
+}
+
 void add(families& out, const std::string& name, const std::string& help, double value,
          const std::vector<std::pair<std::string, std::string>>& label_pairs = {}) {
   auto& f = out[metric_prefix + sanitize_name(name)];
@@ -123,7 +134,7 @@ std::string render_metrics(const wire::Status& merged,
   std::string text;
   for (const auto& [name, f] : out) {
     text += "# HELP " + name + " " + f.help + "\n";
-    text += "# TYPE " + name + " " + gauge + "\n";
+    text += "# TYPE " + name + " " + (is_counter(name) ? counter : gauge) + "\n";
     for (const auto& sample : f.samples) text += name + sample + "\n";
   }
   return text;

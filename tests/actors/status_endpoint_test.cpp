@@ -219,8 +219,8 @@ TEST_F(status_endpoint_test, serves_metrics_health_page_and_errors) {
         "lifeboat_saves{actor=\"checkpoint_writer\"} 3\n",
         "lifeboat_notices{actor=\"step_resolver\"} 1\n",
         "lifeboat_actor_mailbox{actor=\"step_resolver\"} 2\n",
-        "lifeboat_status_requests{actor=\"status_endpoint\"} 1\n",
-        "# TYPE lifeboat_step gauge\n"}) {
+        "lifeboat_status_requests_total{actor=\"status_endpoint\"} 1\n",
+        "# TYPE lifeboat_status_requests_total counter\n", "# TYPE lifeboat_step gauge\n"}) {
     EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "\n" << metrics.body;
   }
   auto health = get("/healthz");
@@ -289,7 +289,7 @@ TEST_F(status_endpoint_test, answers_its_own_status_request) {
   auto own = test::status_of(self, endpoint_);
   EXPECT_EQ(own.name(), "status_endpoint");
   EXPECT_EQ(own.state(), "running");
-  EXPECT_EQ(own.metrics().at("status_requests"), 1);
+  EXPECT_EQ(own.metrics().at("status_requests_total"), 1);
 }
 
 TEST_F(status_endpoint_test, stops_listening_promptly_when_stopped) {
@@ -363,8 +363,9 @@ TEST_F(status_endpoint_test, keeps_serving_after_a_thousand_malformed_requests) 
     EXPECT_NE(pos, std::string::npos) << key;
     return pos == std::string::npos ? 0.0 : std::stod(metrics.substr(pos + key.size()));
   };
-  EXPECT_EQ(value_of("lifeboat_status_bad_requests"), random_requests + huge_headers + huge_bodies);
-  EXPECT_EQ(value_of("lifeboat_status_read_timeouts"), slow_requests);
+  EXPECT_EQ(value_of("lifeboat_status_bad_requests_total"),
+            random_requests + huge_headers + huge_bodies);
+  EXPECT_EQ(value_of("lifeboat_status_read_timeouts_total"), slow_requests);
   EXPECT_LT(clock_type::now() - started, 30s);
 }
 

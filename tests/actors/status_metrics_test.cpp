@@ -66,7 +66,8 @@ TEST(status_metrics, gives_every_family_one_help_and_type_line_before_its_sample
     } else if (first == "#" && second == "TYPE") {
       ++type[name];
       EXPECT_EQ(name, current);
-      EXPECT_EQ(line, "# TYPE " + name + " gauge");
+      auto kind = name.size() > 6 && name.substr(name.size() - 6) == "_total" ? "counter" : "gauge";
+      EXPECT_EQ(line, "# TYPE " + name + " " + kind);
     } else {
       auto metric = first.substr(0, first.find('{'));
       EXPECT_EQ(metric, current) << line;
@@ -78,6 +79,21 @@ TEST(status_metrics, gives_every_family_one_help_and_type_line_before_its_sample
   }
   EXPECT_TRUE(contains_line(text, "lifeboat_notices{actor=\"signal_watcher\"} 2"));
   EXPECT_TRUE(contains_line(text, "lifeboat_notices{actor=\"step_resolver\"} 1"));
+}
+
+// Prometheus's rule: a counter's name ends in _total; rate() over a gauge
+// that only grows would still work, but the TYPE line would say otherwise.
+TEST(status_metrics, names_ending_in_total_are_counters_and_the_rest_gauges) {
+  auto writer = actor_status("checkpoint_writer", "running", 0);
+  (*writer.mutable_metrics())["saves_total"] = 3;
+  (*writer.mutable_metrics())["totals"] = 1;
+  (*writer.mutable_metrics())["_total"] = 1;
+  auto text = render({writer});
+  EXPECT_TRUE(contains_line(text, "# TYPE lifeboat_saves_total counter")) << text;
+  EXPECT_TRUE(contains_line(text, "lifeboat_saves_total{actor=\"checkpoint_writer\"} 3")) << text;
+  EXPECT_TRUE(contains_line(text, "# TYPE lifeboat_totals gauge")) << text;
+  EXPECT_TRUE(contains_line(text, "# TYPE lifeboat__total counter")) << text;
+  EXPECT_TRUE(contains_line(text, "# TYPE lifeboat_step gauge")) << text;
 }
 
 TEST(status_metrics, sanitizes_names_and_escapes_labels) {
