@@ -1,9 +1,9 @@
 // lifeboat-launch running lifeboat-demo, as DESIGN.md's contracts describe
 // them: a SIGTERM to a random worker at a random time never changes the final
 // digests; a SIGTERM to the launcher saves and exits with the restart code, a
-// SIGINT ends the job without a restart; a failing or killed worker counts
-// against --max-restarts and, past it, the launcher exits non-zero naming it;
-// no worker outlives its launcher.
+// SIGINT ends the job without a restart; with a grace period a notice saves
+// twice; a failing or killed worker counts against --max-restarts and, past
+// it, the launcher exits non-zero naming it; no worker outlives its launcher.
 
 #include <signal.h>
 
@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "checkpoint/layout.hpp"
 #include "tests/apps/app_test_support.hpp"
 
 namespace {
@@ -125,6 +126,47 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
   for (auto [rank, pid] : started)
     EXPECT_TRUE(gone_within(pid, orphan_deadline))
         << "rank " << rank << " (pid " << pid << ") outlived it";
+}
+
+// lifeboat-demo --grace-period: a SIGTERM early in training saves at once,
+// training goes on, and a final checkpoint is saved before the deadline; the
+// restart resumes from the final one and the digests are those of a run
+// without a notice.
+TEST(launch_demo_test, grace_period_saves_twice_and_resumes_from_the_final_checkpoint) {
+  // Two seconds of 5 ms steps at least: the 1 s countdown ends well before.
+  constexpr int64_t grace_steps = 400;
+  const std::vector<std::string> grace{"--grace-period", "1"};
+  scratch_dir dir{"apps-grace"};
+  auto reference = launch(dir / "reference", {}, grace, grace_steps);
+  output_log ref{*reference};
+  ref.read_all();
+  ASSERT_EQ(exit_code(*reference), 0) << ref.text();
+  auto expected = ref.digests(grace_steps);
+  ASSERT_EQ(expected.size(), static_cast<size_t>(workers)) << ref.text();
+
+  auto run = launch(dir / "ckpt", {}, grace, grace_steps);
+  output_log log{*run};
+  ASSERT_TRUE(all_joined(log, 0)) << log.text();
+  auto started = log.pids(0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(started[workers - 1], SIGTERM);
+  log.read_all();
+  ASSERT_EQ(exit_code(*run), 0) << log.text();
+  EXPECT_EQ(log.digests(grace_steps), expected) << log.text();
+  std::set<long long> agreed;
+  for (auto step : log.agreed_steps()) agreed.insert(step);
+  ASSERT_EQ(agreed.size(), 2u) << log.text();
+  auto first = std::to_string(*agreed.begin());
+  auto final = std::to_string(*agreed.rbegin());
+  EXPECT_EQ(log.count("agreed to save at step " + first + " (grace period continues)"), workers)
+      << log.text();
+  EXPECT_EQ(log.count("agreed to save at step " + final + " (final)"), workers) << log.text();
+  EXPECT_EQ(log.count("committed; exiting with restart code 42"), workers) << log.text();
+  EXPECT_EQ(log.count("resumed at step " + final), workers) << log.text();
+  for (auto step : agreed)
+    EXPECT_TRUE(fs::exists(dir.path() / "ckpt" / lifeboat::checkpoint::step_dir_name(step)))
+        << step << "\n"
+        << log.text();
 }
 
 // Workers take only SIGTERM as a notice, so a forwarded SIGINT (Ctrl-C at
