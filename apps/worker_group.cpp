@@ -16,6 +16,7 @@ namespace lifeboat::apps {
 
 std::string worker_exit::describe() const {
   auto who = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+  if (killed_at_deadline) return who + " did not exit in time and was killed";
   if (signal != 0) return who + " was killed by " + signal_name(signal);
   return who + " exited with code " + std::to_string(code);
 }
@@ -109,7 +110,10 @@ std::vector<worker_exit> worker_group::wait_all(std::chrono::steady_clock::time_
   while (auto e = reap(true, until)) exits.push_back(*e);
   if (!empty()) {
     signal_all(SIGKILL);
-    while (auto e = reap(true, std::chrono::steady_clock::time_point::max())) exits.push_back(*e);
+    while (auto e = reap(true, std::chrono::steady_clock::time_point::max())) {
+      e->killed_at_deadline = true;
+      exits.push_back(*e);
+    }
   }
   return exits;
 }

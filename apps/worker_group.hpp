@@ -16,8 +16,9 @@ namespace lifeboat::apps {
 struct worker_exit {
   int rank = -1;
   pid_t pid = -1;
-  int code = -1;   // exit code, or -1 when killed by a signal
-  int signal = 0;  // the signal that killed it, or 0
+  int code = -1;                    // exit code, or -1 when killed by a signal
+  int signal = 0;                   // the signal that killed it, or 0
+  bool killed_at_deadline = false;  // still running when wait_all's `until` passed
   std::string describe() const;
 };
 
@@ -40,7 +41,8 @@ class worker_group {
   std::optional<worker_exit> wait_any(std::chrono::steady_clock::time_point until);
 
   /// Waits for every remaining worker until `until`, then kills the rest with
-  /// SIGKILL and reaps them. Returns every exit of this call.
+  /// SIGKILL and reaps them (their exits say killed_at_deadline). Returns
+  /// every exit of this call.
   std::vector<worker_exit> wait_all(std::chrono::steady_clock::time_point until);
 
   /// Sends `signo` to every live worker.

@@ -1,6 +1,7 @@
-// lifeboat-launch's command line and the environment it gives each worker,
-// checked with a shell as the worker command: quick, and free of the
-// coordination and checkpoint machinery that the end-to-end tests cover.
+// lifeboat-launch's command line, the environment it gives each worker and
+// how it reports their end, checked with a shell as the worker command:
+// quick, and free of the coordination and checkpoint machinery that the
+// end-to-end tests cover.
 
 #include <string>
 #include <vector>
@@ -88,6 +89,20 @@ TEST(launch_flags_test, a_port_in_use_fails_before_any_worker_starts) {
   EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
   EXPECT_TRUE(log.contains("cannot host the coordination service on port " + port)) << log.text();
   EXPECT_FALSE(log.contains("worker rank=")) << log.text();
+}
+
+// Rank 1 is killed from outside after its peers exited 3 (as peers do when
+// they lose one): the launcher names the killed worker as the cause, not the
+// first one it reaped.
+TEST(launch_flags_test, the_failure_named_is_the_cause_not_the_first_exit) {
+  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--", "/bin/sh", "-c",
+                     "if [ \"$LIFEBOAT_RANK\" = 1 ]; then sleep 0.3; kill -9 $$; fi; exit 3"},
+                    true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
+  auto killed = "rank 1 (pid " + std::to_string(log.pids(0).at(1)) + ") was killed by signal 9";
+  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: " + killed)) << log.text();
 }
 
 TEST(launch_flags_test, without_nproc_it_is_a_usage_error) {
