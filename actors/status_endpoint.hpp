@@ -31,6 +31,9 @@ constexpr const char* status_endpoint_component = "status_endpoint";
 /// The name under which the endpoint reports itself in `actors`.
 constexpr const char* status_endpoint_name = "status_endpoint";
 
+/// The rank a coordinator's endpoint reports: it is no worker.
+constexpr int coordinator_status_rank = -1;
+
 struct status_endpoint_config {
   static constexpr std::chrono::milliseconds default_ask_timeout{500};
 

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   std::optional<caf::actor> endpoint;
   if (args->has("status-port")) {
     status_endpoint_config status_cfg;
+    status_cfg.rank = coordinator_status_rank;
     status_cfg.world_size = cfg.world_size;
     status_cfg.port = static_cast<uint16_t>(*status_port);
     status_cfg.observed.push_back(service->first);

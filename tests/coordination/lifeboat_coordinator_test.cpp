@@ -4,8 +4,10 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/coordination_client.hpp"
+#include "actors/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
+#include "tests/apps/status_client.hpp"
 #include "tests/support/child_process.hpp"
 
 using namespace lifeboat;
@@ -26,6 +28,17 @@ uint16_t wait_for_port(child_process& child) {
   return 0;
 }
 
+// Rank 1 of a job of two, with the token the tests give the coordinator.
+agent_config rank_one_of_two(uint16_t port) {
+  agent_config acfg;
+  acfg.port = port;
+  acfg.rank = 1;
+  acfg.world_size = 2;
+  acfg.token = "t";
+  acfg.join_timeout = std::chrono::seconds(5);
+  return acfg;
+}
+
 TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
   child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token",
                              "t", "--heartbeat-timeout-ms", "500"},
@@ -35,12 +48,7 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
   {
     system_config cfg;
     caf::actor_system sys{cfg};
-    agent_config acfg;
-    acfg.port = port;
-    acfg.rank = 1;
-    acfg.world_size = 2;
-    acfg.token = "t";
-    acfg.join_timeout = std::chrono::seconds(5);
+    auto acfg = rank_one_of_two(port);
     auto client = coordination_client::connect(sys, acfg);
     ASSERT_TRUE(client) << describe(client.error());
     ASSERT_FALSE((*client)->insert("k", "v"));
@@ -55,6 +63,48 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
   ASSERT_TRUE(status) << "lifeboat-coordinator hangs on SIGTERM";
   EXPECT_TRUE(WIFEXITED(*status));
   EXPECT_EQ(WEXITSTATUS(*status), 0);
+}
+
+// --status-port: the coordinator's own endpoint, with a row per worker
+// (DESIGN "Status endpoint"). It is no worker: rank -1, and its step is the
+// furthest step a worker reported in its heartbeats.
+TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
+  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token",
+                             "t", "--status-port", "0"},
+                            true};
+  uint16_t status_port = 0;
+  while (status_port == 0) {
+    auto line = coordinator.read_line(deadline);
+    ASSERT_TRUE(line) << "no status endpoint line";
+    if (line->find("status endpoint listening on") != std::string::npos)
+      status_port = listening_port(*line);
+  }
+  auto port = wait_for_port(coordinator);
+  ASSERT_NE(port, 0);
+  constexpr int64_t reported_step = 17;
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  auto acfg = rank_one_of_two(port);
+  acfg.heartbeat_interval = std::chrono::milliseconds{50};
+  acfg.step_source = [] { return reported_step; };
+  auto client = coordination_client::connect(sys, acfg);
+  ASSERT_TRUE(client) << describe(client.error());
+  // The step arrives with a heartbeat; ask until it is there.
+  auto status = await_step_past(status_port, reported_step - 1, deadline);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->rank(), coordinator_status_rank);
+  EXPECT_EQ(status->world_size(), 2);
+  EXPECT_EQ(status->step(), reported_step);
+  ASSERT_EQ(status->workers_size(), 2);
+  EXPECT_EQ(status->workers(0).state(), "joining");
+  EXPECT_EQ(status->workers(1).state(), "alive");
+  EXPECT_EQ(status->workers(1).step(), reported_step);
+  EXPECT_GE(status->workers(1).last_heartbeat_ms(), 0);
+  EXPECT_TRUE(status->healthy());
+  coordinator.kill(SIGTERM);
+  auto exited = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(exited) << "lifeboat-coordinator hangs on SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(*exited), 0);
 }
 
 TEST(lifeboat_coordinator, rejects_missing_flags) {
