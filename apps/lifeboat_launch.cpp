@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -129,19 +128,6 @@ struct generation_result {
   std::vector<lifeboat::apps::worker_exit> failures;
 };
 
-// How likely an exit is the cause of a failed generation, most likely
-// first. Exit order says little: a worker killed from outside closes its
-// connection before it becomes a zombie, so its peers can exit 3 (a peer was
-// lost) and be reaped before it. A signal from outside is a cause; an
-// unusual exit code is a crash of the worker's own; 3 is a worker that
-// learnt of a failure, its own or a peer's; one killed at the deadline was
-// only slow to follow.
-int cause_order(const lifeboat::apps::worker_exit& e) {
-  if (e.killed_at_deadline) return 3;
-  if (e.signal != 0) return 0;
-  return e.code == failure_exit_code ? 2 : 1;
-}
-
 generation_result run_generation(lifeboat::apps::worker_group& group, int restart_code) {
   generation_result out;
   std::vector<lifeboat::apps::worker_exit> exits;
@@ -158,8 +144,7 @@ generation_result run_generation(lifeboat::apps::worker_group& group, int restar
       out.failures.push_back(e);
     }
   }
-  std::stable_sort(out.failures.begin(), out.failures.end(),
-                   [](const auto& a, const auto& b) { return cause_order(a) < cause_order(b); });
+  lifeboat::apps::order_by_cause(out.failures);
   return out;
 }
 

@@ -4,12 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 
+#include "messages/errors.hpp"
 #include "platform/signal_names.hpp"
 
 namespace lifeboat::apps {
@@ -19,6 +21,25 @@ std::string worker_exit::describe() const {
   if (killed_at_deadline) return who + " did not exit in time and was killed";
   if (signal != 0) return who + " was killed by " + signal_name(signal);
   return who + " exited with code " + std::to_string(code);
+}
+
+namespace {
+
+// Exit order says little: a worker killed from outside closes its connection
+// before it is a zombie, so its peers can exit 3 (a peer was lost) and be
+// reaped before it.
+int cause_order(const worker_exit& e) {
+  if (e.killed_at_deadline) return 3;
+  if (e.signal != 0) return 0;
+  return e.code == failure_exit_code ? 2 : 1;
+}
+
+}  // namespace
+
+void order_by_cause(std::vector<worker_exit>& exits) {
+  std::stable_sort(exits.begin(), exits.end(), [](const worker_exit& a, const worker_exit& b) {
+    return cause_order(a) < cause_order(b);
+  });
 }
 
 worker_group::worker_group(std::vector<std::string> command, std::map<std::string, std::string> env,

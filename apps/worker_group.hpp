@@ -22,6 +22,12 @@ struct worker_exit {
   std::string describe() const;
 };
 
+/// Orders the exits of a failed generation by how likely each is its cause,
+/// most likely first (stable within each kind): killed by a signal from
+/// outside, an exit code of its own, the failure code 3 (a worker that learnt
+/// of a failure), killed at the deadline (it was only slow to follow).
+void order_by_cause(std::vector<worker_exit>& exits);
+
 /// Starts and reaps one generation of N local worker processes. Every worker
 /// dies with the launcher (PR_SET_PDEATHSIG), starts with no signals blocked,
 /// and gets `env` plus LIFEBOAT_RANK, LIFEBOAT_RESTART_COUNT and, with a

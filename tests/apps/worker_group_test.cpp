@@ -1,0 +1,59 @@
+#include "apps/worker_group.hpp"
+
+#include <signal.h>
+
+#include <chrono>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace lifeboat::apps {
+namespace {
+
+using namespace std::chrono_literals;
+
+worker_exit exited(int rank, int code) { return {rank, 100 + rank, code, 0, false}; }
+worker_exit killed(int rank, int signo, bool at_deadline = false) {
+  return {rank, 100 + rank, -1, signo, at_deadline};
+}
+
+std::vector<int> ranks(const std::vector<worker_exit>& exits) {
+  std::vector<int> out;
+  for (const auto& e : exits) out.push_back(e.rank);
+  return out;
+}
+
+TEST(worker_group, failures_are_ordered_by_cause_not_by_exit) {
+  std::vector<worker_exit> exits{exited(0, 3), killed(1, SIGKILL, true),
+                                 exited(2, 3), killed(3, SIGSEGV),
+                                 exited(4, 1), killed(5, SIGKILL)};
+  order_by_cause(exits);
+  EXPECT_EQ(ranks(exits), (std::vector<int>{3, 5, 4, 0, 2, 1}));
+}
+
+// Workers that outlive wait_all's deadline are killed and say so: they were
+// slow to follow, which order_by_cause puts last.
+TEST(worker_group, workers_past_the_deadline_are_killed_and_say_so) {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &chld, nullptr), 0);
+  worker_group group{{"/bin/sh", "-c", "[ \"$LIFEBOAT_RANK\" = 0 ] && exit 3; exec sleep 60"}, {}};
+  ASSERT_FALSE(group.start(2, 0));
+  auto first = group.wait_any(std::chrono::steady_clock::now() + 30s);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->rank, 0);
+  EXPECT_EQ(first->code, 3);
+  auto rest = group.wait_all(std::chrono::steady_clock::now() + 100ms);
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].rank, 1);
+  EXPECT_TRUE(rest[0].killed_at_deadline);
+  EXPECT_EQ(rest[0].signal, SIGKILL);
+  EXPECT_EQ(rest[0].describe(),
+            "rank 1 (pid " + std::to_string(rest[0].pid) + ") did not exit in time and was killed");
+  EXPECT_TRUE(group.empty());
+  ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &chld, nullptr), 0);
+}
+
+}  // namespace
+}  // namespace lifeboat::apps
