@@ -353,6 +353,16 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_
   return std::make_pair(std::move(endpoint), port);
 }
 
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
+    caf::actor_system& sys, const caf::actor& service, int world_size, uint16_t port) {
+  status_endpoint_config cfg;
+  cfg.rank = coordinator_status_rank;
+  cfg.world_size = world_size;
+  cfg.port = port;
+  cfg.observed.push_back(service);
+  return spawn_status_endpoint(sys, std::move(cfg));
+}
+
 void stop_status_endpoint(caf::actor& endpoint) {
   if (!endpoint) return;
   caf::anon_send_exit(endpoint, caf::exit_reason::user_shutdown);

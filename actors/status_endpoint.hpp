@@ -120,6 +120,12 @@ class status_endpoint_state {
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_system& sys,
                                                                      status_endpoint_config cfg);
 
+/// The endpoint of a process that hosts the coordination service and is no
+/// worker (lifeboat-coordinator, lifeboat-launch): rank coordinator_status_rank,
+/// `service` observed for its `workers` view.
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
+    caf::actor_system& sys, const caf::actor& service, int world_size, uint16_t port);
+
 /// Sends the endpoint an exit message and drops the handle. Its HTTP thread
 /// is joined when the actor terminates, before any other message is handled.
 void stop_status_endpoint(caf::actor& endpoint);

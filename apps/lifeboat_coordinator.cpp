@@ -84,12 +84,8 @@ int main(int argc, char** argv) {
   }
   std::optional<caf::actor> endpoint;
   if (args->has("status-port")) {
-    status_endpoint_config status_cfg;
-    status_cfg.rank = coordinator_status_rank;
-    status_cfg.world_size = cfg.world_size;
-    status_cfg.port = static_cast<uint16_t>(*status_port);
-    status_cfg.observed.push_back(service->first);
-    auto spawned = spawn_status_endpoint(sys, std::move(status_cfg));
+    auto spawned = spawn_coordinator_status_endpoint(sys, service->first, cfg.world_size,
+                                                     static_cast<uint16_t>(*status_port));
     if (!spawned) {
       std::cerr << program << ": " << describe(spawned.error()) << "\n";
       caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);

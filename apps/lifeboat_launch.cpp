@@ -8,8 +8,9 @@
 // failures do. The workers get the restart code (default 42) as
 // LIFEBOAT_RESTART_CODE: they exit with the code the launcher restarts on,
 // whatever their platform's default (GCE's is 143).
-// With --status-port, rank r serves its status endpoint on BASE + r (BASE 0:
-// every worker picks a free port and logs it).
+// With --status-port, rank r serves its status endpoint on BASE + r, and the
+// launcher its own (the coordinator's view: one row per worker) on
+// BASE + nproc; BASE 0: each picks a free port and logs it.
 // SIGTERM/SIGINT are forwarded to every worker; the launcher then exits with
 // the group's outcome. Exits 0 when every worker exited 0.
 
@@ -29,6 +30,7 @@
 
 #include "actors/coordination_service.hpp"
 #include "actors/preemption_watcher.hpp"
+#include "actors/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "apps/flags.hpp"
 #include "apps/worker_group.hpp"
@@ -76,11 +78,12 @@ std::optional<options> parse(int argc, char** argv) {
                                         lifeboat::max_exit_code, error)
                            : std::nullopt;
   auto port = code ? f->integer("port", 0, 0, 65535, error) : std::nullopt;
-  // -1: no status endpoints. Every rank's port BASE + r must be a port.
+  // -1: no status endpoints. Every rank's port BASE + r and the launcher's
+  // BASE + nproc must be ports.
   auto status_base = port ? f->integer("status-port", -1, 0, 65535, error) : std::nullopt;
-  if (status_base && *status_base > 0 && *status_base + *nproc - 1 > 65535) {
-    error = "--status-port " + std::to_string(*status_base) + " leaves no port for rank " +
-            std::to_string(65536 - *status_base) + " (BASE + nproc - 1 must be at most 65535)";
+  if (status_base && *status_base > 0 && *status_base + *nproc > 65535) {
+    error = "--status-port " + std::to_string(*status_base) + " runs past port 65535 (rank r gets" +
+            " BASE + r, the launcher BASE + nproc)";
     status_base.reset();
   }
   if (!status_base) {
@@ -185,6 +188,20 @@ int main(int argc, char** argv) {
   }
   auto port = service->second;
   lifeboat::preemption_watcher watcher{sys, service->first};
+  caf::actor status_endpoint;
+  if (opts->status_port_base) {
+    auto base = *opts->status_port_base;
+    auto spawned = lifeboat::spawn_coordinator_status_endpoint(
+        sys, service->first, opts->nproc,
+        base == 0 ? 0 : static_cast<uint16_t>(base + opts->nproc));
+    if (!spawned) {
+      std::cerr << "lifeboat-launch: cannot serve its status endpoint: "
+                << lifeboat::describe(spawned.error()) << "\n";
+      caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
+      return failure_exit_code;
+    }
+    status_endpoint = spawned->first;
+  }
 
   lifeboat::apps::worker_group group{
       opts->command,
@@ -266,6 +283,7 @@ int main(int argc, char** argv) {
 
   ::pthread_kill(forwarder.native_handle(), SIGUSR2);
   forwarder.join();
+  lifeboat::stop_status_endpoint(status_endpoint);
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
   return exit_code;
 }

@@ -42,6 +42,11 @@ constexpr std::chrono::milliseconds run_deadline = 120s;
 /// Processes that should be gone (their launcher has exited) go within this.
 constexpr std::chrono::milliseconds orphan_deadline = 10s;
 
+/// What a worker's status endpoint logs once it listens, before the port;
+/// the launcher's own line has no "[rank R]" before "status_endpoint:".
+constexpr const char* worker_status_listening =
+    "] status_endpoint: status endpoint listening on 127.0.0.1:";
+
 /// This process's environment with `changes` applied (an empty value blanks
 /// a variable, which lifeboat reads as unset), for child_process's `env`.
 inline std::vector<std::string> environment_with(

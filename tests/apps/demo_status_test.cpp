@@ -35,7 +35,7 @@ std::map<int, uint16_t> status_ports(const output_log& log) {
   std::map<int, uint16_t> out;
   for (const auto& l : log.lines()) {
     int rank = -1;
-    if (l.find("status endpoint listening on") != std::string::npos &&
+    if (l.find(worker_status_listening) != std::string::npos &&
         std::sscanf(l.c_str(), "lifeboat[rank %d]", &rank) == 1)
       out[rank] = listening_port(l);
   }
@@ -51,8 +51,7 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   child_process run{command, true, environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
   output_log log{run};
   // The endpoint starts after the worker joined and restored, when its actors run.
-  ASSERT_TRUE(log.read_until_count("status endpoint listening on 127.0.0.1:", workers))
-      << log.text();
+  ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
   auto ports = status_ports(log);
   ASSERT_EQ(ports.size(), static_cast<size_t>(workers)) << log.text();
 
@@ -107,6 +106,25 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
 
     EXPECT_EQ(http_get(port, "/no-such-page").status, 404);
   }
+
+  // The launcher's own endpoint (BASE 0: a free port) has a row per worker,
+  // both alive, with the steps their heartbeats carry.
+  // It listens before any worker starts, so its line was read already.
+  uint16_t launcher_port = 0;
+  for (const auto& l : log.lines())
+    if (l.rfind("lifeboat status_endpoint: status endpoint listening on", 0) == 0)
+      launcher_port = listening_port(l);
+  ASSERT_NE(launcher_port, 0) << log.text();
+  std::string raw;
+  auto view = fetch_status(launcher_port, &raw);
+  ASSERT_TRUE(view) << raw;
+  EXPECT_EQ(view->rank(), -1) << raw;
+  ASSERT_EQ(view->workers_size(), workers) << raw;
+  for (const auto& worker : view->workers()) {
+    EXPECT_EQ(worker.state(), "alive") << raw;
+    EXPECT_GE(worker.last_heartbeat_ms(), 0) << raw;
+  }
+  EXPECT_TRUE(view->healthy()) << raw;
 
   // The step the cluster agrees on is past every step the endpoints reported.
   run.kill(SIGTERM);

@@ -265,7 +265,7 @@ TEST(launch_demo_test, killed_workers_count_against_max_restarts_and_leave_no_or
   output_log log{*run};
   std::vector<pid_t> every_worker;
   for (int generation = 0; generation < 2; ++generation) {
-    ASSERT_TRUE(log.read_until_count("status endpoint listening on", (generation + 1) * workers))
+    ASSERT_TRUE(log.read_until_count(worker_status_listening, (generation + 1) * workers))
         << log.text();
     auto started = log.pids(generation);
     ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();

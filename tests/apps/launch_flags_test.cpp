@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/app_test_support.hpp"
+#include "tests/apps/status_client.hpp"
 #include "tests/support/loopback_port.hpp"
 
 namespace {
@@ -30,8 +31,12 @@ std::vector<std::string> launcher(const std::vector<std::string>& flags) {
   return argv;
 }
 
+// Below Linux's ephemeral ports (32768 and up), where no port 0 of another
+// test lands: the launcher binds BASE + nproc itself.
+constexpr int fixed_status_base = 21000;
+
 TEST(launch_flags_test, status_port_base_gives_rank_r_base_plus_r) {
-  constexpr int base = 40000;
+  constexpr int base = fixed_status_base;
   child_process run{launcher({"--status-port", std::to_string(base)}), true};
   output_log log{run};
   log.read_all();
@@ -59,12 +64,38 @@ TEST(launch_flags_test, without_status_port_no_worker_serves_one) {
   EXPECT_TRUE(log.contains("lifeboat-launch: all 3 workers finished")) << log.text();
 }
 
+// The launcher hosts the coordination service, so it serves the
+// coordinator's view: rank -1 and one row per worker (these never join).
+TEST(launch_flags_test, the_launcher_serves_the_workers_view_on_base_plus_nproc) {
+  auto status_port = static_cast<uint16_t>(fixed_status_base + workers);
+  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--status-port",
+                     std::to_string(fixed_status_base), "--", "/bin/sh", "-c", "exec sleep 60"},
+                    true};
+  output_log log{run};
+  ASSERT_TRUE(
+      log.read_until("status endpoint listening on 127.0.0.1:" + std::to_string(status_port)))
+      << log.text();
+  ASSERT_TRUE(log.read_until_count("lifeboat-launch: rank=", workers)) << log.text();
+  std::string raw;
+  auto status = fetch_status(status_port, &raw);
+  ASSERT_TRUE(status) << raw;
+  EXPECT_EQ(status->rank(), -1) << raw;
+  EXPECT_EQ(status->world_size(), workers) << raw;
+  ASSERT_EQ(status->workers_size(), workers) << raw;
+  for (const auto& worker : status->workers()) EXPECT_EQ(worker.state(), "joining") << raw;
+  run.kill(SIGTERM);
+  log.read_all();
+  EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: stopped by SIGTERM: rank ")) << log.text();
+}
+
 TEST(launch_flags_test, a_status_port_range_past_65535_is_a_usage_error) {
-  child_process run{launcher({"--status-port", "65534"}), true};
+  // Ranks 0..2 would fit; the launcher's own BASE + 3 would not.
+  child_process run{launcher({"--status-port", "65533"}), true};
   output_log log{run};
   log.read_all();
   EXPECT_EQ(exit_code(run), usage_exit_code) << log.text();
-  EXPECT_TRUE(log.contains("--status-port 65534")) << log.text();
+  EXPECT_TRUE(log.contains("--status-port 65533 runs past port 65535")) << log.text();
   EXPECT_FALSE(log.contains("worker rank=")) << log.text();
 }
 
