@@ -83,4 +83,13 @@ signal_pipe::~signal_pipe() {
   ::close(read_fd_);
 }
 
+scoped_signal_block::scoped_signal_block(const std::vector<int>& signals) {
+  sigset_t block;
+  sigemptyset(&block);
+  for (auto signo : signals) sigaddset(&block, signo);
+  ::pthread_sigmask(SIG_BLOCK, &block, &previous_);
+}
+
+scoped_signal_block::~scoped_signal_block() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+
 }  // namespace lifeboat

@@ -162,7 +162,18 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
 
 void worker_runtime::start_cluster() {
   system_config_ = std::make_unique<system_config>();
-  system_ = std::make_unique<caf::actor_system>(*system_config_);
+  // CAF's threads (scheduler, multiplexer, clock, the middleman's private
+  // thread) inherit this thread's mask: started with the notice signals
+  // blocked, they never take one, and a notice lands on a thread of the
+  // application or on one of lifeboat's own. Without this, a SIGTERM that
+  // came after shutdown gave the signals their default action back could
+  // land on CAF's private thread, which outlives the actor system by a few
+  // instructions, and kill a worker that had finished cleanly (seen in 1 of
+  // 18 runs of launch_demo_test.sigterms_after_the_last_step_... on a busy host).
+  {
+    scoped_signal_block caf_threads_take_no_notice{signals_};
+    system_ = std::make_unique<caf::actor_system>(*system_config_);
+  }
   auto heartbeat_timeout = config_.heartbeat_timeout;
   if (!cluster_.coordinator_external && cluster_.rank == 0) {
     service_config cfg;

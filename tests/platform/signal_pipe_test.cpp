@@ -3,7 +3,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -103,6 +105,44 @@ TEST(signal_pipe, destroying_it_restores_the_previous_handler) {
   std::raise(SIGUSR1);
   EXPECT_EQ(previous_handler_calls, 1);
   ::sigaction(SIGUSR1, &before, nullptr);
+}
+
+// Whether a thread started now has `signo` blocked.
+bool blocked_in_new_thread(int signo) {
+  bool blocked = false;
+  std::thread{[&] {
+    sigset_t mask;
+    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    blocked = sigismember(&mask, signo) == 1;
+  }}.join();
+  return blocked;
+}
+
+bool blocked_here(int signo) {
+  sigset_t mask;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  return sigismember(&mask, signo) == 1;
+}
+
+TEST(scoped_signal_block, threads_started_inside_keep_the_block_and_the_caller_gets_its_mask_back) {
+  ASSERT_FALSE(blocked_here(SIGUSR2));
+  ASSERT_FALSE(blocked_in_new_thread(SIGUSR2));
+  std::thread started_inside;
+  std::atomic<bool> inside_blocked{false};
+  std::atomic<bool> go{false};
+  {
+    scoped_signal_block block{{SIGUSR2}};
+    EXPECT_TRUE(blocked_here(SIGUSR2));
+    started_inside = std::thread{[&] {
+      while (!go) std::this_thread::yield();
+      inside_blocked = blocked_here(SIGUSR2);
+    }};
+  }
+  EXPECT_FALSE(blocked_here(SIGUSR2));
+  EXPECT_FALSE(blocked_in_new_thread(SIGUSR2));
+  go = true;
+  started_inside.join();
+  EXPECT_TRUE(inside_blocked);
 }
 
 }  // namespace
