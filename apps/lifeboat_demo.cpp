@@ -32,8 +32,9 @@ constexpr auto step_barrier_timeout = 300s;
 // Training is done: a notice from now on finds nothing to save. Once the
 // handler is gone its signals have their default action again, and one that
 // lands in the last milliseconds before exit would kill a finished worker (its
-// launcher would count the run as failed). This thread holds them until the
-// process exits; the handler's own threads still take them while they run.
+// launcher would count the run as failed): the kernel gives a signal to the
+// main thread first, and CAF's threads never take one. This thread holds
+// them until the process exits; one that comes meanwhile goes with it.
 void hold_notice_signals_until_exit() {
   sigset_t notices;
   sigemptyset(&notices);

@@ -24,10 +24,12 @@ const std::string print_env =
     "restart=$LIFEBOAT_RESTART_COUNT status_port=${LIFEBOAT_STATUS_PORT-unset} "
     "coordinator=$LIFEBOAT_COORDINATOR\"";
 
-std::vector<std::string> launcher(const std::vector<std::string>& flags) {
+// lifeboat-launch with `flags`, each worker a shell running `script`.
+std::vector<std::string> launcher(const std::vector<std::string>& flags,
+                                  const std::string& script = print_env) {
   std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers)};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_env});
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
   return argv;
 }
 
@@ -68,8 +70,7 @@ TEST(launch_flags_test, without_status_port_no_worker_serves_one) {
 // coordinator's view: rank -1 and one row per worker (these never join).
 TEST(launch_flags_test, the_launcher_serves_the_workers_view_on_base_plus_nproc) {
   auto status_port = static_cast<uint16_t>(fixed_status_base + workers);
-  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--status-port",
-                     std::to_string(fixed_status_base), "--", "/bin/sh", "-c", "exec sleep 60"},
+  child_process run{launcher({"--status-port", std::to_string(fixed_status_base)}, "exec sleep 60"),
                     true};
   output_log log{run};
   ASSERT_TRUE(
@@ -126,9 +127,8 @@ TEST(launch_flags_test, a_port_in_use_fails_before_any_worker_starts) {
 // they lose one): the launcher names the killed worker as the cause, not the
 // first one it reaped.
 TEST(launch_flags_test, the_failure_named_is_the_cause_not_the_first_exit) {
-  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--", "/bin/sh", "-c",
-                     "if [ \"$LIFEBOAT_RANK\" = 1 ]; then sleep 0.3; kill -9 $$; fi; exit 3"},
-                    true};
+  child_process run{
+      launcher({}, "if [ \"$LIFEBOAT_RANK\" = 1 ]; then sleep 0.3; kill -9 $$; fi; exit 3"), true};
   output_log log{run};
   log.read_all();
   EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();

@@ -16,15 +16,15 @@ using namespace lifeboat::test;
 namespace {
 
 constexpr std::chrono::seconds deadline{20};
-const std::string listening = "lifeboat-coordinator: listening on 127.0.0.1:";
+const std::string service_listening = "lifeboat-coordinator: listening on 127.0.0.1:";
+// Logged before the service's line, when --status-port is given.
+const std::string status_listening = "status endpoint listening on 127.0.0.1:";
 
-// Reads the child's output until the listening line; returns the port (0: none).
-uint16_t wait_for_port(child_process& child) {
-  while (auto line = child.read_line(deadline)) {
-    auto at = line->find(listening);
-    if (at != std::string::npos)
-      return static_cast<uint16_t>(std::stoi(line->substr(at + listening.size())));
-  }
+// Reads the child's output until a line holds `marker`; returns the port
+// that line names (0: none came).
+uint16_t wait_for_port(child_process& child, const std::string& marker = service_listening) {
+  while (auto line = child.read_line(deadline))
+    if (line->find(marker) != std::string::npos) return listening_port(*line);
   return 0;
 }
 
@@ -72,13 +72,8 @@ TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
   child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token",
                              "t", "--status-port", "0"},
                             true};
-  uint16_t status_port = 0;
-  while (status_port == 0) {
-    auto line = coordinator.read_line(deadline);
-    ASSERT_TRUE(line) << "no status endpoint line";
-    if (line->find("status endpoint listening on") != std::string::npos)
-      status_port = listening_port(*line);
-  }
+  auto status_port = wait_for_port(coordinator, status_listening);
+  ASSERT_NE(status_port, 0);
   auto port = wait_for_port(coordinator);
   ASSERT_NE(port, 0);
   constexpr int64_t reported_step = 17;
