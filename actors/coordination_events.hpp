@@ -9,17 +9,22 @@ namespace lifeboat {
 
 /// A change in the cluster's membership, for subscribers inside the process
 /// hosting the service (launcher, coordinator, preemption watcher, status).
+/// `generation` is the service's generation when it happened (the workers'
+/// incarnation, LIFEBOAT_RESTART_COUNT), so that a subscriber that outlives
+/// a restart can tell one generation's failures from the next one's.
 struct membership_event {
   enum kind_t : int32_t { joined, left, lost, error };
   int32_t rank = -1;
   int32_t kind = joined;
   int32_t code = 0;  // errc of an error report or of the loss
   std::string message;
+  uint32_t generation = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, membership_event& x) {
-  return f(caf::meta::type_name("membership_event"), x.rank, x.kind, x.code, x.message);
+  return f(caf::meta::type_name("membership_event"), x.rank, x.kind, x.code, x.message,
+           x.generation);
 }
 
 /// Where a rank-to-rank message goes when not to one rank: every worker

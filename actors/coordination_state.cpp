@@ -125,7 +125,7 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   env.mutable_join_reply()->set_ok(true);
   env.mutable_join_reply()->set_generation(generation_);
   send_frame(conn, std::move(env));
-  out_.events.push_back(membership_event{req.rank(), membership_event::joined, 0, {}});
+  emit_event(req.rank(), membership_event::joined);
   log(log_level::info, component, rank_text(req.rank()), " joined (generation ", generation_, ")");
 }
 
@@ -292,7 +292,7 @@ void coordination_state::on_error_report(int32_t rank, const wire::ErrorReport& 
   workers_[static_cast<size_t>(rank)].state = rank_state::error;
   log(log_level::warning, component, rank_text(rank), " reported error ", req.code(), ": ",
       req.message());
-  out_.events.push_back(membership_event{rank, membership_event::error, req.code(), req.message()});
+  emit_event(rank, membership_event::error, req.code(), req.message());
   broadcast_failure(rank, req.code(), req.message(), false);
   fail_barriers_with(rank, errc::peer_error, rank_text(rank) + " failed: " + req.message());
 }
@@ -327,7 +327,7 @@ void coordination_state::on_leave(conn_id conn, int32_t rank, const wire::Leave&
   conns_[conn].rank = -1;
   drop_requests_of(conn);
   reply(conn, req.id());
-  out_.events.push_back(membership_event{rank, membership_event::left, 0, {}});
+  emit_event(rank, membership_event::left);
   log(log_level::info, component, rank_text(rank), " left");
   fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " left");
 }
@@ -454,9 +454,13 @@ void coordination_state::mark_lost(int32_t rank, const std::string& why) {
   conns_.erase(conn);
   log(log_level::warning, component, rank_text(rank), " lost: ", why);
   auto code = static_cast<int32_t>(errc::peer_lost);
-  out_.events.push_back(membership_event{rank, membership_event::lost, code, why});
+  emit_event(rank, membership_event::lost, code, why);
   broadcast_failure(rank, code, why, true);
   fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " lost: " + why);
+}
+
+void coordination_state::emit_event(int32_t rank, int32_t kind, int32_t code, std::string message) {
+  out_.events.push_back(membership_event{rank, kind, code, std::move(message), generation_});
 }
 
 void coordination_state::drop_requests_of(conn_id conn) {
@@ -537,9 +541,9 @@ std::vector<membership_event> coordination_state::present_workers() const {
   for (size_t r = 0; r < workers_.size(); ++r) {
     auto rank = static_cast<int32_t>(r);
     if (workers_[r].state == rank_state::alive)
-      result.push_back(membership_event{rank, membership_event::joined, 0, {}});
+      result.push_back(membership_event{rank, membership_event::joined, 0, {}, generation_});
     else if (workers_[r].state == rank_state::error)
-      result.push_back(membership_event{rank, membership_event::error, 0, {}});
+      result.push_back(membership_event{rank, membership_event::error, 0, {}, generation_});
   }
   return result;
 }

@@ -130,6 +130,7 @@ class coordination_state {
   void refuse(conn_id conn, errc code, const std::string& why);
   void start_generation(uint32_t generation);
   void mark_lost(int32_t rank, const std::string& why);
+  void emit_event(int32_t rank, int32_t kind, int32_t code = 0, std::string message = {});
   void drop_requests_of(conn_id conn);
   void fail_barriers_with(int32_t rank, errc code, const std::string& why);
   void broadcast_failure(int32_t rank, int32_t code, const std::string& message, bool lost);

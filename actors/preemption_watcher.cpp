@@ -26,6 +26,12 @@ caf::behavior follow_membership(caf::event_based_actor* self,
         std::lock_guard<std::mutex> guard{view->mtx};
         view->present[event.rank] =
             event.kind == membership_event::joined || event.kind == membership_event::error;
+        // Every failure after the first of a generation is its consequence:
+        // peers that learnt of it and gave up.
+        auto failure =
+            event.kind == membership_event::error || event.kind == membership_event::lost;
+        auto& first = view->first_failure;
+        if (failure && (!first || first->generation < event.generation)) first = event;
         view->cv.notify_all();
       },
       [=](caf::exit_msg& msg) {
@@ -35,6 +41,12 @@ caf::behavior follow_membership(caf::event_based_actor* self,
         self->quit(msg.reason);
       },
   };
+}
+
+std::string describe_failure(const membership_event& e) {
+  auto who = "rank " + std::to_string(e.rank);
+  if (e.kind == membership_event::lost) return who + " was lost: " + e.message;
+  return e.message.empty() ? who + " failed" : who + " failed: " + e.message;
 }
 
 std::string describe_notice(const wire::Notice& n) {
@@ -81,6 +93,15 @@ bool preemption_watcher::block_until_worker_exit(std::chrono::milliseconds timeo
       if (present) return false;
     return !view_->present.empty();
   });
+}
+
+std::string preemption_watcher::failure_message(uint32_t generation,
+                                                std::chrono::milliseconds wait) const {
+  std::unique_lock<std::mutex> lock{view_->mtx};
+  auto& first = view_->first_failure;
+  auto seen = [&] { return first && first->generation == generation; };
+  view_->cv.wait_for(lock, wait, [&] { return seen() || view_->stopped; });
+  return seen() ? describe_failure(*first) : std::string{};
 }
 
 }  // namespace lifeboat

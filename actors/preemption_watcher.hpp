@@ -5,10 +5,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+
+#include "actors/coordination_events.hpp"
 
 namespace lifeboat {
 
@@ -32,11 +35,18 @@ class preemption_watcher {
   /// after `timeout`. Workers that never joined are not waited for.
   bool block_until_worker_exit(std::chrono::milliseconds timeout);
 
+  /// Where the failure of `generation` (the workers' LIFEBOAT_RESTART_COUNT)
+  /// began: the first error a worker reported ("rank R failed: MESSAGE") or
+  /// the first worker lost ("rank R was lost: WHY"), whichever the service
+  /// saw first. Waits up to `wait` for it; empty when none came.
+  std::string failure_message(uint32_t generation, std::chrono::milliseconds wait) const;
+
   /// The shared view the watcher actor keeps up to date.
   struct view {
     std::mutex mtx;
     std::condition_variable cv;
-    std::map<int32_t, bool> present;  // rank -> joined and not yet gone
+    std::map<int32_t, bool> present;                // rank -> joined and not yet gone
+    std::optional<membership_event> first_failure;  // of the latest generation that had one
     bool stopped = false;
   };
 

@@ -51,6 +51,11 @@ constexpr int usage_exit_code = 2;
 // failure they learn of it through the coordination service.
 constexpr auto preempted_group_exit_bound = 120s;
 constexpr auto failed_group_exit_bound = 30s;
+// Once a failed group is reaped, how long to wait for the coordination
+// service's word on where the failure began. The service hears of it before
+// any peer can, so the wait ends at once unless it never heard (a worker
+// that failed before it joined).
+constexpr auto failure_origin_wait = 1s;
 constexpr size_t token_bytes = 16;
 
 struct options {
@@ -128,10 +133,12 @@ enum class outcome { finished, preempted, failed };
 
 struct generation_result {
   outcome result = outcome::finished;
-  std::vector<lifeboat::apps::worker_exit> failures;
+  std::vector<lifeboat::apps::worker_exit> failures;  // most likely cause first
+  std::string cause;                                  // of a failed generation
 };
 
-generation_result run_generation(lifeboat::apps::worker_group& group, int restart_code) {
+generation_result run_generation(lifeboat::apps::worker_group& group, int restart_code,
+                                 const lifeboat::preemption_watcher& watcher, int restart) {
   generation_result out;
   std::vector<lifeboat::apps::worker_exit> exits;
   if (auto first = group.wait_any(clock_type::time_point::max())) exits.push_back(*first);
@@ -148,6 +155,14 @@ generation_result run_generation(lifeboat::apps::worker_group& group, int restar
     }
   }
   lifeboat::apps::order_by_cause(out.failures);
+  if (out.failures.empty()) return out;
+  // Workers that only followed a failure exit 3 in any order; the service
+  // saw which worker it began with (its restart count is its generation).
+  out.cause = out.failures.front().describe();
+  if (lifeboat::apps::followed_a_failure(out.failures.front())) {
+    auto origin = watcher.failure_message(static_cast<uint32_t>(restart), failure_origin_wait);
+    if (!origin.empty()) out.cause = origin;
+  }
   return out;
 }
 
@@ -247,7 +262,7 @@ int main(int argc, char** argv) {
     // (The forwarder stores the signal before it sends it, so a signal that
     // this check misses is sent after start, to every worker.)
     if (received_signal != 0) group.signal_all(received_signal);
-    auto result = run_generation(group, opts->restart_code);
+    auto result = run_generation(group, opts->restart_code, watcher, restart);
     if (result.result == outcome::finished) {
       std::cerr << "lifeboat-launch: all " << opts->nproc << " workers finished\n";
       break;
@@ -267,18 +282,18 @@ int main(int argc, char** argv) {
     // SIGTERM as a notice) are not restarted: the signal asked for the end.
     if (received_signal != 0) {
       std::cerr << "lifeboat-launch: stopped by " << lifeboat::signal_name(received_signal) << ": "
-                << result.failures.front().describe() << "\n";
+                << result.cause << "\n";
       exit_code = failure_exit_code;
       break;
     }
     if (failures > opts->max_restarts) {
-      std::cerr << "lifeboat-launch: giving up: " << result.failures.front().describe() << " ("
-                << failures << " failure(s), --max-restarts " << opts->max_restarts << ")\n";
+      std::cerr << "lifeboat-launch: giving up: " << result.cause << " (" << failures
+                << " failure(s), --max-restarts " << opts->max_restarts << ")\n";
       exit_code = failure_exit_code;
       break;
     }
     std::cerr << "lifeboat-launch: restarting after failure " << failures << " of at most "
-              << opts->max_restarts << "\n";
+              << opts->max_restarts << ": " << result.cause << "\n";
   }
 
   ::pthread_kill(forwarder.native_handle(), SIGUSR2);

@@ -36,6 +36,10 @@ int cause_order(const worker_exit& e) {
 
 }  // namespace
 
+bool followed_a_failure(const worker_exit& e) {
+  return e.killed_at_deadline || (e.signal == 0 && e.code == failure_exit_code);
+}
+
 void order_by_cause(std::vector<worker_exit>& exits) {
   std::stable_sort(exits.begin(), exits.end(), [](const worker_exit& a, const worker_exit& b) {
     return cause_order(a) < cause_order(b);

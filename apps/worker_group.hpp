@@ -22,6 +22,11 @@ struct worker_exit {
   std::string describe() const;
 };
 
+/// Whether `e` only followed a failure that began elsewhere: it exited with
+/// the failure code 3 (it learnt of a peer's failure) or was killed at
+/// wait_all's deadline (it was slow to follow).
+bool followed_a_failure(const worker_exit& e);
+
 /// Orders the exits of a failed generation by how likely each is its cause,
 /// most likely first (stable within each kind): killed by a signal from
 /// outside, an exit code of its own, the failure code 3 (a worker that learnt

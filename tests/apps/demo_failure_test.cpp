@@ -1,6 +1,7 @@
 // lifeboat-demo's --fail-rank/--fail-step (DESIGN "lifeboat-demo"): rank R's
 // step K throws; the error reaches every worker, every worker exits 3 and its
-// error line names `rank R`, and the launcher gives up naming a worker.
+// error line names `rank R`, and the launcher gives up naming rank R and its
+// error.
 
 #include <chrono>
 #include <random>
@@ -53,7 +54,10 @@ TEST(demo_failure_test, an_injected_failure_makes_every_worker_exit_3_naming_the
       EXPECT_TRUE(log.contains(error_line + origin + ": injected failure")) << where << log.text();
     }
   }
-  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: rank ")) << where << log.text();
+  // Every worker exited 3; the launcher names the one the failure began with.
+  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: " + origin +
+                           " failed: injected failure at step " + std::to_string(fail_step)))
+      << where << log.text();
   EXPECT_TRUE(log.digests(steps).empty()) << where << log.text();
 }
 

@@ -248,8 +248,12 @@ TEST(launch_demo_test, a_failing_worker_fails_everyone_and_counts_against_max_re
       EXPECT_TRUE(log.contains("lifeboat-launch: rank " + std::to_string(rank) + " (pid " +
                                std::to_string(pid) + ") exited with code 3"))
           << log.text();
-  EXPECT_TRUE(log.contains("injected failure at step 5")) << log.text();
-  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: rank ")) << log.text();
+  // Each time the launcher names where the failure began, not the first exit.
+  auto origin = "rank 2 failed: injected failure at step 5";
+  EXPECT_TRUE(log.contains("restarting after failure 1 of at most 1: " + std::string{origin}))
+      << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: " + std::string{origin} + " (2 failure(s)"))
+      << log.text();
 }
 
 // SIGKILL gives no notice: the launcher sees a worker killed by a signal,

@@ -31,6 +31,17 @@ TEST(worker_group, failures_are_ordered_by_cause_not_by_exit) {
   EXPECT_EQ(ranks(exits), (std::vector<int>{3, 5, 4, 0, 2, 1}));
 }
 
+// The launcher asks the coordination service where a failure began only when
+// the likeliest cause is a worker that merely followed it.
+TEST(worker_group, only_exit_3_and_a_kill_at_the_deadline_followed_a_failure) {
+  EXPECT_TRUE(followed_a_failure(exited(0, 3)));
+  EXPECT_TRUE(followed_a_failure(killed(1, SIGKILL, true)));
+  EXPECT_FALSE(followed_a_failure(exited(2, 1)));
+  EXPECT_FALSE(followed_a_failure(exited(3, 0)));
+  EXPECT_FALSE(followed_a_failure(killed(4, SIGKILL)));
+  EXPECT_FALSE(followed_a_failure(killed(5, SIGTERM)));
+}
+
 // Workers that outlive wait_all's deadline are killed and say so: they were
 // slow to follow, which order_by_cause puts last.
 TEST(worker_group, workers_past_the_deadline_are_killed_and_say_so) {

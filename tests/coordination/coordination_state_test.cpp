@@ -253,6 +253,34 @@ TEST_F(state_test, error_report_is_broadcast_and_fails_barriers) {
   EXPECT_EQ(state_of(1), "error");
 }
 
+// A subscriber that outlives a restart (the launcher) tells one generation's
+// failures from the next one's by the generation on every event.
+TEST_F(state_test, events_carry_the_generation_they_happened_in) {
+  join_all();
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_EQ(out.events[0].generation, 0u);
+  ASSERT_TRUE(join(10, 2, 3).ok());
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_EQ(out.events[0].kind, membership_event::joined);
+  EXPECT_EQ(out.events[0].generation, 3u);
+  wire::Envelope report;
+  report.mutable_error()->set_code(42);
+  report.mutable_error()->set_message("boom");
+  request(10, report);
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_EQ(out.events[0].kind, membership_event::error);
+  EXPECT_EQ(out.events[0].message, "boom");
+  EXPECT_EQ(out.events[0].generation, 3u);
+  ASSERT_TRUE(join(11, 0, 3).ok());
+  st.on_disconnect(11, now);
+  out = st.take_output();
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_EQ(out.events[0].kind, membership_event::lost);
+  EXPECT_EQ(out.events[0].generation, 3u);
+  for (auto& e : st.present_workers()) EXPECT_EQ(e.generation, 3u);
+  EXPECT_EQ(st.present_workers().size(), 1u);
+}
+
 TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   join_all();
   now += heartbeat_timeout_ms - 1;

@@ -104,6 +104,33 @@ TEST_F(watcher_test, a_lost_worker_counts_as_gone) {
   EXPECT_TRUE(watcher.block_until_worker_exit(exit_bound));
 }
 
+// The launcher names where a failure began: the workers that learnt of it
+// exit 3 too, in any order, and its first exit says nothing.
+TEST_F(watcher_test, the_failure_message_names_where_each_generations_failure_began) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(watcher.failure_message(0, still_waiting), "");
+  a->report_error(static_cast<int32_t>(errc::peer_error), "boom at step 7");
+  EXPECT_EQ(watcher.failure_message(0, exit_bound), "rank 0 failed: boom at step 7");
+  // What follows the first failure is its consequence, not its cause. Once
+  // both are gone, the watcher has seen every event before.
+  b->report_error(static_cast<int32_t>(errc::peer_error), "rank 0 failed");
+  caf::anon_send_exit(b->agent(), caf::exit_reason::kill);
+  ASSERT_FALSE(a->leave());
+  ASSERT_TRUE(watcher.block_until_worker_exit(exit_bound));
+  EXPECT_EQ(watcher.failure_message(0, still_waiting), "rank 0 failed: boom at step 7");
+  // The next generation starts with no failure, then has its own.
+  EXPECT_EQ(watcher.failure_message(1, still_waiting), "");
+  auto c = join(2, 1);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(watcher.failure_message(1, still_waiting), "");
+  caf::anon_send_exit(c->agent(), caf::exit_reason::kill);
+  EXPECT_EQ(watcher.failure_message(1, exit_bound),
+            "rank 2 was lost: connection closed without leave");
+}
+
 TEST_F(watcher_test, without_any_worker_it_waits_for_one) {
   preemption_watcher watcher{sys, service};
   EXPECT_FALSE(watcher.block_until_worker_exit(still_waiting));
