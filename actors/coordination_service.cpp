@@ -157,15 +157,17 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
         st.set_name(service_actor_state::name);
         st.set_state("running");
         st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
-        // The service's step is the furthest any worker reported: a
-        // coordinator has none of its own, and on rank 0 the step resolver
-        // answers first with the worker's own (the endpoint keeps the first).
+        // The service's step is the furthest any worker reported, and its
+        // phase the cluster's: a coordinator has neither of its own, and on
+        // rank 0 the step resolver answers first with the worker's own (the
+        // endpoint keeps the first).
         int64_t furthest = 0;
         for (auto& w : self->state.logic->workers(steady_now_ms())) {
           furthest = std::max(furthest, w.step());
           *st.add_workers() = w;
         }
         st.set_step(furthest);
+        st.set_phase(to_string(self->state.logic->cluster_phase()));
         (*st.mutable_metrics())["coordination_connections"] =
             static_cast<double>(self->state.logic->connections());
         (*st.mutable_metrics())["coordination_generation"] =

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/coordination_auth.hpp"
+#include "actors/protocol.hpp"
 #include "messages/log.hpp"
 
 namespace lifeboat {
@@ -546,6 +547,19 @@ std::vector<membership_event> coordination_state::present_workers() const {
       result.push_back(membership_event{rank, membership_event::error, 0, {}, generation_});
   }
   return result;
+}
+
+phase coordination_state::cluster_phase() const {
+  auto gone = [](const worker& w) {
+    return w.state == rank_state::left || w.state == rank_state::lost ||
+           w.state == rank_state::error;
+  };
+  if (std::any_of(workers_.begin(), workers_.end(), gone)) return phase::exiting;
+  auto notices = normalize_prefix(notice_key_prefix);
+  auto first = kv_.lower_bound(notices);
+  if (first != kv_.end() && first->first.compare(0, notices.size(), notices) == 0)
+    return phase::notice_received;
+  return phase::training;
 }
 
 std::map<std::string, std::string> coordination_state::snapshot(const std::string& prefix) const {

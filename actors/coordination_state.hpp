@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/coordination_events.hpp"
+#include "actors/phase.hpp"
 #include "messages/coordination.pb.h"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
@@ -84,6 +85,13 @@ class coordination_state {
 
   /// Every key starting with `prefix` (normalised) and its value.
   std::map<std::string, std::string> snapshot(const std::string& prefix) const;
+
+  /// The job's phase as far as the service can tell, for a coordinator that
+  /// has no step resolver of its own: exiting once a worker of this
+  /// generation left, was lost or failed (a worker leaves only to exit);
+  /// notice_received once one recorded a notice (notice_key_prefix);
+  /// training otherwise.
+  phase cluster_phase() const;
 
   uint32_t generation() const { return generation_; }
   size_t connections() const { return conns_.size(); }

@@ -119,6 +119,7 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   auto view = fetch_status(launcher_port, &raw);
   ASSERT_TRUE(view) << raw;
   EXPECT_EQ(view->rank(), -1) << raw;
+  EXPECT_EQ(view->phase(), "training") << raw;
   ASSERT_EQ(view->workers_size(), workers) << raw;
   for (const auto& worker : view->workers()) {
     EXPECT_EQ(worker.state(), "alive") << raw;

@@ -281,6 +281,25 @@ TEST_F(state_test, events_carry_the_generation_they_happened_in) {
   EXPECT_EQ(st.present_workers().size(), 1u);
 }
 
+// A coordinator has no step resolver: its phase is what the service sees.
+TEST_F(state_test, the_cluster_phase_follows_notices_and_departures) {
+  EXPECT_EQ(st.cluster_phase(), phase::training);
+  join_all();
+  request(1, insert(1, "lifeboat/noticed", "not a notice key"));
+  EXPECT_EQ(st.cluster_phase(), phase::training);
+  request(2, insert(2, "lifeboat/notice/1", "notice"));
+  EXPECT_EQ(st.cluster_phase(), phase::notice_received);
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(3, leave);
+  EXPECT_EQ(st.cluster_phase(), phase::exiting);
+  // A new generation starts afresh.
+  ASSERT_TRUE(join(10, 0, 1).ok());
+  EXPECT_EQ(st.cluster_phase(), phase::training);
+  st.on_disconnect(10, now);
+  EXPECT_EQ(st.cluster_phase(), phase::exiting);
+}
+
 TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   join_all();
   now += heartbeat_timeout_ms - 1;

@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/coordination_client.hpp"
+#include "actors/protocol.hpp"
 #include "actors/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
@@ -96,6 +97,17 @@ TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
   EXPECT_EQ(status->workers(1).step(), reported_step);
   EXPECT_GE(status->workers(1).last_heartbeat_ms(), 0);
   EXPECT_TRUE(status->healthy());
+  EXPECT_EQ(status->phase(), "training");
+  // The phase follows the cluster: a notice recorded, then a worker gone.
+  // Both requests return once the service applied them.
+  ASSERT_FALSE((*client)->insert(notice_key_prefix + std::string{"1"}, "notice"));
+  status = fetch_status(status_port);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->phase(), "notice_received");
+  ASSERT_FALSE((*client)->leave());
+  status = fetch_status(status_port);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->phase(), "exiting");
   coordinator.kill(SIGTERM);
   auto exited = coordinator.wait_exit(deadline);
   ASSERT_TRUE(exited) << "lifeboat-coordinator hangs on SIGTERM";
