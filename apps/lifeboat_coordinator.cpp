@@ -22,6 +22,7 @@
 #include "apps/flags.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/signal_pipe.hpp"
 
 namespace {
 
@@ -69,10 +70,7 @@ int main(int argc, char** argv) {
 
   // Signals are blocked before the actor system exists so that its threads
   // inherit the mask and only the sigwait below ever sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
+  auto stop_signals = signal_set({SIGTERM, SIGINT});
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   system_config sys_cfg;

@@ -37,6 +37,7 @@
 #include "messages/log.hpp"
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
+#include "platform/signal_pipe.hpp"
 
 namespace {
 
@@ -177,9 +178,7 @@ int main(int argc, char** argv) {
   }
   // Block the signals we wait for before any thread exists, so every thread
   // (CAF's included) inherits the mask and only our waiters see them.
-  sigset_t waited;
-  sigemptyset(&waited);
-  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGUSR2}) sigaddset(&waited, s);
+  auto waited = lifeboat::signal_set({SIGTERM, SIGINT, SIGCHLD, SIGUSR2});
   ::pthread_sigmask(SIG_BLOCK, &waited, nullptr);
 
   std::string token = random_token();
@@ -231,11 +230,7 @@ int main(int argc, char** argv) {
   // restart code, and the launcher then exits with the group's outcome.
   std::atomic<int> received_signal{0};
   std::thread forwarder{[&] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGUSR2);
+    auto set = lifeboat::signal_set({SIGTERM, SIGINT, SIGUSR2});
     for (;;) {
       int signo = 0;
       if (::sigwait(&set, &signo) != 0) continue;

@@ -13,6 +13,7 @@
 
 #include "messages/errors.hpp"
 #include "platform/signal_names.hpp"
+#include "platform/signal_pipe.hpp"
 
 namespace lifeboat::apps {
 
@@ -119,9 +120,7 @@ std::optional<worker_exit> worker_group::reap(bool block_until_one,
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
     timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
                      static_cast<long>(ns % 1'000'000'000)};
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
+    auto chld = signal_set({SIGCHLD});
     ::sigtimedwait(&chld, nullptr, &timeout);
   }
 }

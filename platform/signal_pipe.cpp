@@ -83,10 +83,15 @@ signal_pipe::~signal_pipe() {
   ::close(read_fd_);
 }
 
+sigset_t signal_set(const std::vector<int>& signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (auto signo : signals) sigaddset(&set, signo);
+  return set;
+}
+
 scoped_signal_block::scoped_signal_block(const std::vector<int>& signals) {
-  sigset_t block;
-  sigemptyset(&block);
-  for (auto signo : signals) sigaddset(&block, signo);
+  auto block = signal_set(signals);
   ::pthread_sigmask(SIG_BLOCK, &block, &previous_);
 }
 

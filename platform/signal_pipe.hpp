@@ -35,6 +35,9 @@ class signal_pipe {
   int read_fd_ = -1;
 };
 
+/// The set holding exactly `signals`, for sigwait and pthread_sigmask.
+sigset_t signal_set(const std::vector<int>& signals);
+
 /// Blocks `signals` in the calling thread while it lives, then gives the
 /// thread its previous mask back. Threads started meanwhile keep the block:
 /// a process-directed signal never lands on them.

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "platform/signal_pipe.hpp"
+
 namespace lifeboat::apps {
 namespace {
 
@@ -45,9 +47,7 @@ TEST(worker_group, only_exit_3_and_a_kill_at_the_deadline_followed_a_failure) {
 // Workers that outlive wait_all's deadline are killed and say so: they were
 // slow to follow, which order_by_cause puts last.
 TEST(worker_group, workers_past_the_deadline_are_killed_and_say_so) {
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
+  auto chld = signal_set({SIGCHLD});
   ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &chld, nullptr), 0);
   worker_group group{{"/bin/sh", "-c", "[ \"$LIFEBOAT_RANK\" = 0 ] && exit 3; exec sleep 60"}, {}};
   ASSERT_FALSE(group.start(2, 0));

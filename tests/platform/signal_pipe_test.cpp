@@ -124,6 +124,14 @@ bool blocked_here(int signo) {
   return sigismember(&mask, signo) == 1;
 }
 
+TEST(signal_set, holds_exactly_the_signals_named) {
+  auto set = signal_set({SIGTERM, SIGUSR1});
+  for (int signo = 1; signo < NSIG; ++signo)
+    EXPECT_EQ(sigismember(&set, signo), signo == SIGTERM || signo == SIGUSR1 ? 1 : 0) << signo;
+  auto none = signal_set({});
+  EXPECT_EQ(sigismember(&none, SIGTERM), 0);
+}
+
 TEST(scoped_signal_block, threads_started_inside_keep_the_block_and_the_caller_gets_its_mask_back) {
   ASSERT_FALSE(blocked_here(SIGUSR2));
   ASSERT_FALSE(blocked_in_new_thread(SIGUSR2));
