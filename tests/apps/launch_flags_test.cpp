@@ -34,11 +34,13 @@ std::vector<std::string> launcher(const std::vector<std::string>& flags,
 }
 
 // Below Linux's ephemeral ports (32768 and up), where no port 0 of another
-// test lands: the launcher binds BASE + nproc itself.
-constexpr int fixed_status_base = 21000;
+// test lands. Each test that names a base has its own, as ctest runs them side
+// by side: the workers take BASE..BASE + nproc - 1, the launcher BASE + nproc.
+constexpr int workers_status_base = 21000;
+constexpr int launcher_status_base = 21100;
 
 TEST(launch_flags_test, status_port_base_gives_rank_r_base_plus_r) {
-  constexpr int base = fixed_status_base;
+  constexpr int base = workers_status_base;
   child_process run{launcher({"--status-port", std::to_string(base)}), true};
   output_log log{run};
   log.read_all();
@@ -69,9 +71,9 @@ TEST(launch_flags_test, without_status_port_no_worker_serves_one) {
 // The launcher hosts the coordination service, so it serves the
 // coordinator's view: rank -1 and one row per worker (these never join).
 TEST(launch_flags_test, the_launcher_serves_the_workers_view_on_base_plus_nproc) {
-  auto status_port = static_cast<uint16_t>(fixed_status_base + workers);
-  child_process run{launcher({"--status-port", std::to_string(fixed_status_base)}, "exec sleep 60"),
-                    true};
+  auto status_port = static_cast<uint16_t>(launcher_status_base + workers);
+  child_process run{
+      launcher({"--status-port", std::to_string(launcher_status_base)}, "exec sleep 60"), true};
   output_log log{run};
   ASSERT_TRUE(
       log.read_until("status endpoint listening on 127.0.0.1:" + std::to_string(status_port)))
