@@ -345,6 +345,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         if (!st.joined) return;
         wire::Envelope env;
         env.mutable_heartbeat()->set_step(st.cfg.step_source ? st.cfg.step_source() : 0);
+        if (st.cfg.phase_source) env.mutable_heartbeat()->set_phase(st.cfg.phase_source());
         send_envelope(self, env);
         self->delayed_send(self, st.cfg.heartbeat_interval, tick_atom::value);
       },

@@ -27,6 +27,8 @@ struct agent_config {
   std::chrono::milliseconds join_timeout{60000};
   /// Read at each heartbeat, in the agent's thread; must be thread-safe.
   std::function<int64_t()> step_source;
+  /// The worker's phase (DESIGN's names), read and sent like the step.
+  std::function<std::string()> phase_source;
   /// Bound on requests that do not carry their own timeout (insert, try-get, ...).
   std::chrono::milliseconds request_timeout{30000};
   /// Set to true when the agent has ended, before any actor monitoring it

@@ -137,6 +137,8 @@ void coordination_state::on_request(conn_id conn, int32_t rank, const wire::Enve
     case wire::Envelope::kHeartbeat:
       w.last_heartbeat_ms = now_ms;
       w.step = env.heartbeat().step();
+      // A phase this service does not know (a newer worker's) is left out.
+      if (auto reported = phase_from_string(env.heartbeat().phase())) w.reported_phase = reported;
       return;
     case wire::Envelope::kLeave:
       on_leave(conn, rank, env.leave());
@@ -532,6 +534,7 @@ std::vector<wire::WorkerInfo> coordination_state::workers(int64_t now_ms) const 
     info.set_step(w.step);
     info.set_last_heartbeat_ms(w.last_heartbeat_ms < 0 ? -1 : now_ms - w.last_heartbeat_ms);
     info.set_state(to_string(w.state));
+    if (w.reported_phase) info.set_phase(lifeboat::to_string(*w.reported_phase));
     result.push_back(std::move(info));
   }
   return result;
@@ -555,11 +558,14 @@ phase coordination_state::cluster_phase() const {
            w.state == rank_state::error;
   };
   if (std::any_of(workers_.begin(), workers_.end(), gone)) return phase::exiting;
+  auto furthest = phase::training;
   auto notices = normalize_prefix(notice_key_prefix);
   auto first = kv_.lower_bound(notices);
   if (first != kv_.end() && first->first.compare(0, notices.size(), notices) == 0)
-    return phase::notice_received;
-  return phase::training;
+    furthest = phase::notice_received;
+  for (auto& w : workers_)
+    if (w.reported_phase) furthest = std::max(furthest, *w.reported_phase);
+  return furthest;
 }
 
 std::map<std::string, std::string> coordination_state::snapshot(const std::string& prefix) const {

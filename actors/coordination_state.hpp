@@ -74,8 +74,8 @@ class coordination_state {
 
   coordination_output take_output();
 
-  /// One row per rank: step from the last heartbeat, ms since it, state
-  /// (joining, alive, left, lost, error).
+  /// One row per rank: step and phase from the last heartbeat, ms since it,
+  /// state (joining, alive, left, lost, error).
   std::vector<wire::WorkerInfo> workers(int64_t now_ms) const;
 
   /// The events a subscriber that arrives now would have heard from the ranks
@@ -89,8 +89,9 @@ class coordination_state {
   /// The job's phase as far as the service can tell, for a coordinator that
   /// has no step resolver of its own: exiting once a worker of this
   /// generation left, was lost or failed (a worker leaves only to exit);
-  /// notice_received once one recorded a notice (notice_key_prefix);
-  /// training otherwise.
+  /// otherwise the furthest phase (in DESIGN's order) a worker's heartbeat
+  /// reported, and at least notice_received once one recorded a notice
+  /// (notice_key_prefix), which a heartbeat may not have carried yet.
   phase cluster_phase() const;
 
   uint32_t generation() const { return generation_; }
@@ -105,6 +106,7 @@ class coordination_state {
     conn_id conn = 0;  // 0: no live connection
     int64_t step = 0;
     int64_t last_heartbeat_ms = -1;
+    std::optional<phase> reported_phase;  // from the last heartbeat that named one
   };
 
   struct connection {

@@ -1,5 +1,9 @@
 #pragma once
 
+#include <atomic>
+#include <optional>
+#include <string_view>
+
 namespace lifeboat {
 
 /// Where a worker is in the preemption protocol (DESIGN, status endpoint).
@@ -11,6 +15,11 @@ enum class phase {
   grace_countdown,
   exiting,
 };
+
+/// Every phase, in the protocol's order.
+inline constexpr phase all_phases[] = {
+    phase::training, phase::notice_received, phase::checkpoint_scheduled,
+    phase::saving,   phase::grace_countdown, phase::exiting};
 
 inline const char* to_string(phase x) {
   switch (x) {
@@ -29,5 +38,23 @@ inline const char* to_string(phase x) {
   }
   return "training";
 }
+
+/// The phase `name` names (to_string's inverse); nothing for any other text.
+inline std::optional<phase> phase_from_string(std::string_view name) {
+  for (auto p : all_phases)
+    if (name == to_string(p)) return p;
+  return std::nullopt;
+}
+
+/// A worker's phase as its step resolver last set it, for any thread to read:
+/// the coordination agent sends it with every heartbeat.
+class published_phase {
+ public:
+  void set(phase p) { value_.store(p, std::memory_order_relaxed); }
+  phase get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<phase> value_{phase::training};
+};
 
 }  // namespace lifeboat

@@ -18,9 +18,6 @@ constexpr const char* counter = "counter";
 // Prometheus's naming rule: a counter's name ends in "_total". Actors name
 // their monotonic counts so, and only those.
 constexpr std::string_view counter_suffix = "_total";
-constexpr phase all_phases[] = {
-    phase::training, phase::notice_received, phase::checkpoint_scheduled,
-    phase::saving,   phase::grace_countdown, phase::exiting};
 
 struct family {
   std::string help;
@@ -123,6 +120,9 @@ std::string render_metrics(const wire::Status& merged,
         static_cast<double>(worker.last_heartbeat_ms()), {{"rank", rank}});
     add(out, "worker_state", "1 for the state a worker is in (joining, alive, left, lost, error).",
         1, {{"rank", rank}, {"state", worker.state()}});
+    if (!worker.phase().empty())
+      add(out, "worker_phase", "1 for the phase a worker's last heartbeat reported.", 1,
+          {{"rank", rank}, {"phase", worker.phase()}});
   }
   for (const auto& answer : answers) {
     // Sorted, so the output does not depend on the map's iteration order.

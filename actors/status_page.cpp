@@ -41,7 +41,7 @@ constexpr const char* page = R"html(<!DOCTYPE html>
 <h2>Actors</h2>
 <table id="actors"><thead><tr><th>name</th><th>state</th><th>mailbox</th></tr></thead><tbody></tbody></table>
 <h2>Workers</h2>
-<table id="workers"><thead><tr><th>rank</th><th>step</th><th>last heartbeat</th><th>state</th></tr></thead><tbody></tbody></table>
+<table id="workers"><thead><tr><th>rank</th><th>step</th><th>last heartbeat</th><th>state</th><th>phase</th></tr></thead><tbody></tbody></table>
 <p class="muted" id="no_workers">Workers are listed on the coordinator.</p>
 <p class="muted">Updated every second from <a href="/status">/status</a> &middot; <a href="/metrics">/metrics</a> &middot; <a href="/healthz">/healthz</a>. Last update: <span id="updated">never</span></p>
 <script>
@@ -104,6 +104,7 @@ function render(s) {
     cell(row, w.step, "num");
     cell(row, w.last_heartbeat_ms + " ms ago", "num");
     cell(row, w.state, stateClass(w.state));
+    cell(row, w.phase, w.phase ? stateClass(w.phase) : "");
   });
   document.getElementById("workers").style.display = s.workers.length ? "" : "none";
   document.getElementById("no_workers").style.display = s.workers.length ? "none" : "";

@@ -73,7 +73,7 @@ std::vector<outgoing> step_resolver_state::on_local_notice(wire::Notice notice, 
 std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& notice,
                                                         int64_t now_ms) {
   if (!adopt_deadline(notice.deadline_unix_ms())) return {};
-  if (phase_ == phase::training) phase_ = phase::notice_received;
+  if (phase_ == phase::training) enter(phase::notice_received);
   if (!is_leader()) return {};
   auto out = act_on_notice(now_ms);
   if (out.empty())
@@ -155,7 +155,7 @@ wire::StepReport step_resolver_state::answer_query(const wire::StepQuery& query)
   // deadline arrives with the query. A backup round's query carries none and
   // leaves the phase at training.
   adopt_deadline(query.deadline_unix_ms());
-  if (phase_ == phase::training && deadline_ms_ != 0) phase_ = phase::notice_received;
+  if (phase_ == phase::training && deadline_ms_ != 0) enter(phase::notice_received);
   wire::StepReport report;
   report.set_round(query.round());
   report.set_rank(cfg_.rank);
@@ -202,7 +202,7 @@ void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_
   agreed_final_ = commit.final_save();
   ++agreements_;
   adopt_deadline(commit.deadline_unix_ms());
-  phase_ = phase::checkpoint_scheduled;
+  enter(phase::checkpoint_scheduled);
   save_in_flight_ = !commit.final_save();
   if (is_leader() && !commit.final_save() && deadline_ms_ != 0) schedule_final_save(now_ms);
 }
@@ -227,18 +227,23 @@ std::vector<outgoing> step_resolver_state::on_backup_check(int64_t now_ms) {
   return start_round(false, now_ms);
 }
 
+void step_resolver_state::enter(lifeboat::phase next) {
+  phase_ = next;
+  if (cfg_.publish_to != nullptr) cfg_.publish_to->set(next);
+}
+
 void step_resolver_state::on_save_started() {
-  if (phase_ != phase::exiting) phase_ = phase::saving;
+  if (phase_ != phase::exiting) enter(phase::saving);
 }
 
 void step_resolver_state::on_save_committed(bool final_save) {
   save_in_flight_ = false;
   if (final_save)
-    phase_ = phase::exiting;
+    enter(phase::exiting);
   else if (deadline_ms_ != 0)
-    phase_ = phase::grace_countdown;
+    enter(phase::grace_countdown);
   else
-    phase_ = phase::training;
+    enter(phase::training);
 }
 
 }  // namespace lifeboat

@@ -59,6 +59,8 @@ class step_resolver_state {
     double safety_factor = 2.0;
     // Leader only: a backup save this often (0: none).
     int64_t backup_interval_ms = 0;
+    // Where every change of phase is published too (none: nowhere).
+    published_phase* publish_to = nullptr;
   };
 
   step_resolver_state(config cfg, step_gate& gate);
@@ -104,6 +106,8 @@ class step_resolver_state {
   int32_t rank() const { return cfg_.rank; }
 
  private:
+  // Moves to `next` and publishes it (config::publish_to).
+  void enter(lifeboat::phase next);
   // Takes `deadline_ms` if it is earlier than the known one; says whether it did.
   bool adopt_deadline(int64_t deadline_ms);
   std::vector<outgoing> learn_notice(const wire::Notice& notice, int64_t now_ms);

@@ -128,12 +128,13 @@ void print_table(const lifeboat::wire::Status& s) {
   if (s.workers_size() == 0) return;
   std::cout << "\n"
             << std::left << std::setw(number_width) << "WORKER" << std::setw(number_width) << "STEP"
-            << std::setw(name_width) << "LAST HEARTBEAT"
-            << "STATE\n";
+            << std::setw(name_width) << "LAST HEARTBEAT" << std::setw(state_width) << "STATE"
+            << "PHASE\n";
   for (const auto& w : s.workers()) {
     std::cout << std::left << std::setw(number_width) << w.rank() << std::setw(number_width)
               << w.step() << std::setw(name_width)
-              << (std::to_string(w.last_heartbeat_ms()) + " ms ago") << w.state() << "\n";
+              << (std::to_string(w.last_heartbeat_ms()) + " ms ago") << std::setw(state_width)
+              << w.state() << w.phase() << "\n";
   }
 }
 

@@ -216,6 +216,7 @@ void worker_runtime::start_cluster() {
       max_heartbeat_interval, heartbeat_timeout / heartbeats_per_timeout);
   agent.join_timeout = join_timeout;
   agent.step_source = [this] { return completed_step_.load(std::memory_order_relaxed); };
+  agent.phase_source = [this] { return std::string{to_string(phase_.get())}; };
   auto client = coordination_client::connect(*system_, agent);
   if (!client)
     fail_config("cannot join the coordination service at " + agent.host + ":" +
@@ -299,8 +300,12 @@ void worker_runtime::prepare_staging() {
 void worker_runtime::spawn_actors() {
   auto& sys = *system_;
   step_resolver_state::config resolver_cfg{
-      cluster_.rank, cluster_.world_size, grace_period_.count(), config_.safety_factor,
-      std::chrono::duration_cast<std::chrono::milliseconds>(config_.save_every_seconds).count()};
+      cluster_.rank,
+      cluster_.world_size,
+      grace_period_.count(),
+      config_.safety_factor,
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.save_every_seconds).count(),
+      &phase_};
   resolver_ = spawn_step_resolver(sys, resolver_cfg, &gate_, client_.get());
   writer_ = sys.spawn(checkpoint_writer, client_.get(), resolver_, cluster_.rank == 0);
   exit_controller_config exit_cfg;

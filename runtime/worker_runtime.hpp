@@ -11,6 +11,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include "actors/phase.hpp"
 #include "actors/step_gate.hpp"
 #include "checkpoint/async_saver.hpp"
 #include "checkpoint/store.hpp"
@@ -81,6 +82,7 @@ class worker_runtime {
   std::vector<int> signals_;
   std::vector<std::string> notice_sources_;
   step_gate gate_;
+  published_phase phase_;  // the step resolver's, for the heartbeats
   std::atomic<int64_t>& completed_step_;
   int64_t restored_step_ = 0;
   bool failure_reported_ = false;

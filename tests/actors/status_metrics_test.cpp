@@ -38,6 +38,7 @@ TEST(status_metrics, renders_the_merged_status_as_gauges) {
            "lifeboat_worker_step{rank=\"1\"} 119",
            "lifeboat_worker_last_heartbeat_ms{rank=\"0\"} 15",
            "lifeboat_worker_state{rank=\"1\",state=\"alive\"} 1",
+           "lifeboat_worker_phase{rank=\"1\",phase=\"checkpoint_scheduled\"} 1",
            "lifeboat_save_seconds{actor=\"checkpoint_writer\"} 0.75",
            "lifeboat_heartbeats_missed{actor=\"coordination_service\"} 0",
        }) {

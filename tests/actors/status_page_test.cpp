@@ -104,6 +104,7 @@ TEST_F(status_page_browser_test, script_fills_the_workers_and_actors_tables) {
            R"(<tr data-rank="0"><td class="num">0</td><td class="num">120</td>)",
            R"(<tr data-rank="1"><td class="num">1</td><td class="num">119</td>)",
            R"(<td class="num">16 ms ago</td><td class="ok">alive</td>)",
+           R"(<td class="ok">alive</td><td class="warn">checkpoint_scheduled</td></tr>)",
            R"(<tr data-actor="step_resolver"><td>step_resolver</td><td class="ok">running</td>)",
            R"(<tr data-actor="status_endpoint">)",
            R"(<div class="value" id="phase">saving</div>)",

@@ -228,6 +228,7 @@ inline std::vector<wire::ActorStatus> saving_cluster() {
     w->set_step(120 - rank);
     w->set_last_heartbeat_ms(15 + rank);
     w->set_state("alive");
+    w->set_phase(rank == 0 ? "saving" : "checkpoint_scheduled");
   }
   (*service.mutable_metrics())["heartbeats_missed"] = 0;
   return {actor_status("signal_watcher", "running", 0), resolver, writer, service};

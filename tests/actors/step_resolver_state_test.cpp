@@ -18,6 +18,7 @@ struct cluster {
     std::atomic<int64_t> completed{0};
     std::atomic<int64_t> action{step_gate::no_step};
     step_gate gate{completed, action};
+    published_phase board;  // what the worker's heartbeats would carry
     std::unique_ptr<step_resolver_state> logic;
   };
 
@@ -34,7 +35,7 @@ struct cluster {
     for (int r = 0; r < n; ++r) {
       auto w = std::make_unique<worker>();
       w->logic = std::make_unique<step_resolver_state>(
-          step_resolver_state::config{r, n, grace_ms, safety, backup_ms}, w->gate);
+          step_resolver_state::config{r, n, grace_ms, safety, backup_ms, &w->board}, w->gate);
       workers.push_back(std::move(w));
     }
   }
@@ -269,18 +270,36 @@ TEST(step_resolver_state, repeated_notices_make_exactly_one_decision) {
   EXPECT_EQ(c.at(2).agreed_step(), 1);
 }
 
-TEST(step_resolver_state, phases_follow_the_save) {
+// Every phase is published as well, for the heartbeats.
+TEST(step_resolver_state, phases_follow_the_save_and_are_published) {
   cluster c{1, 60'000};
-  EXPECT_EQ(c.at(0).phase(), phase::training);
+  auto in = [&](phase expected) {
+    EXPECT_EQ(c.at(0).phase(), expected);
+    EXPECT_EQ(c.workers[0]->board.get(), expected);
+  };
+  in(phase::training);
   c.post(0, c.at(0).on_local_notice(c.notice(0), c.now));
   c.run();
-  EXPECT_EQ(c.at(0).phase(), phase::checkpoint_scheduled);
+  in(phase::checkpoint_scheduled);
   c.at(0).on_save_started();
-  EXPECT_EQ(c.at(0).phase(), phase::saving);
+  in(phase::saving);
   c.at(0).on_save_committed(false);
-  EXPECT_EQ(c.at(0).phase(), phase::grace_countdown);
+  in(phase::grace_countdown);
   c.at(0).on_save_committed(true);
-  EXPECT_EQ(c.at(0).phase(), phase::exiting);
+  in(phase::exiting);
+}
+
+// A follower learns of the notice from the query, before any commit.
+TEST(step_resolver_state, a_follower_publishes_the_notice_it_learns_from_the_query) {
+  cluster c{2, 60'000};
+  c.post(0, c.at(0).on_local_notice(c.notice(t0 + 60'000), c.now));
+  ASSERT_FALSE(c.in_flight.empty());
+  auto query = std::move(c.in_flight.front());
+  c.in_flight.pop_front();
+  c.post(1, c.at(1).on_message(query.out.message, c.now));
+  EXPECT_EQ(c.workers[1]->board.get(), phase::notice_received);
+  c.run();
+  EXPECT_EQ(c.workers[1]->board.get(), phase::checkpoint_scheduled);
 }
 
 TEST(step_resolver_state, backup_saves_come_from_the_leader_at_its_interval_and_training_goes_on) {

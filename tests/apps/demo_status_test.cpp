@@ -123,6 +123,7 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   ASSERT_EQ(view->workers_size(), workers) << raw;
   for (const auto& worker : view->workers()) {
     EXPECT_EQ(worker.state(), "alive") << raw;
+    EXPECT_EQ(worker.phase(), "training") << raw;
     EXPECT_GE(worker.last_heartbeat_ms(), 0) << raw;
   }
   EXPECT_TRUE(view->healthy()) << raw;

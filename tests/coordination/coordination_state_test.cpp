@@ -300,6 +300,38 @@ TEST_F(state_test, the_cluster_phase_follows_notices_and_departures) {
   EXPECT_EQ(st.cluster_phase(), phase::exiting);
 }
 
+// Heartbeats carry each worker's phase: the rows show it, and the cluster is
+// as far as its furthest worker.
+TEST_F(state_test, heartbeats_carry_each_workers_phase) {
+  join_all();
+  auto beat = [&](conn_id conn, const std::string& phase) {
+    wire::Envelope hb;
+    hb.mutable_heartbeat()->set_step(5);
+    hb.mutable_heartbeat()->set_phase(phase);
+    request(conn, hb);
+  };
+  EXPECT_EQ(st.workers(now)[0].phase(), "");
+  beat(1, "training");
+  beat(2, "saving");
+  EXPECT_EQ(st.workers(now)[0].phase(), "training");
+  EXPECT_EQ(st.workers(now)[1].phase(), "saving");
+  EXPECT_EQ(st.workers(now)[2].phase(), "");
+  EXPECT_EQ(st.cluster_phase(), phase::saving);
+  beat(3, "grace_countdown");
+  EXPECT_EQ(st.cluster_phase(), phase::grace_countdown);
+  // A phase this service does not know keeps the last one it did.
+  beat(3, "hibernating");
+  EXPECT_EQ(st.workers(now)[2].phase(), "grace_countdown");
+  beat(2, "training");
+  beat(3, "training");
+  EXPECT_EQ(st.cluster_phase(), phase::training);
+  // A recorded notice counts before any heartbeat says so.
+  request(4, insert(1, "lifeboat/notice/3", "notice"));
+  EXPECT_EQ(st.cluster_phase(), phase::notice_received);
+  beat(4, "checkpoint_scheduled");
+  EXPECT_EQ(st.cluster_phase(), phase::checkpoint_scheduled);
+}
+
 TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   join_all();
   now += heartbeat_timeout_ms - 1;

@@ -83,6 +83,7 @@ TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
   auto acfg = rank_one_of_two(port);
   acfg.heartbeat_interval = std::chrono::milliseconds{50};
   acfg.step_source = [] { return reported_step; };
+  acfg.phase_source = [] { return std::string{"training"}; };
   auto client = coordination_client::connect(sys, acfg);
   ASSERT_TRUE(client) << describe(client.error());
   // The step arrives with a heartbeat; ask until it is there.
@@ -95,6 +96,8 @@ TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
   EXPECT_EQ(status->workers(0).state(), "joining");
   EXPECT_EQ(status->workers(1).state(), "alive");
   EXPECT_EQ(status->workers(1).step(), reported_step);
+  EXPECT_EQ(status->workers(1).phase(), "training");
+  EXPECT_EQ(status->workers(0).phase(), "");
   EXPECT_GE(status->workers(1).last_heartbeat_ms(), 0);
   EXPECT_TRUE(status->healthy());
   EXPECT_EQ(status->phase(), "training");
