@@ -3,6 +3,7 @@
 // quick, and free of the coordination and checkpoint machinery that the
 // end-to-end tests cover.
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,10 @@ const std::string print_env =
     "restart=$LIFEBOAT_RESTART_COUNT status_port=${LIFEBOAT_STATUS_PORT-unset} "
     "coordinator=$LIFEBOAT_COORDINATOR\"";
 
-// lifeboat-launch with `flags`, each worker a shell running `script`.
+// lifeboat-launch with `flags`, each of `nproc` workers a shell running `script`.
 std::vector<std::string> launcher(const std::vector<std::string>& flags,
-                                  const std::string& script = print_env) {
-  std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers)};
+                                  const std::string& script = print_env, int nproc = workers) {
+  std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(nproc)};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
   return argv;
@@ -123,6 +124,28 @@ TEST(launch_flags_test, a_port_in_use_fails_before_any_worker_starts) {
   EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
   EXPECT_TRUE(log.contains("cannot host the coordination service on port " + port)) << log.text();
   EXPECT_FALSE(log.contains("worker rank=")) << log.text();
+}
+
+// A SIGTERM to the launcher while it is still starting workers reaches the
+// ones started after it too: the launcher sends it again once all are started.
+// Many workers make the start long enough (tens of ms) for the signal, sent as
+// soon as rank 0 is started, to land in it; each worker is a sleep that the
+// signal kills. A worker the signal missed would sleep on until the failed
+// generation's deadline and be described as not exiting in time.
+TEST(launch_flags_test, a_sigterm_during_the_start_reaches_every_worker) {
+  constexpr int many = 64;
+  child_process run{launcher({}, "exec sleep 600", many), true};
+  output_log log{run};
+  ASSERT_TRUE(log.read_until("lifeboat-launch: rank=0 ")) << log.text();
+  run.kill(SIGTERM);
+  log.read_all();
+  EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
+  EXPECT_EQ(log.count("lifeboat-launch: rank="), many) << log.text();
+  // One line per worker, and the cause line names one of them again.
+  EXPECT_EQ(log.count("lifeboat-launch: rank "), many) << log.text();
+  EXPECT_EQ(log.count(") was killed by SIGTERM"), many + 1) << log.text();
+  EXPECT_FALSE(log.contains("did not exit in time")) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: stopped by SIGTERM: rank ")) << log.text();
 }
 
 // Rank 1 is killed from outside after its peers exited 3 (as peers do when
