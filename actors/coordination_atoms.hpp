@@ -12,6 +12,7 @@ using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using exited_atom = caf::atom_constant<caf::atom("exited")>;
 
 using join_wait_atom = caf::atom_constant<caf::atom("joinwait")>;
 using insert_atom = caf::atom_constant<caf::atom("insert")>;

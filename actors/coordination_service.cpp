@@ -147,6 +147,10 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
         // it sees for the last.
         for (auto& ev : self->state.logic->present_workers()) self->send(subscriber, ev);
       },
+      [self](exited_atom, int32_t rank, uint32_t generation, const std::string& how) {
+        self->state.logic->on_process_exit(rank, generation, how);
+        apply_output(self);
+      },
       [self](reset_atom) {
         log(log_level::info, component, "reset: dropping all state");
         self->state.logic->reset();

@@ -33,6 +33,9 @@ struct service_config {
 ///   (subscribe_atom, caf::actor) -> void                 the subscriber then
 ///        receives every membership_event (joined, left, lost, error), first
 ///        those of the ranks already here (coordination_state::present_workers)
+///   (exited_atom, int32_t rank, uint32_t generation, std::string how) -> void
+///        a launcher reaped that rank's process; one that never joined is lost
+///        (coordination_state::on_process_exit)
 ///   (reset_atom) -> void                                 drops all state, closes
 ///        every connection (a new generation)
 ///   (status_atom) -> wire::ActorStatus                   name "coordination_service",

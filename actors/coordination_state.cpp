@@ -262,15 +262,24 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
     return;
   }
   // A participant that can no longer arrive fails the barrier at once rather
-  // than at its timeout.
-  for (auto p : participants) {
-    auto state = workers_[static_cast<size_t>(p)].state;
-    if (state == rank_state::lost || state == rank_state::error || state == rank_state::left) {
-      auto code = state == rank_state::error ? errc::peer_error : errc::peer_lost;
-      reply(conn, req.id(), code,
-            "barrier " + req.name() + ": " + rank_text(p) + " is " + to_string(state));
-      return;
+  // than at its timeout. One that failed or was lost is named before one that
+  // left: workers leave when they give up after a peer's failure, so the
+  // failure is where it began.
+  auto gone = participants.end();
+  for (auto p = participants.begin(); p != participants.end(); ++p) {
+    auto state = workers_[static_cast<size_t>(*p)].state;
+    if (state == rank_state::lost || state == rank_state::error) {
+      gone = p;
+      break;
     }
+    if (state == rank_state::left && gone == participants.end()) gone = p;
+  }
+  if (gone != participants.end()) {
+    auto state = workers_[static_cast<size_t>(*gone)].state;
+    auto code = state == rank_state::error ? errc::peer_error : errc::peer_lost;
+    reply(conn, req.id(), code,
+          "barrier " + req.name() + ": " + rank_text(*gone) + " is " + to_string(state));
+    return;
   }
   auto& b = barriers_[req.name()];
   if (b.arrived.empty()) b.participants = participants;
@@ -365,6 +374,14 @@ void coordination_state::on_disconnect(conn_id conn, int64_t) {
   }
   drop_requests_of(conn);
   conns_.erase(i);
+}
+
+void coordination_state::on_process_exit(int32_t rank, uint32_t generation,
+                                         const std::string& how) {
+  if (rank < 0 || rank >= cfg_.world_size || generation < generation_) return;
+  if (generation > generation_) start_generation(generation);
+  auto& w = workers_[static_cast<size_t>(rank)];
+  if (w.state == rank_state::joining) mark_lost(rank, "its process " + how + " before it joined");
 }
 
 void coordination_state::on_tick(int64_t now_ms) {

@@ -62,6 +62,15 @@ class coordination_state {
   /// worker that had not left is lost.
   void on_disconnect(conn_id conn, int64_t now_ms);
 
+  /// The process of `rank` in `generation` ended (its launcher reaped it;
+  /// `how` says how). A rank that had not joined is lost at once: no
+  /// connection of its will close to tell, and its peers, waiting for it in a
+  /// barrier, fail now instead of at their timeouts. A rank that joined is
+  /// left to its connection (a clean leave stays a leave). A report of an
+  /// older generation changes nothing; one of a newer starts it, as its first
+  /// join would.
+  void on_process_exit(int32_t rank, uint32_t generation, const std::string& how);
+
   /// Expires blocking gets, barrier waits and heartbeats due at `now_ms`.
   void on_tick(int64_t now_ms);
 

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   caf::actor_system sys{sys_cfg};
   auto service = spawn_coordination_service(sys, cfg);
   if (!service) {
-    std::cerr << program << ": " << describe(service.error()) << "\n";
+    write_stderr_line(streamed(program, ": ", describe(service.error())));
     return EXIT_FAILURE;
   }
   std::optional<caf::actor> endpoint;
@@ -85,13 +85,15 @@ int main(int argc, char** argv) {
     auto spawned = spawn_coordinator_status_endpoint(sys, service->first, cfg.world_size,
                                                      static_cast<uint16_t>(*status_port));
     if (!spawned) {
-      std::cerr << program << ": " << describe(spawned.error()) << "\n";
+      write_stderr_line(streamed(program, ": ", describe(spawned.error())));
       caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
       return EXIT_FAILURE;
     }
     endpoint = spawned->first;
   }
-  std::cerr << program << ": listening on " << cfg.host << ":" << service->second << std::endl;
+  // One write: the service's threads log meanwhile, and this is the line
+  // that callers wait for.
+  write_stderr_line(streamed(program, ": listening on ", cfg.host, ":", service->second));
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

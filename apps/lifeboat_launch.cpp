@@ -12,7 +12,9 @@
 // launcher its own (the coordinator's view: one row per worker) on
 // BASE + nproc; BASE 0: each picks a free port and logs it.
 // SIGTERM/SIGINT are forwarded to every worker; the launcher then exits with
-// the group's outcome. Exits 0 when every worker exited 0.
+// the group's outcome: the restart code after a save, and also when the
+// SIGTERM ended workers before they could save (nothing was torn). Exits 0
+// when every worker exited 0.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -40,6 +42,14 @@
 #include "platform/signal_pipe.hpp"
 
 namespace {
+
+// One line "lifeboat-launch: ..." on stderr in a single write: CAF's threads
+// log meanwhile (the coordination service), and none of their lines may cut
+// one of ours.
+template <class... Ts>
+void say(const Ts&... xs) {
+  lifeboat::write_stderr_line(lifeboat::streamed("lifeboat-launch: ", xs...));
+}
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -93,15 +103,15 @@ std::optional<options> parse(int argc, char** argv) {
     status_base.reset();
   }
   if (!status_base) {
-    std::cerr << "lifeboat-launch: " << error << "\n";
+    say(error);
     return std::nullopt;
   }
   if (f->rest().empty()) {
-    std::cerr << "lifeboat-launch: no worker command after '--'\n";
+    say("no worker command after '--'");
     return std::nullopt;
   }
   if (!lifeboat::is_restart_code(*code)) {
-    std::cerr << "lifeboat-launch: --restart-code must differ from the failure code 3\n";
+    say("--restart-code must differ from the failure code 3");
     return std::nullopt;
   }
   options out{static_cast<int>(*nproc),
@@ -139,14 +149,29 @@ struct generation_result {
 };
 
 generation_result run_generation(lifeboat::apps::worker_group& group, int restart_code,
-                                 const lifeboat::preemption_watcher& watcher, int restart) {
+                                 const lifeboat::preemption_watcher& watcher,
+                                 const caf::actor& service, int restart) {
   generation_result out;
+  // The service hears of every exit: a worker that ended before it joined
+  // has no connection whose end would tell its peers, which would otherwise
+  // wait for it until a timeout.
+  auto tell_service = [&](const lifeboat::apps::worker_exit& e) {
+    caf::anon_send(service, lifeboat::exited_atom::value, static_cast<int32_t>(e.rank),
+                   static_cast<uint32_t>(restart),
+                   "(pid " + std::to_string(e.pid) + ") " + e.how());
+  };
   std::vector<lifeboat::apps::worker_exit> exits;
-  if (auto first = group.wait_any(clock_type::time_point::max())) exits.push_back(*first);
+  if (auto first = group.wait_any(clock_type::time_point::max())) {
+    tell_service(*first);
+    exits.push_back(*first);
+  }
   auto first_ok = !exits.empty() && exits[0].signal == 0 &&
                   (exits[0].code == 0 || exits[0].code == restart_code);
   auto bound = first_ok ? preempted_group_exit_bound : failed_group_exit_bound;
-  for (auto& e : group.wait_all(clock_type::now() + bound)) exits.push_back(e);
+  for (auto& e : group.wait_all(clock_type::now() + bound)) {
+    tell_service(e);
+    exits.push_back(e);
+  }
   for (auto& e : exits) {
     if (e.signal == 0 && e.code == restart_code)
       out.result = out.result == outcome::failed ? outcome::failed : outcome::preempted;
@@ -184,7 +209,7 @@ int main(int argc, char** argv) {
   std::string token = random_token();
   if (auto env = std::getenv("LIFEBOAT_CLUSTER_TOKEN"); env != nullptr && *env != '\0') token = env;
   if (token.empty()) {
-    std::cerr << "lifeboat-launch: cannot read /dev/urandom for a cluster token\n";
+    say("cannot read /dev/urandom for a cluster token");
     return failure_exit_code;
   }
 
@@ -196,8 +221,8 @@ int main(int argc, char** argv) {
   service_cfg.token = token;
   auto service = lifeboat::spawn_coordination_service(sys, service_cfg);
   if (!service) {
-    std::cerr << "lifeboat-launch: cannot host the coordination service on port " << opts->port
-              << ": " << lifeboat::describe(service.error()) << "\n";
+    say("cannot host the coordination service on port ", opts->port, ": ",
+        lifeboat::describe(service.error()));
     return failure_exit_code;
   }
   auto port = service->second;
@@ -209,8 +234,7 @@ int main(int argc, char** argv) {
         sys, service->first, opts->nproc,
         base == 0 ? 0 : static_cast<uint16_t>(base + opts->nproc));
     if (!spawned) {
-      std::cerr << "lifeboat-launch: cannot serve its status endpoint: "
-                << lifeboat::describe(spawned.error()) << "\n";
+      say("cannot serve its status endpoint: ", lifeboat::describe(spawned.error()));
       caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
       return failure_exit_code;
     }
@@ -246,7 +270,7 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (int restart = 0;; ++restart) {
     if (auto error = group.start(opts->nproc, restart)) {
-      std::cerr << "lifeboat-launch: " << *error << "\n";
+      say(*error);
       group.signal_all(SIGKILL);
       group.wait_all(clock_type::now());
       exit_code = failure_exit_code;
@@ -257,14 +281,14 @@ int main(int argc, char** argv) {
     // (The forwarder stores the signal before it sends it, so a signal that
     // this check misses is sent after start, to every worker.)
     if (received_signal != 0) group.signal_all(received_signal);
-    auto result = run_generation(group, opts->restart_code, watcher, restart);
+    auto result = run_generation(group, opts->restart_code, watcher, service->first, restart);
     if (result.result == outcome::finished) {
-      std::cerr << "lifeboat-launch: all " << opts->nproc << " workers finished\n";
+      say("all ", opts->nproc, " workers finished");
       break;
     }
     if (result.result == outcome::preempted) {
-      std::cerr << "lifeboat-launch: workers saved a checkpoint and exited with the restart code ("
-                << watcher.preemption_message() << ")\n";
+      say("workers saved a checkpoint and exited with the restart code (",
+          watcher.preemption_message(), ")");
       if (received_signal != 0) {
         exit_code = opts->restart_code;
         break;
@@ -272,23 +296,33 @@ int main(int argc, char** argv) {
       continue;
     }
     ++failures;
-    for (auto& f : result.failures) std::cerr << "lifeboat-launch: " << f.describe() << "\n";
-    // Workers that a forwarded signal ended (SIGINT, where they take only
-    // SIGTERM as a notice) are not restarted: the signal asked for the end.
+    for (auto& f : result.failures) say(f.describe());
+    // A forwarded SIGTERM that ended workers before they could save (still
+    // starting, before their handler took the signal, or a command without
+    // lifeboat) is the notice taking effect, not a failure: nothing was torn,
+    // the latest complete checkpoint stands, and the job is to be restarted
+    // from it, as after a save.
+    if (received_signal == SIGTERM && lifeboat::apps::ended_by_signal(result.failures, SIGTERM)) {
+      say("stopped by SIGTERM before the workers could save: ", result.cause,
+          "; the latest complete checkpoint stands, exiting with ", opts->restart_code);
+      exit_code = opts->restart_code;
+      break;
+    }
+    // Workers that a forwarded signal ended otherwise (SIGINT, where they take
+    // only SIGTERM as a notice) are not restarted: the signal asked for the end.
     if (received_signal != 0) {
-      std::cerr << "lifeboat-launch: stopped by " << lifeboat::signal_name(received_signal) << ": "
-                << result.cause << "\n";
+      say("stopped by ", lifeboat::signal_name(received_signal), ": ", result.cause);
       exit_code = failure_exit_code;
       break;
     }
     if (failures > opts->max_restarts) {
-      std::cerr << "lifeboat-launch: giving up: " << result.cause << " (" << failures
-                << " failure(s), --max-restarts " << opts->max_restarts << ")\n";
+      say("giving up: ", result.cause, " (", failures, " failure(s), --max-restarts ",
+          opts->max_restarts, ")");
       exit_code = failure_exit_code;
       break;
     }
-    std::cerr << "lifeboat-launch: restarting after failure " << failures << " of at most "
-              << opts->max_restarts << ": " << result.cause << "\n";
+    say("restarting after failure ", failures, " of at most ", opts->max_restarts, ": ",
+        result.cause);
   }
 
   ::pthread_kill(forwarder.native_handle(), SIGUSR2);

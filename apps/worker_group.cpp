@@ -17,11 +17,14 @@
 
 namespace lifeboat::apps {
 
+std::string worker_exit::how() const {
+  if (killed_at_deadline) return "did not exit in time and was killed";
+  if (signal != 0) return "was killed by " + signal_name(signal);
+  return "exited with code " + std::to_string(code);
+}
+
 std::string worker_exit::describe() const {
-  auto who = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
-  if (killed_at_deadline) return who + " did not exit in time and was killed";
-  if (signal != 0) return who + " was killed by " + signal_name(signal);
-  return who + " exited with code " + std::to_string(code);
+  return "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ") " + how();
 }
 
 namespace {
@@ -39,6 +42,13 @@ int cause_order(const worker_exit& e) {
 
 bool followed_a_failure(const worker_exit& e) {
   return e.killed_at_deadline || (e.signal == 0 && e.code == failure_exit_code);
+}
+
+bool ended_by_signal(const std::vector<worker_exit>& failures, int signo) {
+  auto killed_by = [&](const worker_exit& e) { return !e.killed_at_deadline && e.signal == signo; };
+  return !failures.empty() && killed_by(failures.front()) &&
+         std::all_of(failures.begin(), failures.end(),
+                     [&](const worker_exit& e) { return killed_by(e) || followed_a_failure(e); });
 }
 
 void order_by_cause(std::vector<worker_exit>& exits) {

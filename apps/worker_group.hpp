@@ -19,6 +19,9 @@ struct worker_exit {
   int code = -1;                    // exit code, or -1 when killed by a signal
   int signal = 0;                   // the signal that killed it, or 0
   bool killed_at_deadline = false;  // still running when wait_all's `until` passed
+  /// "was killed by SIGTERM", "exited with code 3", ...
+  std::string how() const;
+  /// "rank R (pid P) " and how().
   std::string describe() const;
 };
 
@@ -26,6 +29,11 @@ struct worker_exit {
 /// the failure code 3 (it learnt of a peer's failure) or was killed at
 /// wait_all's deadline (it was slow to follow).
 bool followed_a_failure(const worker_exit& e);
+
+/// Whether `signo` ended a failed generation that `failures` (ordered by
+/// order_by_cause) describe: its likeliest cause was killed by `signo`, and
+/// every other worker was killed by it too or only followed.
+bool ended_by_signal(const std::vector<worker_exit>& failures, int signo);
 
 /// Orders the exits of a failed generation by how likely each is its cause,
 /// most likely first (stable within each kind): killed by a signal from

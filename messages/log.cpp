@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace lifeboat {
 
@@ -60,6 +61,10 @@ void log_line(log_level level, const char* component, const std::string& text) {
   line += ": ";
   line += prefix(level);
   line += text;
+  write_stderr_line(std::move(line));
+}
+
+void write_stderr_line(std::string line) {
   line += '\n';
   // One write(2) per line: lines from several threads or processes never interleave.
   auto rc = ::write(STDERR_FILENO, line.data(), line.size());

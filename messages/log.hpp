@@ -28,6 +28,10 @@ bool log_enabled(log_level level);
 /// write(2), so lines of concurrent threads and processes never interleave.
 void log_line(log_level level, const char* component, const std::string& text);
 
+/// Writes `line` and a newline to stderr with a single write(2), as log_line
+/// does: a program's own lines never interleave with its threads' log lines.
+void write_stderr_line(std::string line);
+
 namespace detail {
 
 // Appends x as `std::ostream << x` would write it. Text and integers go in
@@ -59,14 +63,20 @@ void append_streamed(std::string& out, const T& x) {
 
 }  // namespace detail
 
+/// a, b and c written into one string, as an ostream would write them.
+template <class... Ts>
+std::string streamed(const Ts&... xs) {
+  std::string text;
+  (detail::append_streamed(text, xs), ...);
+  return text;
+}
+
 /// log(level, "component", a, b, c) writes a, b and c into one line, as an
 /// ostream would; nothing is formatted for a line below the level.
 template <class... Ts>
 void log(log_level level, const char* component, const Ts&... xs) {
   if (!log_enabled(level)) return;
-  std::string text;
-  (detail::append_streamed(text, xs), ...);
-  log_line(level, component, text);
+  log_line(level, component, streamed(xs...));
 }
 
 }  // namespace lifeboat

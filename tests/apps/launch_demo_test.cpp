@@ -3,7 +3,8 @@
 // digests; a SIGTERM to the launcher saves and exits with the restart code, a
 // SIGINT ends the job without a restart; with a grace period a notice saves
 // twice; a failing or killed worker counts against --max-restarts and, past
-// it, the launcher exits non-zero naming it; no worker outlives its launcher.
+// it, the launcher exits non-zero naming it; a worker that ends before it
+// joins fails its peers at once; no worker outlives its launcher.
 
 #include <signal.h>
 
@@ -40,13 +41,18 @@ constexpr int max_sigterm_delay_ms = 1000;
 // notice sources); these tests are about the launcher, not about platform detection.
 const std::map<std::string, std::string> hermetic_env{{"LIFEBOAT_PLATFORM", "generic"}};
 
+// lifeboat-launch running lifeboat-demo; `wrapper`, when given, runs before
+// the demo and ends with the demo's command line as its arguments.
 std::unique_ptr<child_process> launch(const std::string& ckpt,
                                       const std::vector<std::string>& extra_launch = {},
                                       const std::vector<std::string>& extra_demo = {},
-                                      int64_t run_steps = steps) {
+                                      int64_t run_steps = steps,
+                                      const std::vector<std::string>& wrapper = {}) {
   std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers)};
   argv.insert(argv.end(), extra_launch.begin(), extra_launch.end());
-  argv.insert(argv.end(), {"--", LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps",
+  argv.push_back("--");
+  argv.insert(argv.end(), wrapper.begin(), wrapper.end());
+  argv.insert(argv.end(), {LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps",
                            std::to_string(run_steps), "--state-mb", "1", "--step-ms", "5"});
   argv.insert(argv.end(), extra_demo.begin(), extra_demo.end());
   return std::make_unique<child_process>(argv, true, environment_with(hermetic_env));
@@ -262,9 +268,9 @@ TEST(launch_demo_test, killed_workers_count_against_max_restarts_and_leave_no_or
   scratch_dir dir{"apps-killed"};
   constexpr int victim = 1;
   // --status-port 0 for its log line: a worker starts its status endpoint
-  // once it restored and its actors run, i.e. when training starts. A worker
-  // killed earlier (during the restore agreement) is only noticed by its peers
-  // after the launcher's bound for a failed group (30 s), see the report.
+  // once it restored and its actors run, i.e. when training starts, so the
+  // kill lands in training (the test after this one covers a worker that
+  // ends before it joins).
   auto run = launch(dir / "ckpt", {"--max-restarts", "1", "--status-port", "0"}, {}, endless_steps);
   output_log log{*run};
   std::vector<pid_t> every_worker;
@@ -296,6 +302,41 @@ TEST(launch_demo_test, killed_workers_count_against_max_restarts_and_leave_no_or
   EXPECT_TRUE(log.pids(2).empty()) << log.text();
   for (auto pid : every_worker)
     EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived it";
+}
+
+// A worker that ends before it joins (here rank 1 exits 7 before the demo
+// starts: a bad import, a missing file) has no connection whose end would tell
+// its peers; the launcher tells the coordination service, so the peers, which
+// joined and wait for it in the restore agreement, fail at once naming rank 1
+// and exit 3 instead of being killed at the failed group's deadline (30 s).
+TEST(launch_demo_test, a_worker_that_ends_before_it_joins_fails_its_peers_at_once) {
+  scratch_dir dir{"apps-unjoined"};
+  constexpr int victim = 1;
+  auto run = launch(
+      dir / "ckpt", {"--max-restarts", "0"}, {}, steps,
+      {"/bin/sh", "-c",
+       "[ \"$LIFEBOAT_RANK\" = " + std::to_string(victim) + " ] && exit 7; exec \"$@\"", "worker"});
+  output_log log{*run};
+  log.read_all();
+  EXPECT_EQ(exit_code(*run), failure_exit_code) << log.text();
+  auto started = log.pids(0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: rank 1 (pid " +
+                           std::to_string(started[victim]) + ") exited with code 7"))
+      << log.text();
+  for (auto [rank, pid] : started) {
+    if (rank == victim) continue;
+    EXPECT_TRUE(log.contains("lifeboat-launch: rank " + std::to_string(rank) + " (pid " +
+                             std::to_string(pid) + ") exited with code 3"))
+        << log.text();
+  }
+  EXPECT_FALSE(log.contains("did not exit in time")) << log.text();
+  int errors_naming_rank_1 = 0;
+  for (const auto& line : log.lines())
+    errors_naming_rank_1 += line.rfind("lifeboat-demo: ", 0) == 0 &&
+                            line.find(" error: ") != std::string::npos &&
+                            line.find("rank 1 ") != std::string::npos;
+  EXPECT_EQ(errors_naming_rank_1, workers - 1) << log.text();
 }
 
 }  // namespace

@@ -44,6 +44,22 @@ TEST(worker_group, only_exit_3_and_a_kill_at_the_deadline_followed_a_failure) {
   EXPECT_FALSE(followed_a_failure(killed(5, SIGTERM)));
 }
 
+// A forwarded SIGTERM that killed workers before they could save ended the
+// generation only when it is the likeliest cause and the rest followed.
+TEST(worker_group, a_generation_ended_by_a_signal_has_it_as_cause_and_nothing_else) {
+  std::vector<worker_exit> sigterm_and_followers{killed(1, SIGTERM), killed(2, SIGTERM),
+                                                 exited(0, 3), killed(3, SIGKILL, true)};
+  EXPECT_TRUE(ended_by_signal(sigterm_and_followers, SIGTERM));
+  EXPECT_FALSE(ended_by_signal(sigterm_and_followers, SIGINT));
+  std::vector<worker_exit> with_another_signal{killed(1, SIGTERM), killed(2, SIGSEGV)};
+  EXPECT_FALSE(ended_by_signal(with_another_signal, SIGTERM));
+  std::vector<worker_exit> with_an_exit_code_of_its_own{killed(1, SIGTERM), exited(2, 1)};
+  EXPECT_FALSE(ended_by_signal(with_an_exit_code_of_its_own, SIGTERM));
+  std::vector<worker_exit> only_followers{exited(0, 3), exited(1, 3)};
+  EXPECT_FALSE(ended_by_signal(only_followers, SIGTERM));
+  EXPECT_FALSE(ended_by_signal({}, SIGTERM));
+}
+
 // Workers that outlive wait_all's deadline are killed and say so: they were
 // slow to follow, which order_by_cause puts last.
 TEST(worker_group, workers_past_the_deadline_are_killed_and_say_so) {

@@ -233,6 +233,27 @@ TEST_F(state_test, barrier_fails_for_everyone_when_a_participant_is_lost) {
   EXPECT_EQ(reply_to(3, 2)->error_code(), static_cast<uint32_t>(errc::peer_lost));
 }
 
+// Workers leave when they give up after a peer's failure: a barrier that
+// finds both names the lost rank, where the failure began, not the first
+// rank that left.
+TEST_F(state_test, a_barrier_names_a_lost_participant_before_one_that_left) {
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(1, leave);
+  st.on_disconnect(1, now);
+  st.on_disconnect(3, now);
+  out = st.take_output();
+  request(4, barrier(1, "b", 10000));
+  auto r = reply_to(4, 1);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::peer_lost));
+  EXPECT_EQ(r->error_message(), "barrier b: rank 2 is lost");
+  // With no lost or failed participant, the one that left is named.
+  request(4, barrier(2, "b", 10000, {0, 3}));
+  EXPECT_EQ(reply_to(4, 2)->error_message(), "barrier b: rank 0 is left");
+}
+
 TEST_F(state_test, error_report_is_broadcast_and_fails_barriers) {
   join_all();
   request(1, barrier(1, "b", 10000));
@@ -351,6 +372,56 @@ TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   for (auto& [c, e] : out.frames)
     if (e.has_failure() && e.failure().rank() == 3 && e.failure().lost()) ++lost;
   EXPECT_EQ(lost, 3);
+}
+
+// A launcher reports a worker's process that ended before it joined: no
+// connection of its would ever close, so without the report the peers would
+// wait for it in their barriers until a timeout.
+TEST_F(state_test, a_process_that_ended_before_it_joined_is_lost_at_once) {
+  for (int32_t r = 0; r < 3; ++r) ASSERT_TRUE(join(r + 1, r).ok());
+  request(1, barrier(5, "start", 60'000));
+  EXPECT_FALSE(reply_to(1, 5));
+  st.on_process_exit(3, 0, "(pid 42) exited with code 7");
+  out = st.take_output();
+  EXPECT_EQ(state_of(3), "lost");
+  auto failed = reply_to(1, 5);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->error_code(), static_cast<uint32_t>(errc::peer_lost));
+  EXPECT_NE(failed->error_message().find("rank 3 lost: its process (pid 42) exited with code 7 "
+                                         "before it joined"),
+            std::string::npos)
+      << failed->error_message();
+  int told = 0;
+  for (auto& [c, e] : out.frames)
+    if (e.has_failure() && e.failure().rank() == 3 && e.failure().lost()) ++told;
+  EXPECT_EQ(told, 3);
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_EQ(out.events[0].kind, membership_event::lost);
+  EXPECT_EQ(out.events[0].generation, 0u);
+  // A barrier that starts later fails at once too.
+  request(2, barrier(6, "restore", 60'000));
+  ASSERT_TRUE(reply_to(2, 6));
+  EXPECT_EQ(reply_to(2, 6)->error_code(), static_cast<uint32_t>(errc::peer_lost));
+}
+
+// A joined worker's end is its connection's to tell (a clean leave stays a
+// leave), and a report from an older generation changes nothing.
+TEST_F(state_test, a_process_exit_changes_only_a_rank_that_never_joined_in_its_generation) {
+  ASSERT_TRUE(join(1, 0, 1).ok());
+  st.on_process_exit(0, 1, "(pid 40) was killed by SIGTERM");
+  st.on_process_exit(1, 0, "(pid 41) was killed by SIGTERM");
+  out = st.take_output();
+  EXPECT_EQ(state_of(0), "alive");
+  EXPECT_EQ(state_of(1), "joining");
+  EXPECT_TRUE(out.events.empty());
+  EXPECT_TRUE(out.frames.empty());
+  // One of a newer generation starts it, as its first join would.
+  st.on_process_exit(1, 2, "(pid 51) exited with code 1");
+  out = st.take_output();
+  EXPECT_EQ(st.generation(), 2u);
+  EXPECT_EQ(state_of(0), "joining");
+  EXPECT_EQ(state_of(1), "lost");
+  EXPECT_EQ(out.closes, std::vector<conn_id>{1});
 }
 
 TEST_F(state_test, clean_leave_is_not_a_loss) {

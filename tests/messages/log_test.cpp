@@ -24,6 +24,35 @@ TEST(log, writes_one_prefixed_line_to_stderr) {
   set_log_rank(-1);
 }
 
+// A program's own lines (lifeboat-launch's) go out whole, whatever its
+// threads log at the same time, and whatever the log level.
+TEST(log, own_lines_and_log_lines_of_other_threads_never_cut_each_other) {
+  constexpr int lines_per_thread = 200;
+  const std::string own = "lifeboat-launch: rank 1 (pid 42) " + std::string(200, 'x');
+  set_log_level(log_level::error);
+  testing::internal::CaptureStderr();
+  std::thread logger{[] {
+    for (int i = 0; i < lines_per_thread; ++i)
+      log(log_level::error, "coordination_service", "rank 2 lost: ", std::string(200, 'y'));
+  }};
+  for (int i = 0; i < lines_per_thread; ++i) write_stderr_line(streamed(own));
+  logger.join();
+  auto out = testing::internal::GetCapturedStderr();
+  set_log_level(log_level::info);
+  const std::string theirs =
+      "lifeboat coordination_service: error: rank 2 lost: " + std::string(200, 'y');
+  int ours = 0;
+  int logged = 0;
+  std::istringstream lines{out};
+  for (std::string line; std::getline(lines, line);) {
+    ours += line == own;
+    logged += line == theirs;
+    EXPECT_TRUE(line == own || line == theirs) << line;
+  }
+  EXPECT_EQ(ours, lines_per_thread);
+  EXPECT_EQ(logged, lines_per_thread);
+}
+
 // Counts how often a line formatted it.
 struct counted {
   int* formatted;
