@@ -265,17 +265,15 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
   // than at its timeout. One that failed or was lost is named before one that
   // left: workers leave when they give up after a peer's failure, so the
   // failure is where it began.
-  auto gone = participants.end();
-  for (auto p = participants.begin(); p != participants.end(); ++p) {
-    auto state = workers_[static_cast<size_t>(*p)].state;
-    if (state == rank_state::lost || state == rank_state::error) {
-      gone = p;
-      break;
-    }
-    if (state == rank_state::left && gone == participants.end()) gone = p;
-  }
+  auto state_of = [&](int32_t p) { return workers_[static_cast<size_t>(p)].state; };
+  auto gone = std::find_if(participants.begin(), participants.end(), [&](int32_t p) {
+    return state_of(p) == rank_state::lost || state_of(p) == rank_state::error;
+  });
+  if (gone == participants.end())
+    gone = std::find_if(participants.begin(), participants.end(),
+                        [&](int32_t p) { return state_of(p) == rank_state::left; });
   if (gone != participants.end()) {
-    auto state = workers_[static_cast<size_t>(*gone)].state;
+    auto state = state_of(*gone);
     auto code = state == rank_state::error ? errc::peer_error : errc::peer_lost;
     reply(conn, req.id(), code,
           "barrier " + req.name() + ": " + rank_text(*gone) + " is " + to_string(state));
