@@ -1,5 +1,6 @@
 #include "checkpoint/barrier.hpp"
 
+#include "checkpoint/device_memory.hpp"
 #include "messages/errors.hpp"
 
 #ifdef LIFEBOAT_HAVE_NCCL
@@ -8,16 +9,22 @@
 
 namespace lifeboat::checkpoint {
 
-caf::expected<std::unique_ptr<barrier>> make_nccl_barrier(void* nccl_comm, void* cuda_stream) {
+caf::error nccl_barrier_usable() {
+  if (auto err = device::available())
+    return make_error(errc::unavailable, "NCCL barrier: " + describe(err));
+  return {};
+}
+
+caf::expected<std::unique_ptr<barrier>> make_nccl_barrier(void* trainer_comm,
+                                                          std::chrono::milliseconds timeout) {
 #ifdef LIFEBOAT_HAVE_NCCL
-  auto result = nccl_barrier::make(static_cast<ncclComm_t>(nccl_comm),
-                                   static_cast<cudaStream_t>(cuda_stream));
+  auto result = nccl_barrier::split_from(static_cast<ncclComm_t>(trainer_comm), timeout);
   if (!result) return std::move(result.error());
   return std::unique_ptr<barrier>{std::move(*result)};
 #else
-  (void)nccl_comm;
-  (void)cuda_stream;
-  return make_error(errc::unavailable, "NCCL barrier: NCCL is not compiled in");
+  (void)trainer_comm;
+  (void)timeout;
+  return nccl_barrier_usable();
 #endif
 }
 

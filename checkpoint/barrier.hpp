@@ -22,9 +22,14 @@ class barrier {
                                      std::chrono::milliseconds timeout) = 0;
 };
 
-/// An NCCL barrier on the trainer's communicator (`nccl_comm`, an ncclComm_t)
-/// and stream (`cuda_stream`, a cudaStream_t; null for the default stream).
-/// errc::unavailable when NCCL is not compiled in or there is no usable GPU.
-caf::expected<std::unique_ptr<barrier>> make_nccl_barrier(void* nccl_comm, void* cuda_stream);
+/// Ok when an NCCL barrier can be made here; errc::unavailable, with the
+/// reason, when NCCL is not compiled in or no CUDA device can be used.
+caf::error nccl_barrier_usable();
+
+/// An NCCL barrier on a communicator split from the trainer's (`trainer_comm`,
+/// an ncclComm_t). Every rank of `trainer_comm` must call this, within
+/// `timeout`. errc::unavailable when nccl_barrier_usable() is not ok.
+caf::expected<std::unique_ptr<barrier>> make_nccl_barrier(void* trainer_comm,
+                                                          std::chrono::milliseconds timeout);
 
 }  // namespace lifeboat::checkpoint

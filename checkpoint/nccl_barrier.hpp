@@ -13,29 +13,37 @@
 
 namespace lifeboat::checkpoint {
 
-/// The checkpoint-ready barrier as an all-reduce of one element on the
-/// trainer's communicator and stream: it completes on every rank only once
-/// every rank has launched it. Waiting polls the stream and the communicator's
-/// asynchronous error; on timeout the communicator is aborted (NCCL offers no
-/// other way out of a collective that will not complete), so the barrier and
-/// the trainer's communicator are unusable afterwards.
+/// The checkpoint-ready barrier as an all-reduce of one element on a
+/// communicator split from the trainer's (same ranks, same device), on a
+/// stream of its own: it completes on every rank only once every rank has
+/// launched it. Being lifeboat's own, the communicator never interleaves with
+/// the trainer's collectives, which run on another thread in an order the
+/// barrier cannot know. Waiting polls the stream and the communicator's
+/// asynchronous error; on timeout the split communicator is aborted (NCCL
+/// offers no other way out of a collective that will not complete), which
+/// leaves the trainer's untouched.
 class nccl_barrier : public barrier {
  public:
-  /// errc::unavailable without a usable GPU.
-  static caf::expected<std::unique_ptr<nccl_barrier>> make(ncclComm_t comm, cudaStream_t stream);
+  /// Splits from `trainer` (a collective call: every rank of `trainer` makes
+  /// it, within `timeout`). errc::unavailable without a usable GPU.
+  static caf::expected<std::unique_ptr<nccl_barrier>> split_from(ncclComm_t trainer,
+                                                                 std::chrono::milliseconds timeout);
 
   ~nccl_barrier() override;
 
   caf::error arrive_and_wait(const std::string& name, std::chrono::milliseconds timeout) override;
 
  private:
-  nccl_barrier(ncclComm_t comm, cudaStream_t stream, int* device_flag)
-      : comm_(comm), stream_(stream), device_flag_(device_flag) {}
+  nccl_barrier(ncclComm_t comm, int device, cudaStream_t stream, int* device_flag)
+      : comm_(comm), device_(device), stream_(stream), device_flag_(device_flag) {}
+
+  // Aborts the communicator; it cannot be used afterwards.
+  void abort();
 
   ncclComm_t comm_;
+  int device_;
   cudaStream_t stream_;
   int* device_flag_;
-  bool aborted_ = false;
 };
 
 }  // namespace lifeboat::checkpoint

@@ -10,44 +10,72 @@
 #include "checkpoint/store.hpp"
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/nccl_ranks.hpp"
 
 namespace lifeboat::checkpoint {
 namespace {
 
+using lifeboat::test::child_process;
+
 constexpr auto barrier_timeout = std::chrono::seconds{30};
+// A rank's whole run: joining NCCL takes about a second, the rest far less.
+constexpr auto rank_timeout = std::chrono::seconds{60};
 constexpr std::size_t device_bytes = 1 << 20;
 
 class nccl_barrier_test : public ::testing::Test {
  protected:
   void SetUp() override {
     if (auto err = device::available()) {
-      auto bar = nccl_barrier::make(nullptr, nullptr);
+      EXPECT_EQ(nccl_barrier_usable(), make_error(errc::unavailable));
+      auto bar = nccl_barrier::split_from(nullptr, barrier_timeout);
       ASSERT_FALSE(bar);
       EXPECT_EQ(bar.error(), make_error(errc::unavailable));
       GTEST_SKIP() << "no usable CUDA device, GPU test skipped: " << describe(err);
     }
+  }
+};
+
+// One communicator of this process alone.
+class nccl_barrier_one_rank_test : public nccl_barrier_test {
+ protected:
+  void SetUp() override {
+    nccl_barrier_test::SetUp();
+    if (IsSkipped()) return;
     int dev = 0;
     ASSERT_EQ(ncclCommInitAll(&comm_, 1, &dev), ncclSuccess);
-    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
   }
 
   void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
     if (comm_ != nullptr) ncclCommDestroy(comm_);
   }
 
   ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
 };
 
-TEST_F(nccl_barrier_test, a_single_rank_passes_its_barrier) {
-  auto bar = make_nccl_barrier(comm_, stream_);
+// The next line a rank wrote for the test, past NCCL's own; nothing at the
+// timeout or at the end of its output.
+std::optional<std::string> next_line(child_process& rank) {
+  for (;;) {
+    auto line = rank.read_line(rank_timeout);
+    if (!line) return line;
+    if (line->rfind(test::rank_line_tag, 0) == 0) return line->substr(test::rank_line_tag.size());
+  }
+}
+
+std::unique_ptr<child_process> start_rank(int rank, const std::string& id, const char* mode) {
+  return std::make_unique<child_process>(
+      std::vector<std::string>{LIFEBOAT_NCCL_BARRIER_WORKER, std::to_string(rank), id, mode});
+}
+
+TEST_F(nccl_barrier_one_rank_test, a_single_rank_passes_its_barrier) {
+  auto bar = make_nccl_barrier(comm_, barrier_timeout);
   ASSERT_TRUE(bar) << describe(bar.error());
   EXPECT_FALSE((*bar)->arrive_and_wait("checkpoint-shards-1", barrier_timeout));
   EXPECT_FALSE((*bar)->arrive_and_wait("checkpoint-committed-1", barrier_timeout));
 }
 
-TEST_F(nccl_barrier_test, device_buffers_round_trip_through_the_store) {
+TEST_F(nccl_barrier_one_rank_test, device_buffers_round_trip_through_the_store) {
   testing::temp_dir dir;
   void* dev = nullptr;
   ASSERT_EQ(cudaMalloc(&dev, device_bytes), cudaSuccess);
@@ -68,6 +96,35 @@ TEST_F(nccl_barrier_test, device_buffers_round_trip_through_the_store) {
   ASSERT_EQ(cudaMemcpy(back.data(), dev, device_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, saved);
   cudaFree(dev);
+}
+
+TEST_F(nccl_barrier_test, two_ranks_on_one_gpu_pass_their_barriers_together) {
+  auto id = test::new_nccl_id();
+  ASSERT_FALSE(id.empty());
+  std::vector<std::unique_ptr<child_process>> ranks;
+  for (int rank = 0; rank < 2; ++rank) ranks.push_back(start_rank(rank, id, "meet"));
+  for (auto& rank : ranks) {
+    EXPECT_EQ(next_line(*rank), "arrived checkpoint-shards-1");
+    EXPECT_EQ(next_line(*rank), "arrived checkpoint-committed-1");
+    EXPECT_EQ(rank->wait_exit(rank_timeout), 0);
+  }
+}
+
+TEST_F(nccl_barrier_test, a_rank_that_never_arrives_times_the_barrier_out_not_the_trainers_comm) {
+  auto id = test::new_nccl_id();
+  ASSERT_FALSE(id.empty());
+  auto alone = start_rank(0, id, "alone");
+  auto holding = start_rank(1, id, "hold");
+  EXPECT_EQ(next_line(*holding), "split");
+  auto verdict = next_line(*alone);
+  ASSERT_TRUE(verdict);
+  EXPECT_NE(verdict->find("not every rank arrived"), std::string::npos) << *verdict;
+  // The barrier's communicator is aborted; the trainer's still works.
+  ASSERT_TRUE(holding->send_line("go"));
+  EXPECT_EQ(next_line(*alone), "trainer sum 3");
+  EXPECT_EQ(next_line(*holding), "trainer sum 3");
+  EXPECT_EQ(alone->wait_exit(rank_timeout), 0);
+  EXPECT_EQ(holding->wait_exit(rank_timeout), 0);
 }
 
 }  // namespace
