@@ -72,8 +72,19 @@ constexpr const char* restore_key_prefix = "lifeboat/restore/";
 // Without a store (save_fn saves) there is nothing to restore, but the
 // workers still meet before any trains, within restore_agreement_timeout.
 constexpr const char* start_barrier_name = "lifeboat/start";
+// The workers agree on the kind of checkpoint-ready barrier under these keys.
+constexpr const char* nccl_usable_key_prefix = "lifeboat/nccl/usable/";
+constexpr const char* nccl_split_key_prefix = "lifeboat/nccl/split/";
+constexpr const char* can_value = "ok";
+constexpr const char* no_communicator_value = "no NCCL communicator was handed over";
+// Splitting the trainer's communicator: every worker is past the restore
+// agreement by then, so this bounds only a worker that dies on the way.
+constexpr auto nccl_split_timeout = 60s;
 
 [[noreturn]] void fail_config(const std::string& what) { throw config_error(what); }
+
+// What a worker publishes of an attempt: can_value, or why not.
+std::string verdict(const caf::error& err) { return err ? describe(err) : can_value; }
 
 void await_started(caf::actor_system& sys, const caf::actor& actor) {
   caf::scoped_actor self{sys};
@@ -338,7 +349,7 @@ void worker_runtime::spawn_actors() {
       spawn_cluster_watcher(sys, cluster_watcher_peers{resolver_, writer_, exit_controller_});
   client_->subscribe(cluster_watcher_);
   if (store_) {
-    if (cluster_.world_size > 1) ready_barrier_ = std::make_unique<coordination_barrier>(*client_);
+    ready_barrier_ = make_ready_barrier();
     saver_ = std::make_unique<checkpoint::async_saver>(*store_, ready_barrier_.get());
   }
   if (config_.save_every_steps > 0) gate_.set_backup_interval(config_.save_every_steps);
@@ -356,6 +367,57 @@ void worker_runtime::spawn_actors() {
     else
       log(log_level::error, "runtime", "status endpoint not started: ", describe(endpoint.error()));
   }
+}
+
+// 1. Every worker says whether it can use an NCCL barrier: it can, it was
+//    handed no communicator, or why not. All say it, also where no trainer
+//    handed one over, so that one whose trainer did never waits in the split
+//    (a collective call) for peers that will not make it.
+// 2. Each splits a communicator from the trainer's (bounded).
+// 3. Every worker says whether its split worked: a barrier that one worker
+//    never enters fails every save.
+// Any "no" on the way: all use the coordination service.
+std::unique_ptr<checkpoint::barrier> worker_runtime::make_ready_barrier() {
+  if (cluster_.world_size == 1) return nullptr;
+  auto usable = exchange(nccl_usable_key_prefix, config_.nccl_communicator == nullptr
+                                                     ? no_communicator_value
+                                                     : verdict(checkpoint::nccl_barrier_usable()));
+  bool handed_over = std::any_of(usable.begin(), usable.end(), [](const auto& said) {
+    return said.second != no_communicator_value;
+  });
+  if (handed_over && every_rank_can(nccl_usable_key_prefix, usable)) {
+    auto nccl = checkpoint::make_nccl_barrier(config_.nccl_communicator, nccl_split_timeout);
+    auto split = exchange(nccl_split_key_prefix, verdict(nccl ? caf::error{} : nccl.error()));
+    if (every_rank_can(nccl_split_key_prefix, split)) {
+      log(log_level::info, "runtime",
+          "checkpoint-ready barrier: NCCL all-reduce on a communicator split from the trainer's");
+      return std::move(*nccl);
+    }
+  }
+  return std::make_unique<coordination_barrier>(*client_);
+}
+
+std::vector<std::pair<std::string, std::string>> worker_runtime::exchange(const std::string& prefix,
+                                                                          const std::string& mine) {
+  client_->insert(prefix + std::to_string(cluster_.rank), mine);
+  if (auto err = client_->barrier(prefix, restore_agreement_timeout))
+    throw peer_error(-1, "agreeing on the checkpoint-ready barrier: " + describe(err), false);
+  auto published = client_->get_prefix(prefix);
+  if (!published)
+    throw peer_error(-1, "agreeing on the checkpoint-ready barrier: " + describe(published.error()),
+                     false);
+  return std::move(*published);
+}
+
+bool worker_runtime::every_rank_can(const std::string& prefix,
+                                    const std::vector<std::pair<std::string, std::string>>& said) {
+  auto refusal = std::find_if(said.begin(), said.end(),
+                              [](const auto& entry) { return entry.second != can_value; });
+  if (refusal == said.end()) return true;
+  log(log_level::warning, "runtime",
+      "checkpoint-ready barrier through the coordination service, not NCCL: rank ",
+      refusal->first.substr(prefix.size()), ": ", refusal->second);
+  return false;
 }
 
 void worker_runtime::on_action_step(int64_t step) {

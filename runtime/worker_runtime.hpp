@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -14,6 +16,7 @@
 #include "actors/phase.hpp"
 #include "actors/step_gate.hpp"
 #include "checkpoint/async_saver.hpp"
+#include "checkpoint/barrier.hpp"
 #include "checkpoint/store.hpp"
 #include "lifeboat/checkpoint_state.hpp"
 #include "lifeboat/termination_config.hpp"
@@ -22,7 +25,6 @@
 
 namespace lifeboat {
 
-class coordination_barrier;
 class coordination_client;
 class system_config;
 class signal_pipe;
@@ -59,6 +61,15 @@ class worker_runtime {
   void restore();
   void prepare_staging();
   void spawn_actors();
+  // The checkpoint-ready barrier of a cluster (none for one worker).
+  std::unique_ptr<checkpoint::barrier> make_ready_barrier();
+  // Every rank publishes `mine` under `prefix` and meets the others; returns
+  // what each said, keyed by prefix + rank.
+  std::vector<std::pair<std::string, std::string>> exchange(const std::string& prefix,
+                                                            const std::string& mine);
+  // True when every rank said it can; else logs the first that cannot.
+  bool every_rank_can(const std::string& prefix,
+                      const std::vector<std::pair<std::string, std::string>>& said);
   void save(int64_t step, bool final_save);
   [[noreturn]] void wait_and_exit(int64_t step);
   // After the final commit: lets the notice sources tell the platform that
@@ -92,7 +103,7 @@ class worker_runtime {
   std::unique_ptr<caf::actor_system> system_;
   caf::actor service_;
   std::unique_ptr<coordination_client> client_;
-  std::unique_ptr<coordination_barrier> ready_barrier_;
+  std::unique_ptr<checkpoint::barrier> ready_barrier_;
   std::unique_ptr<checkpoint::async_saver> saver_;
   caf::actor resolver_;
   caf::actor writer_;

@@ -74,6 +74,7 @@ struct options {
   int64_t state_kb = 0;
   int64_t heartbeat_ms = 2000;
   int64_t save_every_s = 0;
+  int64_t unusable_nccl_rank = -2;  // hands lifeboat a communicator it cannot use (-1: every rank)
 };
 
 int64_t unix_ms() {
@@ -142,7 +143,8 @@ bool parse(int argc, char** argv, options& o) {
             integer("grace-ms", o.grace_ms) && integer("watcher-rank", o.watcher_rank) &&
             integer("watcher-after", o.watcher_after) && integer("poll-ms", o.poll_ms) &&
             integer("state-kb", o.state_kb) && integer("heartbeat-ms", o.heartbeat_ms) &&
-            integer("save-every-s", o.save_every_s);
+            integer("save-every-s", o.save_every_s) &&
+            integer("unusable-nccl-rank", o.unusable_nccl_rank);
   for (auto& [name, value] : flags)
     std::cerr << "runtime_test_worker: unknown flag --" << name << "\n";
   return ok && flags.empty() && o.steps > 0;
@@ -242,6 +244,12 @@ lifeboat::termination_config make_config(const options& opts, published& pub) {
       return h->total_run_calls() >= pub.restored.load() + opts.watcher_after;
     };
   }
+  // No communicator at all: lifeboat must never touch it, which it does only
+  // where every rank has one and a GPU can be used (that test skips there).
+  static int not_a_communicator = 0;
+  auto* rank = std::getenv("LIFEBOAT_RANK");
+  if (opts.unusable_nccl_rank == -1 || (rank && std::atoll(rank) == opts.unusable_nccl_rank))
+    config.nccl_communicator = &not_a_communicator;
   return config;
 }
 

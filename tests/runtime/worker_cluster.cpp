@@ -137,7 +137,8 @@ worker_cluster::worker_cluster(cluster_options opts) {
   lines_.resize(n);
   for (int rank = 0; rank < n; ++rank) {
     auto argv = opts.launcher;
-    argv.insert(argv.end(), {LIFEBOAT_RUNTIME_WORKER, "--checkpoint-dir", opts.checkpoint_dir});
+    argv.push_back(opts.worker.empty() ? LIFEBOAT_RUNTIME_WORKER : opts.worker);
+    argv.insert(argv.end(), {"--checkpoint-dir", opts.checkpoint_dir});
     argv.insert(argv.end(), opts.args.begin(), opts.args.end());
     workers_.push_back(
         std::make_unique<child_process>(argv, true, environment(opts, rank, port, token)));

@@ -69,6 +69,8 @@ struct cluster_options {
   std::vector<std::string> extra_env;
   /// Ranks 0..started-1 are started (-1: every rank); the others never join.
   int started = -1;
+  /// The worker executable (empty: runtime_test_worker).
+  std::string worker;
   /// A command that starts each worker, given the worker's command line
   /// (empty: the worker is started directly).
   std::vector<std::string> launcher;

@@ -58,6 +58,15 @@ struct termination_config {
   /// training goes on.
   std::chrono::seconds save_every_seconds{0};
 
+  /// The trainer's NCCL communicator (an ncclComm_t), given by every worker.
+  /// While the handler is constructed, lifeboat splits a communicator of its
+  /// own from it (a collective call on it, on the constructing thread), and
+  /// the checkpoint-ready barrier becomes a one-element all-reduce there
+  /// instead of a round trip through the coordination service. Where a worker
+  /// cannot use it (no usable GPU, NCCL not compiled in, none handed over),
+  /// all say why and use the coordination service.
+  void* nccl_communicator = nullptr;
+
   /// A peer whose heartbeats stop for this long is lost.
   std::chrono::milliseconds heartbeat_timeout{10000};
 };
