@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -137,10 +138,13 @@ class output_log {
     read_until([](const std::string&) { return false; }, deadline);
   }
 
+  /// How many lines read so far `match` holds for.
+  int count_if(const std::function<bool(const std::string&)>& match) const {
+    return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), match));
+  }
+
   int count(const std::string& needle) const {
-    int n = 0;
-    for (const auto& l : lines_) n += l.find(needle) != std::string::npos ? 1 : 0;
-    return n;
+    return count_if([&](const std::string& l) { return l.find(needle) != std::string::npos; });
   }
 
   bool contains(const std::string& needle) const { return count(needle) > 0; }

@@ -58,10 +58,23 @@ std::unique_ptr<child_process> launch(const std::string& ckpt,
   return std::make_unique<child_process>(argv, true, environment_with(hermetic_env));
 }
 
-// Every worker joined the service: by then each has its signal handlers in
-// place (they go in before the join), so a SIGTERM is a notice, not death.
-bool all_joined(output_log& log, int generation) {
-  return log.read_until_count(" joined (generation " + std::to_string(generation) + ")", workers);
+// The pids of every worker of `generation`, by rank, once all joined the
+// service; fewer (the caller's failure) when not all joined in time. A worker
+// that joined has its signal handlers in place (they go in before the join),
+// so a SIGTERM is a notice to it, not death.
+std::map<int, pid_t> joined_workers(output_log& log, int generation) {
+  if (!log.read_until_count(" joined (generation " + std::to_string(generation) + ")", workers))
+    return {};
+  return log.pids(generation);
+}
+
+// Every worker in `started` is gone within orphan_deadline: none outlived the launcher.
+testing::AssertionResult none_outlived(const std::map<int, pid_t>& started) {
+  for (auto [rank, pid] : started)
+    if (!gone_within(pid, orphan_deadline))
+      return testing::AssertionFailure()
+             << "rank " << rank << " (pid " << pid << ") outlived the launcher";
+  return testing::AssertionSuccess();
 }
 
 bool has_committed_checkpoint(const fs::path& dir) {
@@ -86,8 +99,7 @@ TEST(launch_demo_test, sigterm_to_a_random_worker_never_changes_the_digests) {
     auto ckpt = dir / ("preempted-" + std::to_string(round));
     auto run = launch(ckpt);
     output_log log{*run};
-    ASSERT_TRUE(all_joined(log, 0)) << log.text();
-    auto started = log.pids(0);
+    auto started = joined_workers(log, 0);
     ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
     auto delay = std::chrono::milliseconds{rng() % max_sigterm_delay_ms};
     log.read_for(delay);
@@ -119,8 +131,7 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
   scratch_dir dir{"apps-launcher"};
   auto run = launch(dir / "ckpt");
   output_log log{*run};
-  ASSERT_TRUE(all_joined(log, 0)) << log.text();
-  auto started = log.pids(0);
+  auto started = joined_workers(log, 0);
   ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
   run->kill(SIGTERM);
   log.read_all();
@@ -129,9 +140,7 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
   EXPECT_TRUE(has_committed_checkpoint(dir.path() / "ckpt")) << log.text();
   // The launcher forwarded the signal and did not start another generation.
   EXPECT_TRUE(log.pids(1).empty()) << log.text();
-  for (auto [rank, pid] : started)
-    EXPECT_TRUE(gone_within(pid, orphan_deadline))
-        << "rank " << rank << " (pid " << pid << ") outlived it";
+  EXPECT_TRUE(none_outlived(started));
 }
 
 // lifeboat-demo --grace-period: a SIGTERM early in training saves at once,
@@ -152,8 +161,7 @@ TEST(launch_demo_test, grace_period_saves_twice_and_resumes_from_the_final_check
 
   auto run = launch(dir / "ckpt", {}, grace, grace_steps);
   output_log log{*run};
-  ASSERT_TRUE(all_joined(log, 0)) << log.text();
-  auto started = log.pids(0);
+  auto started = joined_workers(log, 0);
   ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
   ::kill(started[workers - 1], SIGTERM);
   log.read_all();
@@ -182,8 +190,7 @@ TEST(launch_demo_test, sigint_to_the_launcher_ends_the_workers_and_restarts_none
   scratch_dir dir{"apps-sigint"};
   auto run = launch(dir / "ckpt", {"--max-restarts", "3"}, {}, endless_steps);
   output_log log{*run};
-  ASSERT_TRUE(all_joined(log, 0)) << log.text();
-  auto started = log.pids(0);
+  auto started = joined_workers(log, 0);
   ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
   run->kill(SIGINT);
   log.read_all();
@@ -194,9 +201,7 @@ TEST(launch_demo_test, sigint_to_the_launcher_ends_the_workers_and_restarts_none
   EXPECT_GE(log.count(") was killed by SIGINT"), 1) << log.text();
   EXPECT_FALSE(log.contains("restarting after failure")) << log.text();
   EXPECT_TRUE(log.pids(1).empty()) << log.text();
-  for (auto [rank, pid] : started)
-    EXPECT_TRUE(gone_within(pid, orphan_deadline))
-        << "rank " << rank << " (pid " << pid << ") outlived it";
+  EXPECT_TRUE(none_outlived(started));
 }
 
 // A notice after the last step finds nothing to save, and the worker still
@@ -225,8 +230,7 @@ TEST(launch_demo_test, restart_code_flag_is_what_workers_exit_with_and_restart_o
   scratch_dir dir{"apps-restart-code"};
   auto run = launch(dir / "ckpt", {"--restart-code", "7"});
   output_log log{*run};
-  ASSERT_TRUE(all_joined(log, 0)) << log.text();
-  auto started = log.pids(0);
+  auto started = joined_workers(log, 0);
   ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
   ::kill(started[1], SIGTERM);
   log.read_all();
@@ -331,11 +335,10 @@ TEST(launch_demo_test, a_worker_that_ends_before_it_joins_fails_its_peers_at_onc
         << log.text();
   }
   EXPECT_FALSE(log.contains("did not exit in time")) << log.text();
-  int errors_naming_rank_1 = 0;
-  for (const auto& line : log.lines())
-    errors_naming_rank_1 += line.rfind("lifeboat-demo: ", 0) == 0 &&
-                            line.find(" error: ") != std::string::npos &&
-                            line.find("rank 1 ") != std::string::npos;
+  auto errors_naming_rank_1 = log.count_if([](const std::string& line) {
+    return line.rfind("lifeboat-demo: ", 0) == 0 && line.find(" error: ") != std::string::npos &&
+           line.find("rank 1 ") != std::string::npos;
+  });
   EXPECT_EQ(errors_naming_rank_1, workers - 1) << log.text();
 }
 

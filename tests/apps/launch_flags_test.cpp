@@ -146,10 +146,10 @@ TEST(launch_flags_test, a_sigterm_during_the_start_reaches_every_worker) {
   log.read_all();
   EXPECT_EQ(exit_code(run), restart_exit_code) << log.text();
   EXPECT_EQ(log.count("lifeboat-launch: rank="), many) << log.text();
-  int killed = 0;
-  for (const auto& line : log.lines())
-    killed += line.rfind("lifeboat-launch: rank ", 0) == 0 &&
-              line.find(") was killed by SIGTERM") != std::string::npos;
+  auto killed = log.count_if([](const std::string& line) {
+    return line.rfind("lifeboat-launch: rank ", 0) == 0 &&
+           line.find(") was killed by SIGTERM") != std::string::npos;
+  });
   EXPECT_EQ(killed, many) << log.text();
   EXPECT_FALSE(log.contains("did not exit in time")) << log.text();
   EXPECT_TRUE(log.contains(sigterm_before_any_save)) << log.text();
