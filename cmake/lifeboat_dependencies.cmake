@@ -54,3 +54,18 @@ endif()
 if(LIFEBOAT_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+
+# The Python module (runtime/python): where pybind11 is found, and not in the
+# sanitizer builds (a sanitized module needs its runtime preloaded into the
+# interpreter). Debian's interpreter is the one python3-dev has headers for,
+# whatever python3 comes first on PATH.
+set(LIFEBOAT_HAVE_PYTHON OFF)
+if(NOT LIFEBOAT_SANITIZE)
+  if(NOT DEFINED PYTHON_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(PYTHON_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(pybind11 2.10 CONFIG QUIET)
+  if(pybind11_FOUND)
+    set(LIFEBOAT_HAVE_PYTHON ON)
+  endif()
+endif()

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake make pkg-config clang-format
   libcaf-dev libprotobuf-dev protobuf-compiler libboost-dev libxxhash-dev libssl-dev
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev python3-dev
   curl procps
 )
 # Browser for the status page screenshot test; optional for building.

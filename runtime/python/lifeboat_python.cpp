@@ -1,0 +1,305 @@
+// The Python module `lifeboat`: the handler API for trainers written in
+// Python (PyTorch, JAX, NumPy, ...), a thin layer over the public C++ API.
+//
+//   state = lifeboat.CheckpointState()
+//   state.add_buffer("weights", weights)        # any writable C-contiguous buffer
+//   config = lifeboat.TerminationConfig(grace_period=30.0)
+//   with lifeboat.PreemptionCheckpointHandler(state, "ckpt", config) as handler:
+//       with handler.watch_preemption_scope():
+//           while handler.total_run_calls < steps:
+//               handler.run(train_step, batch)
+//
+// Errors: ConfigError (a ValueError) for bad configuration, PeerError (with
+// origin_rank and lost) when a worker failed or was lost.
+//
+// Lifeboat calls some Python callables on threads of its own (the
+// termination watcher on its polling thread) and drops its copies of them
+// wherever it ends; each call and the last release take the GIL. Calls that
+// may block for long (joining, restoring, barriers, closing) release the GIL,
+// so such a thread is never kept waiting behind the trainer's thread.
+
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lifeboat/lifeboat.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using seconds_d = std::chrono::duration<double>;
+
+template <class Duration>
+Duration from_seconds(double s) {
+  return std::chrono::duration_cast<Duration>(seconds_d{s});
+}
+
+// A Python callable that C++ may copy, call and drop on any thread.
+class python_callable {
+ public:
+  explicit python_callable(py::object fn)
+      : fn_(new py::object(std::move(fn)), [](py::object* p) {
+          py::gil_scoped_acquire gil;
+          delete p;
+        }) {}
+
+  template <class... Ts>
+  py::object operator()(Ts&&... xs) const {
+    py::gil_scoped_acquire gil;
+    return (*fn_)(std::forward<Ts>(xs)...);
+  }
+
+ private:
+  std::shared_ptr<py::object> fn_;
+};
+
+lifeboat::termination_config make_config(py::object termination_watcher_fn, py::object exit_fn,
+                                         std::optional<double> grace_period, py::object save_fn,
+                                         std::vector<std::string> signals,
+                                         std::optional<std::vector<std::string>> notice_sources,
+                                         std::optional<int> restart_code, double poll_interval,
+                                         double safety_factor, int max_to_keep,
+                                         int64_t save_every_steps, double save_every_seconds,
+                                         double heartbeat_timeout) {
+  lifeboat::termination_config c;
+  if (!termination_watcher_fn.is_none()) {
+    python_callable fn{termination_watcher_fn};
+    c.termination_watcher_fn = [fn] {
+      auto result = fn();
+      py::gil_scoped_acquire gil;
+      return result.cast<bool>();
+    };
+  }
+  if (!exit_fn.is_none()) {
+    python_callable fn{exit_fn};
+    c.exit_fn = [fn] { fn(); };
+  }
+  if (grace_period) c.grace_period = from_seconds<std::chrono::milliseconds>(*grace_period);
+  if (!save_fn.is_none()) {
+    python_callable fn{save_fn};
+    c.save_fn = [fn](int64_t step, const std::string& dir) { fn(step, dir); };
+  }
+  c.signals = std::move(signals);
+  c.notice_sources = std::move(notice_sources);
+  c.restart_code = restart_code;
+  c.poll_interval = from_seconds<std::chrono::milliseconds>(poll_interval);
+  c.safety_factor = safety_factor;
+  c.max_to_keep = max_to_keep;
+  c.save_every_steps = save_every_steps;
+  c.save_every_seconds = from_seconds<std::chrono::seconds>(save_every_seconds);
+  c.heartbeat_timeout = from_seconds<std::chrono::milliseconds>(heartbeat_timeout);
+  return c;
+}
+
+// The handler, closed explicitly (close(), or leaving its `with` block) or
+// when Python collects it; every method of a closed one raises.
+class python_handler {
+ public:
+  python_handler(lifeboat::checkpoint_state& state, std::string dir,
+                 lifeboat::termination_config config) {
+    py::gil_scoped_release unlocked;
+    handler_ = std::make_unique<lifeboat::preemption_checkpoint_handler>(state, std::move(dir),
+                                                                         std::move(config));
+  }
+
+  ~python_handler() { close(); }
+
+  // Waits for a save in flight and meets the other workers at the end, as the
+  // C++ handler's destructor does.
+  void close() {
+    // Taken out while the GIL is held: a callable that runs on lifeboat's
+    // thread meanwhile finds the handler closed, never half destroyed.
+    auto closing = std::move(handler_);
+    py::gil_scoped_release unlocked;
+    closing.reset();
+  }
+
+  lifeboat::preemption_checkpoint_handler& get() {
+    if (!handler_) throw std::logic_error("the handler is closed");
+    return *handler_;
+  }
+
+ private:
+  std::unique_ptr<lifeboat::preemption_checkpoint_handler> handler_;
+};
+
+// A Python exception from a training step, as run reports it to the other
+// workers: "TypeName: message" on one line (what() of error_already_set adds
+// the traceback). Raised again here as the original exception.
+class step_error : public std::runtime_error {
+ public:
+  explicit step_error(py::error_already_set e)
+      : std::runtime_error(one_line(e)), original_(std::move(e)) {}
+  const py::error_already_set& original() const { return original_; }
+
+ private:
+  static std::string one_line(const py::error_already_set& e) {
+    return py::str(e.type().attr("__name__")).cast<std::string>() + ": " +
+           py::str(e.value()).cast<std::string>();
+  }
+  py::error_already_set original_;
+};
+
+// watch_preemption_scope(): the C++ scope guard acts in its destructor while
+// an exception unwinds the stack; a C++ exception raised and caught in
+// __exit__ gives it that moment when a Python exception leaves the block.
+struct preemption_scope {
+  python_handler& handler;
+
+  bool exit(const py::object& exc_type) {
+    if (exc_type.is_none()) return false;
+    try {
+      auto guard = handler.get().watch_preemption_scope();
+      throw std::runtime_error("a Python exception left the scope");
+    } catch (const std::runtime_error&) {
+    }
+    return false;
+  }
+};
+
+// C-contiguous: the innermost dimension varies fastest, without gaps.
+bool c_contiguous(const py::buffer_info& info) {
+  auto expected = info.itemsize;
+  for (auto dim = info.ndim - 1; dim >= 0; --dim) {
+    if (info.shape[dim] > 1 && info.strides[dim] != expected) return false;
+    expected *= info.shape[dim];
+  }
+  return true;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(lifeboat, m) {
+  m.doc() = "lifeboat: preemption-aware checkpointing for synchronous distributed training";
+
+  py::register_exception<lifeboat::config_error>(m, "ConfigError", PyExc_ValueError);
+  static py::exception<lifeboat::peer_error> peer_error(m, "PeerError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const lifeboat::peer_error& e) {
+      py::object error = py::reinterpret_borrow<py::object>(peer_error)(e.what());
+      error.attr("origin_rank") = e.origin_rank();
+      error.attr("lost") = e.lost();
+      PyErr_SetObject(peer_error.ptr(), error.ptr());
+    }
+  });
+
+  py::class_<lifeboat::checkpoint_state>(m, "CheckpointState")
+      .def(py::init<>())
+      .def(
+          "add_buffer",
+          [](lifeboat::checkpoint_state& s, std::string name, py::buffer data) {
+            auto info = data.request(true);
+            if (!c_contiguous(info))
+              throw lifeboat::config_error("buffer '" + name + "' is not C-contiguous");
+            s.add_buffer(std::move(name), info.ptr,
+                         static_cast<std::size_t>(info.size * info.itemsize));
+          },
+          py::arg("name"), py::arg("data"), py::keep_alive<1, 3>(),
+          "Memory lifeboat saves and restores in place: a writable C-contiguous buffer "
+          "(bytearray, array.array, a NumPy array), kept alive by the state.")
+      .def(
+          "add_callbacks",
+          [](lifeboat::checkpoint_state& s, std::string name, py::object save, py::object restore) {
+            python_callable save_fn{save};
+            python_callable restore_fn{restore};
+            s.add_callbacks(
+                std::move(name),
+                [save_fn] {
+                  auto bytes = save_fn();
+                  py::gil_scoped_acquire gil;
+                  return bytes.cast<std::string>();
+                },
+                [restore_fn](const std::string& bytes) {
+                  py::gil_scoped_acquire gil;
+                  restore_fn(py::bytes(bytes));
+                });
+          },
+          py::arg("name"), py::arg("save"), py::arg("restore"),
+          "State saved through callables: save() returns bytes, restore(bytes) takes them back.");
+
+  py::class_<lifeboat::termination_config>(m, "TerminationConfig")
+      .def(py::init(&make_config), py::arg("termination_watcher_fn") = py::none(),
+           py::arg("exit_fn") = py::none(), py::arg("grace_period") = py::none(),
+           py::arg("save_fn") = py::none(),
+           py::arg("signals") = std::vector<std::string>{"SIGTERM"},
+           py::arg("notice_sources") = py::none(), py::arg("restart_code") = py::none(),
+           py::arg("poll_interval") = 1.0, py::arg("safety_factor") = 2.0,
+           py::arg("max_to_keep") = 2, py::arg("save_every_steps") = 0,
+           py::arg("save_every_seconds") = 0.0, py::arg("heartbeat_timeout") = 10.0,
+           "Durations in seconds; anything left unset takes the platform's default.");
+
+  py::class_<preemption_scope>(m, "PreemptionScope")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](preemption_scope& s, py::object exc_type, py::object, py::object) {
+        return s.exit(exc_type);
+      });
+
+  py::class_<python_handler>(m, "PreemptionCheckpointHandler")
+      .def(py::init<lifeboat::checkpoint_state&, std::string, lifeboat::termination_config>(),
+           py::arg("state"), py::arg("checkpoint_dir"),
+           py::arg("config") = lifeboat::termination_config{}, py::keep_alive<1, 2>(),
+           "Joins the cluster (from the environment) and restores the latest complete "
+           "checkpoint into `state`.")
+      .def(
+          "run",
+          [](python_handler& h, py::function fn, py::args args, py::kwargs kwargs) {
+            try {
+              return h.get().run([&] {
+                try {
+                  return fn(*args, **kwargs);
+                } catch (py::error_already_set& e) {
+                  throw step_error{std::move(e)};
+                }
+              });
+            } catch (const step_error& e) {
+              throw e.original();
+            }
+          },
+          "Runs one training step fn(*args, **kwargs) and returns its result; an exception "
+          "from it is reported to every worker and re-raised.")
+      .def("save_checkpoint_if_preempted",
+           [](python_handler& h) { h.get().save_checkpoint_if_preempted(); })
+      .def(
+          "step_completed", [](python_handler& h, int64_t step) { h.get().step_completed(step); },
+          py::arg("step"))
+      .def_property_readonly("total_run_calls",
+                             [](python_handler& h) { return h.get().total_run_calls(); })
+      .def_property_readonly("rank", [](python_handler& h) { return h.get().rank(); })
+      .def_property_readonly("world_size", [](python_handler& h) { return h.get().world_size(); })
+      .def(
+          "barrier",
+          [](python_handler& h, const std::string& name, double timeout) {
+            auto& handler = h.get();
+            py::gil_scoped_release unlocked;
+            handler.barrier(name, from_seconds<std::chrono::milliseconds>(timeout));
+          },
+          py::arg("name"), py::arg("timeout"))
+      .def(
+          "report_error",
+          [](python_handler& h, const std::string& message) {
+            h.get().report_error(std::make_exception_ptr(std::runtime_error(message)));
+          },
+          py::arg("message"))
+      .def(
+          "watch_preemption_scope", [](python_handler& h) { return preemption_scope{h}; },
+          py::keep_alive<0, 1>(),
+          "Use with `with`: leaving the block by an exception while a worker failed ends the "
+          "process with the failure code.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__",
+           [](python_handler& h, py::object, py::object, py::object) {
+             h.close();
+             return false;
+           })
+      .def("close", &python_handler::close);
+}

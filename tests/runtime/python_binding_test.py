@@ -1,0 +1,183 @@
+"""The Python module end to end: python_trainer.py workers, real signals, real
+sockets on 127.0.0.1, real checkpoint files. The tests wait on the workers'
+output lines with deadlines, never on sleeps.
+
+Run by ctest with PYTHONPATH naming the directory of the built module.
+"""
+
+import os
+import queue
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_trainer.py")
+RESTART_EXIT_CODE = 42
+FAILURE_EXIT_CODE = 3
+CONFIG_EXIT_CODE = 2
+# Generous bounds: the tests share two cores with other tests.
+EVENT_TIMEOUT = 30
+RUN_TIMEOUT = 60
+STEPS = 30
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Worker:
+    """One trainer process; its stdout and lifeboat's log, line by line."""
+
+    def __init__(self, args, env):
+        self.proc = subprocess.Popen([sys.executable, TRAINER] + args, env=env, text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines = []
+        self._queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def _read_line(self, deadline):
+        """The next line into self.lines; False at the end of the output or the deadline."""
+        try:
+            line = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
+        except queue.Empty:
+            return False
+        if line is None:
+            self._queue.put(None)
+            return False
+        self.lines.append(line)
+        return True
+
+    def wait_line(self, prefix, timeout=EVENT_TIMEOUT):
+        """The first line (read now or before) that starts with `prefix`, or None."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for line in self.lines[seen:]:
+                if line.startswith(prefix):
+                    return line
+            seen = len(self.lines)
+            if not self._read_line(deadline):
+                return None
+
+    def finish(self, timeout=RUN_TIMEOUT):
+        """The exit code, once the process ended and all its output was read."""
+        deadline = time.monotonic() + timeout
+        code = self.proc.wait(timeout=timeout)
+        while self._read_line(deadline):
+            pass
+        return code
+
+    def values(self, key):
+        return [int(l[len(key) + 1:].split()[0]) for l in self.lines if l.startswith(key + "=")]
+
+    def transcript(self):
+        return "\n".join(self.lines)
+
+
+class Cluster:
+    """`world` workers sharing a checkpoint directory (world 0: one, in local mode)."""
+
+    def __init__(self, world, ckpt, args, incarnation=0):
+        port, token = free_port(), secrets.token_hex(8)
+        self.workers = []
+        for rank in range(max(world, 1)):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("LIFEBOAT_")}
+            env["LIFEBOAT_PLATFORM"] = "generic"
+            if world > 0:
+                env.update(LIFEBOAT_RANK=str(rank), LIFEBOAT_WORLD_SIZE=str(world),
+                           LIFEBOAT_COORDINATOR=f"127.0.0.1:{port}",
+                           LIFEBOAT_CLUSTER_TOKEN=token,
+                           LIFEBOAT_RESTART_COUNT=str(incarnation))
+            self.workers.append(Worker(["--checkpoint-dir", ckpt] + args, env))
+
+    def finish(self):
+        return [w.finish() for w in self.workers]
+
+    def transcript(self):
+        return "\n".join(f"---- rank {r} ----\n{w.transcript()}" for r, w in enumerate(self.workers))
+
+
+class PythonBindingTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="lifeboat-python-test-")
+        self.ckpt = os.path.join(self.dir, "ckpt")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def committed_steps(self):
+        if not os.path.isdir(self.ckpt):
+            return []
+        return sorted(int(d[len("step-"):]) for d in os.listdir(self.ckpt)
+                      if d.startswith("step-") and
+                      os.path.exists(os.path.join(self.ckpt, d, "MANIFEST")))
+
+    def preempted_then_resumed(self, world, first_args, signal_rank=None):
+        """Runs until the notice, checks the single agreed save, restarts and
+        checks that every step ran exactly once."""
+        args = ["--steps", str(STEPS), "--step-ms", "10"]
+        first = Cluster(world, self.ckpt, args + first_args)
+        if signal_rank is not None:
+            self.assertTrue(first.workers[signal_rank].wait_line("step=3"), first.transcript())
+            first.workers[signal_rank].proc.send_signal(signal.SIGTERM)
+        codes = first.finish()
+        self.assertEqual(codes, [RESTART_EXIT_CODE] * len(codes), first.transcript())
+        saves = {tuple(w.values("saving")) for w in first.workers}
+        self.assertEqual(len(saves), 1, first.transcript())
+        (saved,) = saves.pop()
+        self.assertEqual(self.committed_steps(), [saved])
+
+        second = Cluster(world, self.ckpt, args, incarnation=1)
+        codes = second.finish()
+        self.assertEqual(codes, [0] * len(codes), second.transcript())
+        for w in second.workers:
+            self.assertEqual(w.values("restored"), [saved], second.transcript())
+            self.assertEqual(w.wait_line("done"), f"done total={STEPS} applied={STEPS}")
+
+    def test_a_self_sigterm_in_local_mode_saves_exits_42_and_the_rerun_finishes(self):
+        self.preempted_then_resumed(0, ["--self-signal-step", "7"])
+
+    def test_a_sigterm_to_one_of_two_workers_saves_both_at_one_step(self):
+        self.preempted_then_resumed(2, [], signal_rank=1)
+
+    def test_a_termination_watcher_fn_is_called_from_lifeboats_thread(self):
+        self.preempted_then_resumed(2, ["--watcher-after", "5"])
+
+    def test_a_failing_step_raises_peer_error_naming_its_rank_on_every_worker(self):
+        cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10",
+                                         "--fail-rank", "1", "--fail-step", "5"])
+        codes = cluster.finish()
+        self.assertEqual(codes, [FAILURE_EXIT_CODE] * 2, cluster.transcript())
+        for w in cluster.workers:
+            line = w.wait_line("error=", timeout=0)
+            self.assertIsNotNone(line, cluster.transcript())
+            self.assertIn("injected failure at step 5", line)
+            self.assertTrue(line.endswith(" origin=1"), line)
+        self.assertEqual(self.committed_steps(), [])
+
+    def test_bad_configuration_is_a_config_error_and_writes_nothing(self):
+        cluster = Cluster(0, self.ckpt, ["--steps", str(STEPS), "--grace-period", "-1"])
+        self.assertEqual(cluster.finish(), [CONFIG_EXIT_CODE], cluster.transcript())
+        line = cluster.workers[0].wait_line("config_error=", timeout=0)
+        self.assertIsNotNone(line, cluster.transcript())
+        self.assertIn("grace_period must be >= 0", line)
+        self.assertFalse(os.path.exists(self.ckpt) and os.listdir(self.ckpt))
+
+
+if __name__ == "__main__":
+    unittest.main()

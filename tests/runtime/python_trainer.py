@@ -1,0 +1,101 @@
+"""A worker for python_binding_test, on the Python module's public API only.
+
+It trains a model whose state records every step it applied and says what
+happens on stdout, one line per event (the test synchronises on them):
+
+  restored=N rank=R          total_run_calls after construction
+  step=N                     step N completed (before lifeboat looks at it)
+  saving=N                   lifeboat snapshots the state at step N
+  error=TEXT origin=R        run raised TEXT; R: the rank it names
+  config_error=TEXT          construction refused the configuration
+  done total=N applied=N     training finished (applied: steps run once each, in order)
+
+Exit codes: 0 finished, 2 configuration error, 3 failure, 42 (lifeboat) after
+a preemption checkpoint.
+"""
+
+import argparse
+import array
+import os
+import signal
+import sys
+import time
+
+import lifeboat
+
+CONFIG_EXIT_CODE = 2
+FAILURE_EXIT_CODE = 3
+
+
+def say(line):
+    # lifeboat may end the process right after a step: flush every line.
+    print(line, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checkpoint-dir", required=True)
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--step-ms", type=int, default=0)
+    parser.add_argument("--self-signal-step", type=int, default=-1)
+    parser.add_argument("--fail-rank", type=int, default=-1)
+    parser.add_argument("--fail-step", type=int, default=-1)
+    parser.add_argument("--watcher-after", type=int, default=-1)
+    parser.add_argument("--grace-period", type=float, default=None)
+    opts = parser.parse_args()
+
+    # The model: [steps applied, last step]; a step is applied only when it
+    # is the one after the last, so a lost or repeated step shows at the end.
+    model = array.array("q", [0, 0])
+    state = lifeboat.CheckpointState()
+    state.add_buffer("model", model)
+    state.add_callbacks("probe", lambda: (say(f"saving={model[1]}"), b"probe")[1],
+                        lambda data: None)
+
+    handler = None
+
+    def watcher():
+        # On lifeboat's polling thread: true once this run did enough steps.
+        h = handler
+        return h is not None and opts.watcher_after >= 0 and h.total_run_calls >= opts.watcher_after
+
+    config = lifeboat.TerminationConfig(termination_watcher_fn=watcher, grace_period=opts.grace_period,
+                                        notice_sources=[], poll_interval=0.05)
+    try:
+        handler = lifeboat.PreemptionCheckpointHandler(state, opts.checkpoint_dir, config)
+    except lifeboat.ConfigError as e:
+        say(f"config_error={e}")
+        return CONFIG_EXIT_CODE
+    say(f"restored={handler.total_run_calls} rank={handler.rank}")
+
+    def step():
+        n = handler.total_run_calls + 1
+        if handler.rank == opts.fail_rank and n == opts.fail_step:
+            raise ValueError(f"injected failure at step {n}")
+        if n == model[1] + 1:
+            model[0] += 1
+        model[1] = n
+        time.sleep(opts.step_ms / 1000)
+        say(f"step={n}")
+        if n == opts.self_signal_step:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with handler:
+        try:
+            with handler.watch_preemption_scope():
+                try:
+                    while handler.total_run_calls < opts.steps:
+                        handler.run(step)
+                except Exception as e:
+                    say(f"error={e} origin={getattr(e, 'origin_rank', handler.rank)}")
+                    raise
+        except Exception:
+            # A peer's failure ends the process in the scope; this worker's own
+            # gets here, as it would in a trainer's main.
+            return FAILURE_EXIT_CODE
+        say(f"done total={handler.total_run_calls} applied={model[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
