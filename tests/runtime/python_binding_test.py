@@ -2,7 +2,8 @@
 sockets on 127.0.0.1, real checkpoint files. The tests wait on the workers'
 output lines with deadlines, never on sleeps.
 
-Run by ctest with PYTHONPATH naming the directory of the built module.
+Run by ctest with PYTHONPATH naming the directory of the built module, which
+the checks of the module's own argument handling import.
 """
 
 import os
@@ -17,6 +18,8 @@ import tempfile
 import threading
 import time
 import unittest
+
+import lifeboat
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_trainer.py")
 RESTART_EXIT_CODE = 42
@@ -169,6 +172,27 @@ class PythonBindingTest(unittest.TestCase):
             self.assertIn("injected failure at step 5", line)
             self.assertTrue(line.endswith(" origin=1"), line)
         self.assertEqual(self.committed_steps(), [])
+
+    def test_a_save_fn_saves_instead_of_lifeboat_once_per_worker(self):
+        os.makedirs(self.ckpt)
+        cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10", "--save-fn"])
+        self.assertTrue(cluster.workers[0].wait_line("step=3"), cluster.transcript())
+        cluster.workers[0].proc.send_signal(signal.SIGTERM)
+        self.assertEqual(cluster.finish(), [RESTART_EXIT_CODE] * 2, cluster.transcript())
+        saves = [w.values("saved") for w in cluster.workers]
+        self.assertEqual(len(saves[0]), 1, cluster.transcript())
+        self.assertEqual(saves[1], saves[0], cluster.transcript())
+        step = saves[0][0]
+        self.assertEqual(sorted(os.listdir(self.ckpt)),
+                         [f"user-rank-{r}-step-{step}" for r in range(2)])
+
+    def test_buffers_lifeboat_cannot_write_in_place_are_refused(self):
+        state = lifeboat.CheckpointState()
+        with self.assertRaisesRegex(lifeboat.ConfigError, "not C-contiguous"):
+            state.add_buffer("strided", memoryview(bytearray(16))[::2])
+        with self.assertRaises(BufferError):
+            state.add_buffer("read-only", b"0123")
+        state.add_buffer("contiguous", memoryview(bytearray(16))[4:12])
 
     def test_bad_configuration_is_a_config_error_and_writes_nothing(self):
         cluster = Cluster(0, self.ckpt, ["--steps", str(STEPS), "--grace-period", "-1"])

@@ -6,6 +6,7 @@ happens on stdout, one line per event (the test synchronises on them):
   restored=N rank=R          total_run_calls after construction
   step=N                     step N completed (before lifeboat looks at it)
   saving=N                   lifeboat snapshots the state at step N
+  saved=N                    save_fn called at step N (--save-fn)
   error=TEXT origin=R        run raised TEXT; R: the rank it names
   config_error=TEXT          construction refused the configuration
   done total=N applied=N     training finished (applied: steps run once each, in order)
@@ -28,8 +29,10 @@ FAILURE_EXIT_CODE = 3
 
 
 def say(line):
-    # lifeboat may end the process right after a step: flush every line.
-    print(line, flush=True)
+    # One write(2) per line, unbuffered: lifeboat's log shares the pipe (print
+    # wrote a line and its newline apart, and a log line landed between), and
+    # lifeboat may end the process right after a step.
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
 
 
 def main():
@@ -42,6 +45,7 @@ def main():
     parser.add_argument("--fail-step", type=int, default=-1)
     parser.add_argument("--watcher-after", type=int, default=-1)
     parser.add_argument("--grace-period", type=float, default=None)
+    parser.add_argument("--save-fn", action="store_true")
     opts = parser.parse_args()
 
     # The model: [steps applied, last step]; a step is applied only when it
@@ -59,7 +63,14 @@ def main():
         h = handler
         return h is not None and opts.watcher_after >= 0 and h.total_run_calls >= opts.watcher_after
 
+    def save_fn(step, checkpoint_dir):
+        # The trainer's own checkpoint: a marker per rank and step.
+        say(f"saved={step}")
+        with open(os.path.join(checkpoint_dir, f"user-rank-{handler.rank}-step-{step}"), "w") as f:
+            f.write(f"{step}\n")
+
     config = lifeboat.TerminationConfig(termination_watcher_fn=watcher, grace_period=opts.grace_period,
+                                        save_fn=save_fn if opts.save_fn else None,
                                         notice_sources=[], poll_interval=0.05)
     try:
         handler = lifeboat.PreemptionCheckpointHandler(state, opts.checkpoint_dir, config)
