@@ -77,6 +77,7 @@ constexpr const char* nccl_usable_key_prefix = "lifeboat/nccl/usable/";
 constexpr const char* nccl_split_key_prefix = "lifeboat/nccl/split/";
 constexpr const char* can_value = "ok";
 constexpr const char* no_communicator_value = "no NCCL communicator was handed over";
+constexpr const char* ready_barrier_agreement = "agreeing on the checkpoint-ready barrier";
 // Splitting the trainer's communicator: every worker is past the restore
 // agreement by then, so this bounds only a worker that dies on the way.
 constexpr auto nccl_split_timeout = 60s;
@@ -263,20 +264,12 @@ void worker_runtime::restore() {
     int64_t my_step = *restored ? (*restored)->step : -1;
     int64_t common = my_step;
     if (cluster_.world_size > 1) {
-      // Publish, meet, read: the barrier fails at once for everyone when a
-      // peer is lost or failed, where waiting on its key would not.
-      auto prefix = restore_key_prefix + std::to_string(round) + "/";
-      client_->insert(prefix + std::to_string(cluster_.rank), std::to_string(my_step));
-      if (auto err = client_->barrier(prefix, restore_agreement_timeout))
-        throw peer_error(-1, "agreeing on the checkpoint to restore: " + describe(err), false);
-      auto published = client_->get_prefix(prefix);
-      if (!published)
-        throw peer_error(
-            -1, "agreeing on the checkpoint to restore: " + describe(published.error()), false);
-      if (published->size() != static_cast<size_t>(cluster_.world_size))
-        fail_config("agreeing on the checkpoint to restore: " + std::to_string(published->size()) +
+      auto published = exchange(restore_key_prefix + std::to_string(round) + "/",
+                                std::to_string(my_step), "agreeing on the checkpoint to restore");
+      if (published.size() != static_cast<size_t>(cluster_.world_size))
+        fail_config("agreeing on the checkpoint to restore: " + std::to_string(published.size()) +
                     " of " + std::to_string(cluster_.world_size) + " ranks published a step");
-      for (auto& [key, value] : *published) common = std::min<int64_t>(common, std::stoll(value));
+      for (auto& [key, value] : published) common = std::min<int64_t>(common, std::stoll(value));
     }
     if (common == my_step) {
       restored_step_ = mine;
@@ -379,15 +372,18 @@ void worker_runtime::spawn_actors() {
 // Any "no" on the way: all use the coordination service.
 std::unique_ptr<checkpoint::barrier> worker_runtime::make_ready_barrier() {
   if (cluster_.world_size == 1) return nullptr;
-  auto usable = exchange(nccl_usable_key_prefix, config_.nccl_communicator == nullptr
-                                                     ? no_communicator_value
-                                                     : verdict(checkpoint::nccl_barrier_usable()));
+  auto usable =
+      exchange(nccl_usable_key_prefix,
+               config_.nccl_communicator == nullptr ? no_communicator_value
+                                                    : verdict(checkpoint::nccl_barrier_usable()),
+               ready_barrier_agreement);
   bool handed_over = std::any_of(usable.begin(), usable.end(), [](const auto& said) {
     return said.second != no_communicator_value;
   });
   if (handed_over && every_rank_can(nccl_usable_key_prefix, usable)) {
     auto nccl = checkpoint::make_nccl_barrier(config_.nccl_communicator, nccl_split_timeout);
-    auto split = exchange(nccl_split_key_prefix, verdict(nccl ? caf::error{} : nccl.error()));
+    auto split = exchange(nccl_split_key_prefix, verdict(nccl ? caf::error{} : nccl.error()),
+                          ready_barrier_agreement);
     if (every_rank_can(nccl_split_key_prefix, split)) {
       log(log_level::info, "runtime",
           "checkpoint-ready barrier: NCCL all-reduce on a communicator split from the trainer's");
@@ -397,15 +393,16 @@ std::unique_ptr<checkpoint::barrier> worker_runtime::make_ready_barrier() {
   return std::make_unique<coordination_barrier>(*client_);
 }
 
+// Publish, meet, read: the barrier fails at once for everyone when a peer is
+// lost or failed, where waiting on its key would not.
 std::vector<std::pair<std::string, std::string>> worker_runtime::exchange(const std::string& prefix,
-                                                                          const std::string& mine) {
+                                                                          const std::string& mine,
+                                                                          const std::string& what) {
   client_->insert(prefix + std::to_string(cluster_.rank), mine);
   if (auto err = client_->barrier(prefix, restore_agreement_timeout))
-    throw peer_error(-1, "agreeing on the checkpoint-ready barrier: " + describe(err), false);
+    throw peer_error(-1, what + ": " + describe(err), false);
   auto published = client_->get_prefix(prefix);
-  if (!published)
-    throw peer_error(-1, "agreeing on the checkpoint-ready barrier: " + describe(published.error()),
-                     false);
+  if (!published) throw peer_error(-1, what + ": " + describe(published.error()), false);
   return std::move(*published);
 }
 

@@ -64,9 +64,11 @@ class worker_runtime {
   // The checkpoint-ready barrier of a cluster (none for one worker).
   std::unique_ptr<checkpoint::barrier> make_ready_barrier();
   // Every rank publishes `mine` under `prefix` and meets the others; returns
-  // what each said, keyed by prefix + rank.
+  // what each said, keyed by prefix + rank. A failed meeting throws
+  // peer_error("what: why").
   std::vector<std::pair<std::string, std::string>> exchange(const std::string& prefix,
-                                                            const std::string& mine);
+                                                            const std::string& mine,
+                                                            const std::string& what);
   // True when every rank said it can; else logs the first that cannot.
   bool every_rank_can(const std::string& prefix,
                       const std::vector<std::pair<std::string, std::string>>& said);

@@ -52,9 +52,16 @@ class python_callable {
         }) {}
 
   template <class... Ts>
-  py::object operator()(Ts&&... xs) const {
+  void operator()(Ts&&... xs) const {
     py::gil_scoped_acquire gil;
-    return (*fn_)(std::forward<Ts>(xs)...);
+    (*fn_)(std::forward<Ts>(xs)...);
+  }
+
+  // The result as R, converted while the GIL is still held.
+  template <class R, class... Ts>
+  R call(Ts&&... xs) const {
+    py::gil_scoped_acquire gil;
+    return (*fn_)(std::forward<Ts>(xs)...).template cast<R>();
   }
 
  private:
@@ -72,11 +79,7 @@ lifeboat::termination_config make_config(py::object termination_watcher_fn, py::
   lifeboat::termination_config c;
   if (!termination_watcher_fn.is_none()) {
     python_callable fn{termination_watcher_fn};
-    c.termination_watcher_fn = [fn] {
-      auto result = fn();
-      py::gil_scoped_acquire gil;
-      return result.cast<bool>();
-    };
+    c.termination_watcher_fn = [fn] { return fn.call<bool>(); };
   }
   if (!exit_fn.is_none()) {
     python_callable fn{exit_fn};
@@ -213,12 +216,7 @@ PYBIND11_MODULE(lifeboat, m) {
             python_callable save_fn{save};
             python_callable restore_fn{restore};
             s.add_callbacks(
-                std::move(name),
-                [save_fn] {
-                  auto bytes = save_fn();
-                  py::gil_scoped_acquire gil;
-                  return bytes.cast<std::string>();
-                },
+                std::move(name), [save_fn] { return save_fn.call<std::string>(); },
                 [restore_fn](const std::string& bytes) {
                   py::gil_scoped_acquire gil;
                   restore_fn(py::bytes(bytes));
