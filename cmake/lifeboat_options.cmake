@@ -1,6 +1,13 @@
 # Compiler warnings (as errors) and sanitizers, applied to every target of the project.
 add_compile_options(-Wall -Wextra -Werror)
 
+# ccache where it is installed: a second configuration or a rebuild after a
+# small change recompiles only what changed (install-deps installs it).
+find_program(LIFEBOAT_CCACHE ccache)
+if(LIFEBOAT_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${LIFEBOAT_CCACHE}")
+endif()
+
 set(LIFEBOAT_SANITIZE_SUMMARY "none")
 if(LIFEBOAT_SANITIZE)
   string(REPLACE "," ";" _sanitizers "${LIFEBOAT_SANITIZE}")

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake make pkg-config clang-format
   libcaf-dev libprotobuf-dev protobuf-compiler libboost-dev libxxhash-dev libssl-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev python3-dev
-  curl procps
+  curl procps ccache python3-torch python3-numpy
 )
 # Browser for the status page screenshot test; optional for building.
 if [[ "${LIFEBOAT_WITH_BROWSER:-1}" == "1" ]]; then
