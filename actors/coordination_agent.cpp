@@ -24,6 +24,7 @@ constexpr std::chrono::milliseconds max_backoff{1000};
 constexpr const char* service_lost_message = "coordination service lost";
 
 using join_deadline_atom = caf::atom_constant<caf::atom("joindead")>;
+using handshake_deadline_atom = caf::atom_constant<caf::atom("handdead")>;
 
 // What to do with the service's Reply to one request.
 struct pending_request {
@@ -43,6 +44,9 @@ struct agent_actor_state {
   agent_config cfg;
   caf::io::connection_handle hdl;
   bool connected = false;
+  uint64_t connection_serial = 0;  // which connection a handshake deadline is for
+  bool greeted = false;            // the service's hello came on this connection
+  bool service_seen = false;       // some connection was greeted
   bool joined = false;
   bool left = false;
   caf::error join_error;  // set once joining failed for good
@@ -207,8 +211,11 @@ void try_connect(agent_broker* self) {
   if (hdl) {
     st.hdl = *hdl;
     st.connected = true;
+    st.greeted = false;
     st.reader = frame_splitter{};
     self->configure_read(st.hdl, caf::io::receive_policy::at_most(frame_read_bytes));
+    self->delayed_send(self, st.cfg.handshake_timeout, handshake_deadline_atom::value,
+                       ++st.connection_serial);
     return;
   }
   if (std::chrono::steady_clock::now() + st.backoff >= st.join_deadline) {
@@ -223,10 +230,22 @@ void try_connect(agent_broker* self) {
   st.backoff = std::min(st.backoff * 2, max_backoff);
 }
 
+// A peer at the service's address that does not speak the protocol: a
+// retry would find the same stranger there, so the join fails at once.
+void refuse_stranger(agent_broker* self, const std::string& why) {
+  auto& st = self->state;
+  auto what = "the peer at " + st.cfg.host + ":" + std::to_string(st.cfg.port) +
+              " is not a lifeboat coordination service: " + why;
+  log(log_level::error, component, what);
+  finish_join(self, make_error(errc::refused, what));
+}
+
 void on_envelope(agent_broker* self, const wire::Envelope& env) {
   auto& st = self->state;
   switch (env.body_case()) {
     case wire::Envelope::kHello: {
+      st.greeted = true;
+      st.service_seen = true;
       wire::Envelope out;
       auto* j = out.mutable_join();
       j->set_protocol_version(coordination_protocol_version);
@@ -284,7 +303,12 @@ void on_connection_lost(agent_broker* self, const char* why) {
   if (st.left || st.join_error) return;
   if (!st.joined) {
     // The service may not be fully up yet, or closed a connection of an old
-    // generation: keep trying until the join deadline.
+    // generation: keep trying until the join deadline. A service that had
+    // greeted and is now unreachable is gone: the rest of the cluster learns
+    // of it within the heartbeat bound, and so does this worker.
+    if (st.service_seen)
+      st.join_deadline =
+          std::min(st.join_deadline, std::chrono::steady_clock::now() + st.cfg.rejoin_bound);
     log(log_level::debug, component, "connection closed before the join: ", why);
     self->delayed_send(self, st.backoff, connect_atom::value);
     st.backoff = std::min(st.backoff * 2, max_backoff);
@@ -316,6 +340,14 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
                                          ":" + std::to_string(st.cfg.port) + " within " +
                                          std::to_string(st.cfg.join_timeout.count()) + " ms"));
       },
+      [self](handshake_deadline_atom, uint64_t serial) {
+        auto& st = self->state;
+        if (!st.connected || st.greeted || serial != st.connection_serial) return;
+        self->close(st.hdl);
+        st.connected = false;
+        refuse_stranger(self, "it did not greet within " +
+                                  std::to_string(st.cfg.handshake_timeout.count()) + " ms");
+      },
       [self](const caf::io::new_data_msg& msg) {
         auto& st = self->state;
         if (!st.connected || msg.handle != st.hdl) return;
@@ -328,6 +360,11 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
             case frame_splitter::status::oversized:
             case frame_splitter::status::malformed:
               self->close(st.hdl);
+              if (!st.joined) {
+                st.connected = false;
+                refuse_stranger(self, "it sent what is no frame of the protocol");
+                return;
+              }
               on_connection_lost(self, "bad frame from the service");
               return;
             case frame_splitter::status::frame:

@@ -25,6 +25,15 @@ struct agent_config {
   std::string token;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds join_timeout{60000};
+  /// A peer that accepts the connection but does not greet within this bound,
+  /// or sends what is no frame of the protocol before the join, is no
+  /// coordination service (another job's server on the port): the join fails
+  /// at once with errc::refused instead of waiting out join_timeout.
+  std::chrono::milliseconds handshake_timeout{5000};
+  /// Once a service greeted, a connection that then closes before the join
+  /// means it is gone (its host died during start-up): retry this long at
+  /// most, not until join_timeout.
+  std::chrono::milliseconds rejoin_bound{10000};
   /// Read at each heartbeat, in the agent's thread; must be thread-safe.
   std::function<int64_t()> step_source;
   /// The worker's phase (DESIGN's names), read and sent like the step.

@@ -123,6 +123,10 @@ caf::error from_tf_config(const char* text, const env_lookup& env, cluster_spec&
   spec.world_size = static_cast<int>(tasks.size());
   spec.coordinator_host = first->host;
   spec.coordinator_port = *port;
+  // Every task of this job has the same cluster list, and another job's
+  // tasks have other addresses.
+  spec.token = "tf_config";
+  for (auto& endpoint : tasks) spec.token += " " + endpoint;
   spec.origin = "tf_config";
   return caf::none;
 }
@@ -145,6 +149,11 @@ caf::error from_torchrun(const env_lookup& env, cluster_spec& spec) {
     if (!count) return count.error();
     spec.restart_count = static_cast<int>(*count);
   }
+  // torchrun's run id with the rendezvous address: the same for every worker
+  // of this job, and another job on the same master needs another port.
+  const char* run_id = env_value(env, "TORCHELASTIC_RUN_ID");
+  spec.token = std::string{"torchrun "} + (run_id != nullptr ? run_id : "") + " " +
+               spec.coordinator_host + ":" + std::to_string(master_port);
   spec.origin = "torchrun";
   return caf::none;
 }
@@ -177,6 +186,11 @@ caf::error from_slurm(const env_lookup& env, cluster_spec& spec) {
     if (!count) return count.error();
     spec.restart_count = static_cast<int>(*count);
   }
+  // The job and step ids, unique on the cluster's controller.
+  const char* job_id = env_value(env, "SLURM_JOB_ID");
+  const char* step_id = env_value(env, "SLURM_STEP_ID");
+  spec.token = std::string{"slurm "} + (job_id != nullptr ? job_id : "") + "." +
+               (step_id != nullptr ? step_id : "") + " " + spec.coordinator_host;
   spec.origin = "slurm";
   return caf::none;
 }

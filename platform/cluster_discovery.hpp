@@ -43,8 +43,13 @@ constexpr uint16_t kSlurmPortSpan = 20000;
 /// 4. SLURM: SLURM_PROCID, SLURM_NTASKS, SLURM_JOB_NODELIST; coordinator on the
 ///    first node; restart count SLURM_RESTART_COUNT.
 /// 5. local: rank 0 of 1.
-/// For 2-4, LIFEBOAT_COORDINATOR_PORT overrides the derived port. Everywhere,
-/// LIFEBOAT_CLUSTER_TOKEN is the token and LIFEBOAT_RESTART_COUNT overrides
+/// For 2-4, LIFEBOAT_COORDINATOR_PORT overrides the derived port, and without
+/// LIFEBOAT_CLUSTER_TOKEN the token is derived from what every worker of this
+/// job and no other job shares: TF_CONFIG's task list; torchrun's
+/// TORCHELASTIC_RUN_ID, MASTER_ADDR and MASTER_PORT; SLURM_JOB_ID,
+/// SLURM_STEP_ID and the first node. Such a token keeps another job's workers
+/// and services apart; it is no secret (set LIFEBOAT_CLUSTER_TOKEN for that).
+/// Everywhere, LIFEBOAT_CLUSTER_TOKEN is the token and LIFEBOAT_RESTART_COUNT overrides
 /// the restart count. Malformed values are errc::invalid_config quoting the
 /// variable and saying what was expected.
 caf::expected<cluster_spec> discover_cluster(

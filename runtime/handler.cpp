@@ -14,6 +14,10 @@ preemption_checkpoint_handler::~preemption_checkpoint_handler() = default;
 
 void preemption_checkpoint_handler::on_action_step(int64_t step) { runtime_->on_action_step(step); }
 
+void preemption_checkpoint_handler::on_step_failed(std::exception_ptr error) {
+  runtime_->on_step_failed(std::move(error));
+}
+
 void preemption_checkpoint_handler::report_error(std::exception_ptr error) {
   runtime_->report_error(std::move(error));
 }

@@ -1,6 +1,7 @@
 #include "runtime/worker_runtime.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -56,6 +57,12 @@ constexpr auto shutdown_barrier_timeout = 60s;
 // After the final save is handed over: the commit must come within this bound.
 constexpr auto final_commit_bound = 300s;
 constexpr auto failure_arrival_bound = 5s;
+// A step that raises while a peer's failure is on its way is usually that
+// failure's echo: the peer's error reaches this worker within milliseconds,
+// the collective it waits in fails when the peer's process ends (gloo: 0.15
+// to 0.26 s later under a 3-worker PyTorch job). A step's own error waits
+// this long for such a failure before it is reported as a new one.
+constexpr auto peer_failure_echo_window = 1s;
 // The worker hosting the service stays until the others have left (or are
 // lost), so none of them loses the service before it got the commit; bounded
 // so a stuck peer never keeps this process past its deadline.
@@ -69,6 +76,7 @@ constexpr auto actor_start_bound = 30s;
 // At shutdown each actor ends within this bound of its exit message.
 constexpr auto actor_stop_bound = 5s;
 constexpr const char* restore_key_prefix = "lifeboat/restore/";
+constexpr const char* restore_agreement = "agreeing on the checkpoint to restore";
 // Without a store (save_fn saves) there is nothing to restore, but the
 // workers still meet before any trains, within restore_agreement_timeout.
 constexpr const char* start_barrier_name = "lifeboat/start";
@@ -134,12 +142,21 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   std::sort(signals_.begin(), signals_.end());
   signals_.erase(std::unique(signals_.begin(), signals_.end()), signals_.end());
   // The signal handlers go in before anything slow (joining, restoring): a
-  // notice during start-up waits in the pipe, not fatal to the process.
+  // notice during start-up is no longer fatal to the process, and the
+  // start-up guard ends it with the restart code (nothing trained yet).
   auto pipe = signal_pipe::install(signals_);
   if (pipe)
     signal_pipe_ = std::move(*pipe);
   else
     log(log_level::error, "runtime", "signals not watched: ", describe(pipe.error()));
+  if (signal_pipe_) {
+    auto guard = startup_guard::start(*signal_pipe_, restart_code_);
+    if (guard)
+      startup_guard_ = std::move(*guard);
+    else
+      log(log_level::warning, "runtime",
+          "signals during the start wait for its end: ", describe(guard.error()));
+  }
   notice_sources_ = config_.notice_sources.value_or(platform->notice_sources);
   for (auto& spec : notice_sources_)
     if (auto source = make_notice_source(spec); !source) fail_config(describe(source.error()));
@@ -227,6 +244,7 @@ void worker_runtime::start_cluster() {
   agent.heartbeat_interval = std::min<std::chrono::milliseconds>(
       max_heartbeat_interval, heartbeat_timeout / heartbeats_per_timeout);
   agent.join_timeout = join_timeout;
+  agent.rejoin_bound = heartbeat_timeout;
   agent.step_source = [this] { return completed_step_.load(std::memory_order_relaxed); };
   agent.phase_source = [this] { return std::string{to_string(phase_.get())}; };
   auto client = coordination_client::connect(*system_, agent);
@@ -256,39 +274,59 @@ void worker_runtime::restore() {
     if (auto err = store_->remove_partial())
       log(log_level::warning, "runtime", "cleaning partial checkpoints: ", describe(err));
   std::optional<int64_t> limit;
+  std::optional<checkpoint::checkpoint_info> restored;
   for (int round = 0; round < max_restore_rounds; ++round) {
-    auto restored = store_->restore_latest(state_.registry(), limit);
-    if (!restored)
-      fail_config("restoring from '" + checkpoint_dir_ + "': " + describe(restored.error()));
-    int64_t mine = *restored ? (*restored)->total_run_calls : 0;
-    int64_t my_step = *restored ? (*restored)->step : -1;
-    int64_t common = my_step;
-    if (cluster_.world_size > 1) {
-      auto published = exchange(restore_key_prefix + std::to_string(round) + "/",
-                                std::to_string(my_step), "agreeing on the checkpoint to restore");
-      if (published.size() != static_cast<size_t>(cluster_.world_size))
-        fail_config("agreeing on the checkpoint to restore: " + std::to_string(published.size()) +
-                    " of " + std::to_string(cluster_.world_size) + " ranks published a step");
-      for (auto& [key, value] : published) common = std::min<int64_t>(common, std::stoll(value));
+    // A rank whose checkpoint is already at the limit keeps it: reading the
+    // same step again would change nothing but the time the round takes.
+    if (round == 0 || (restored && restored->step > *limit)) {
+      auto loaded = store_->restore_latest(state_.registry(), limit);
+      if (!loaded)
+        fail_config("restoring from '" + checkpoint_dir_ + "': " + describe(loaded.error()));
+      restored = std::move(*loaded);
     }
-    if (common == my_step) {
-      restored_step_ = mine;
-      completed_step_.store(mine);
-      if (my_step >= 0)
-        log(log_level::info, "runtime", "restored checkpoint at step ", my_step,
-            " (total_run_calls ", mine, ") from ", (*restored)->path);
-      return;
-    }
-    if (common < 0) {
-      log(log_level::warning, "runtime",
-          "a peer has no checkpoint to restore: every worker starts fresh");
+    int64_t my_step = restored ? restored->step : -1;
+    auto [lowest, highest] = restore_steps_published(round, my_step);
+    // Every rank reads the same published steps, so all take the same branch
+    // in the same round. Leaving on a rank's own view (its step is the
+    // lowest) let it go on while a peer fell back to a second round that it
+    // never joined, and both waited for the other until the 120 s bound.
+    if (lowest < 0) {
+      if (highest >= 0)
+        log(log_level::warning, "runtime",
+            "a peer has no checkpoint to restore: every worker starts fresh");
       restored_step_ = 0;
       completed_step_.store(0);
       return;
     }
-    limit = common;
+    if (lowest == highest) {
+      restored_step_ = restored->total_run_calls;
+      completed_step_.store(restored_step_);
+      log(log_level::info, "runtime", "restored checkpoint at step ", my_step, " (total_run_calls ",
+          restored_step_, ") from ", restored->path);
+      return;
+    }
+    limit = lowest;
   }
   fail_config("the workers could not agree on a checkpoint to restore");
+}
+
+// The lowest and highest step the ranks could restore in `round` (-1: none).
+std::pair<int64_t, int64_t> worker_runtime::restore_steps_published(int round, int64_t my_step) {
+  if (cluster_.world_size == 1) return {my_step, my_step};
+  auto published = exchange(restore_key_prefix + std::to_string(round) + "/",
+                            std::to_string(my_step), restore_agreement);
+  if (published.size() != static_cast<size_t>(cluster_.world_size))
+    fail_config(std::string{restore_agreement} + ": " + std::to_string(published.size()) + " of " +
+                std::to_string(cluster_.world_size) + " ranks published a step");
+  auto lowest = std::numeric_limits<int64_t>::max();
+  auto highest = std::numeric_limits<int64_t>::min();
+  for (auto& [key, value] : published) {
+    auto step = parse_integer(value, key, -1, std::numeric_limits<int64_t>::max());
+    if (!step) fail_config(std::string{restore_agreement} + ": " + describe(step.error()));
+    lowest = std::min(lowest, *step);
+    highest = std::max(highest, *step);
+  }
+  return {lowest, highest};
 }
 
 // The first save's staging memory is mapped and pre-faulted now, not at the
@@ -326,6 +364,8 @@ void worker_runtime::spawn_actors() {
   if (config_.termination_watcher_fn)
     sources.push_back(make_function_source(config_.termination_watcher_fn));
   poll_watcher_ = sys.spawn(poll_watcher, &sources, config_.poll_interval, resolver_);
+  // From here on the signal watcher reads the notices.
+  startup_guard_.reset();
   int signal_reader = -1;
   if (signal_pipe_) {
     if (auto fd = signal_pipe_->open_reader())
@@ -535,6 +575,15 @@ void worker_runtime::exit_after_failure() {
   exit_process(failure_exit_code);
 }
 
+void worker_runtime::on_step_failed(std::exception_ptr error) {
+  if (!failure_reported_) {
+    // Returns at once when a failure is already known.
+    gate_.await_exit(peer_failure_echo_window);
+    if (gate_.failure().failed) throw_failure();
+  }
+  report_error(std::move(error));
+}
+
 void worker_runtime::report_error(std::exception_ptr error) {
   std::string text = "unknown exception";
   try {
@@ -547,6 +596,9 @@ void worker_runtime::report_error(std::exception_ptr error) {
   failure_reported_ = true;
   log(log_level::error, "runtime", "step ", completed_step_.load() + 1, " failed: ", text);
   client_->report_error(static_cast<int32_t>(errc::peer_error), text);
+  // This worker has failed from now on, not only once the service's
+  // broadcast comes back: a scope left by this exception exits 3 at once.
+  gate_.fail(cluster_.rank, text, false);
 }
 
 void worker_runtime::barrier(const std::string& name, std::chrono::milliseconds timeout) {

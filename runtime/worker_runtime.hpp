@@ -22,6 +22,7 @@
 #include "lifeboat/termination_config.hpp"
 #include "messages/errors.hpp"
 #include "platform/cluster_discovery.hpp"
+#include "runtime/startup_guard.hpp"
 
 namespace lifeboat {
 
@@ -49,6 +50,12 @@ class worker_runtime {
   /// throws peer_error as the cluster decided.
   void on_action_step(int64_t step);
 
+  /// A training step raised `error`. Throws peer_error when a peer's failure
+  /// is known or arrives within a short window (the step's error was its
+  /// echo); otherwise reports `error` as this worker's failure and returns.
+  void on_step_failed(std::exception_ptr error);
+  /// Reports `error` to every worker as this worker's failure; from then on
+  /// failed() is true.
   void report_error(std::exception_ptr error);
   void barrier(const std::string& name, std::chrono::milliseconds timeout);
 
@@ -59,6 +66,7 @@ class worker_runtime {
  private:
   void start_cluster();
   void restore();
+  std::pair<int64_t, int64_t> restore_steps_published(int round, int64_t my_step);
   void prepare_staging();
   void spawn_actors();
   // The checkpoint-ready barrier of a cluster (none for one worker).
@@ -117,6 +125,8 @@ class worker_runtime {
   // Last, so it goes first: the previous signal handlers are back before the
   // actors that act on signals are gone.
   std::unique_ptr<signal_pipe> signal_pipe_;
+  // Declared after the signal pipe, whose reader it watches: it goes first.
+  std::unique_ptr<startup_guard> startup_guard_;
 };
 
 }  // namespace lifeboat

@@ -4,6 +4,7 @@
 
 #include "tests/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
+#include "tests/support/loopback_port.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
@@ -121,6 +122,49 @@ TEST_F(client_test, join_times_out_when_nobody_listens) {
   ASSERT_FALSE(client);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
   EXPECT_NE(describe(client.error()).find("coordination service"), std::string::npos);
+}
+
+// Another job's server on the service's port: it accepts (here the kernel
+// does, into the listen backlog) but never greets. The join fails at the
+// handshake bound, naming the stranger, not at the join timeout.
+TEST_F(client_test, join_fails_at_once_when_the_peer_never_greets) {
+  held_port stranger;
+  auto cfg = agent_cfg(0);
+  cfg.port = stranger.port();
+  cfg.handshake_timeout = std::chrono::milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  auto client = coordination_client::connect(sys, cfg);
+  ASSERT_FALSE(client);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, cfg.join_timeout / 2);
+  EXPECT_EQ(client.error().code(), static_cast<uint8_t>(errc::refused));
+  EXPECT_NE(describe(client.error()).find("is not a lifeboat coordination service"),
+            std::string::npos)
+      << describe(client.error());
+}
+
+// A stranger that answers with what is no frame of the protocol (an HTTP
+// server): the join fails at once instead of reconnecting until the timeout.
+TEST_F(client_test, join_fails_at_once_when_the_peer_speaks_another_protocol) {
+  held_port stranger;
+  std::thread server{[fd = stranger.fd()] {
+    int conn = ::accept(fd, nullptr, nullptr);
+    if (conn < 0) return;
+    const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    [[maybe_unused]] auto written = ::write(conn, answer, sizeof answer - 1);
+    char byte = 0;
+    // Keeps the connection open until the agent closes it.
+    [[maybe_unused]] auto read = ::read(conn, &byte, 1);
+    ::close(conn);
+  }};
+  auto cfg = agent_cfg(0);
+  cfg.port = stranger.port();
+  auto start = std::chrono::steady_clock::now();
+  auto client = coordination_client::connect(sys, cfg);
+  server.join();
+  ASSERT_FALSE(client);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, cfg.handshake_timeout);
+  EXPECT_NE(describe(client.error()).find("no frame of the protocol"), std::string::npos)
+      << describe(client.error());
 }
 
 TEST_F(client_test, leave_is_idempotent) {

@@ -256,5 +256,56 @@ TEST(cluster_discovery, token_is_read_for_every_origin) {
   EXPECT_EQ(spec->token, "s3cret");
 }
 
+// Without LIFEBOAT_CLUSTER_TOKEN, the workers of one job derive one token and
+// another job (another run id, master port, task list, job or step) another.
+TEST(cluster_discovery, token_is_derived_per_job_without_the_variable) {
+  auto token = [](env_table env) {
+    auto spec = discover_cluster(table_env(env));
+    EXPECT_TRUE(spec) << describe(spec.error());
+    return spec ? spec->token : std::string{};
+  };
+  env_table torchrun{{"RANK", "0"},
+                     {"WORLD_SIZE", "3"},
+                     {"MASTER_ADDR", "10.0.0.1"},
+                     {"MASTER_PORT", "29500"},
+                     {"TORCHELASTIC_RUN_ID", "job-a"}};
+  auto torchrun_token = token(torchrun);
+  EXPECT_FALSE(torchrun_token.empty());
+  auto other = torchrun;
+  other["RANK"] = "2";
+  EXPECT_EQ(token(other), torchrun_token);
+  other["TORCHELASTIC_RUN_ID"] = "job-b";
+  EXPECT_NE(token(other), torchrun_token);
+  other = torchrun;
+  other["MASTER_PORT"] = "29600";
+  EXPECT_NE(token(other), torchrun_token);
+
+  auto tf = [](const char* workers, int index) {
+    return env_table{{"TF_CONFIG", std::string{R"({"cluster": {"worker": [)"} + workers +
+                                       R"(]}, "task": {"type": "worker", "index": )" +
+                                       std::to_string(index) + "}}"}};
+  };
+  EXPECT_EQ(token(tf(R"("a:1000", "b:1000")", 0)), token(tf(R"("a:1000", "b:1000")", 1)));
+  EXPECT_NE(token(tf(R"("a:1000", "b:1000")", 0)), token(tf(R"("a:2000", "b:2000")", 0)));
+
+  env_table slurm{{"SLURM_PROCID", "0"},
+                  {"SLURM_NTASKS", "2"},
+                  {"SLURM_JOB_NODELIST", "node[01-02]"},
+                  {"SLURM_JOB_ID", "77"},
+                  {"SLURM_STEP_ID", "0"}};
+  auto slurm_token = token(slurm);
+  other = slurm;
+  other["SLURM_PROCID"] = "1";
+  EXPECT_EQ(token(other), slurm_token);
+  other["SLURM_JOB_ID"] = "78";
+  EXPECT_NE(token(other), slurm_token);
+  other = slurm;
+  other["SLURM_STEP_ID"] = "1";
+  EXPECT_NE(token(other), slurm_token);
+
+  torchrun["LIFEBOAT_CLUSTER_TOKEN"] = "s3cret";
+  EXPECT_EQ(token(torchrun), "s3cret");
+}
+
 }  // namespace
 }  // namespace lifeboat

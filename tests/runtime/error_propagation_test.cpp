@@ -70,6 +70,40 @@ TEST(error_propagation_test, a_random_step_throws_with_save_checkpoint_if_preemp
   random_step_throws({"--manual"});
 }
 
+// Rank 1's step throws while the others wait in a collective with it, which
+// fails as rank 1's process ends: the peers' own errors are the echo of rank
+// 1's failure. Every rank raises rank 1's error (peers as peer_error naming
+// it), exits 3 through the scope guard (the failing rank too, without waiting
+// for the service's broadcast to come back), and no peer reports a failure
+// of its own. Repeated: which comes first on a peer, the broadcast or the
+// collective's error, varies between runs.
+TEST(error_propagation_test, a_collective_failing_with_the_peer_is_its_echo_not_a_new_failure) {
+  constexpr int origin = 1;
+  constexpr int fail_step = 5;
+  constexpr int repetitions = 3;
+  auto injected = "injected failure at step " + std::to_string(fail_step);
+  for (int round = 0; round < repetitions; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    temp_dir dir{"echo"};
+    worker_cluster c{make_options(
+        3, dir.str(),
+        {"--steps", std::to_string(endless_steps), "--step-ms", "10", "--fail-rank",
+         std::to_string(origin), "--fail-step", std::to_string(fail_step), "--collective"})};
+    auto codes = c.finish(failure_exit_bound);
+    ASSERT_TRUE(all_exited(codes, failure_exit_code, 3)) << c.transcript();
+    for (int r = 0; r < 3; ++r) {
+      auto expected = r == origin ? "error=" + injected + " origin=1"
+                                  : "error=rank 1: " + injected + " origin=1";
+      EXPECT_EQ(c.lines_containing(r, "error="), std::vector<std::string>{expected})
+          << c.transcript();
+      EXPECT_TRUE(c.lines_containing(r, "exit_from=main").empty()) << c.transcript();
+      if (r != origin) {
+        EXPECT_TRUE(c.lines_containing(r, "failed: collective failed").empty()) << c.transcript();
+      }
+    }
+  }
+}
+
 // Rank 1 fails at step 8 while rank 3 is parked inside step 3; once the
 // others raised the error, rank 3 gets a SIGTERM and is let go. The failure
 // came first, so nobody attempts a checkpoint and all exit 3.

@@ -18,10 +18,13 @@
 // lifeboat's scope guard, or from main when the guard let it through), 42
 // (lifeboat) after a preemption checkpoint.
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -60,6 +63,9 @@ struct options {
   int64_t fail_rank = -1;
   int64_t fail_step = -1;
   bool fail_on_go = false;  // the failing rank waits for a line on stdin first
+  // At the failing step the other ranks wait in a "collective" that fails
+  // once the failing rank's process has ended, as gloo's and NCCL's do.
+  bool collective = false;
   int64_t hold_rank = -1;
   int64_t hold_step = -1;
   int64_t late_rank = -1;  // this rank joins only when the test says go
@@ -76,6 +82,11 @@ struct options {
   int64_t save_every_s = 0;
   int64_t unusable_nccl_rank = -2;  // hands lifeboat a communicator it cannot use (-1: every rank)
 };
+
+// Where rank `rank` writes its pid for --collective.
+std::string pid_file(const options& opts, int64_t rank) {
+  return opts.checkpoint_dir + "/pid-" + std::to_string(rank);
+}
 
 int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -103,7 +114,8 @@ bool parse(int argc, char** argv, options& o) {
     if (name.rfind("--", 0) != 0) return false;
     name = name.substr(2);
     // Boolean flags take no value.
-    if (name == "manual" || name == "lockstep" || name == "save-fn" || name == "fail-on-go") {
+    if (name == "manual" || name == "lockstep" || name == "save-fn" || name == "fail-on-go" ||
+        name == "collective") {
       flags[name] = "1";
       continue;
     }
@@ -135,6 +147,7 @@ bool parse(int argc, char** argv, options& o) {
   boolean("lockstep", o.lockstep);
   boolean("save-fn", o.save_fn);
   boolean("fail-on-go", o.fail_on_go);
+  boolean("collective", o.collective);
   bool ok = integer("steps", o.steps) && integer("step-ms", o.step_ms) &&
             integer("uneven-rank", o.uneven_rank) && integer("uneven-step-ms", o.uneven_step_ms) &&
             integer("fail-rank", o.fail_rank) && integer("fail-step", o.fail_step) &&
@@ -177,6 +190,22 @@ class trainer {
     wait_for_go();
   }
 
+  // A collective with the failing rank: it ends when that rank's process
+  // does (its pid is in the checkpoint directory), with the error a
+  // collective library raises then.
+  void await_failing_rank_exit() {
+    pid_t pid = 0;
+    std::ifstream{pid_file(opts_, opts_.fail_rank)} >> pid;
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) {
+      pollfd pfd{fd, POLLIN, 0};
+      while (::poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+      }
+      ::close(fd);
+    }
+    throw std::runtime_error("collective failed: connection closed by peer");
+  }
+
   // Training proper: everything one step does, on the trainer's thread.
   void step() {
     auto step = handler_.total_run_calls() + 1;
@@ -186,6 +215,7 @@ class trainer {
       if (opts_.fail_on_go) hold(step);
       throw std::runtime_error("injected failure at step " + std::to_string(step));
     }
+    if (opts_.collective && step == opts_.fail_step) await_failing_rank_exit();
     if (rank == opts_.hold_rank && step == opts_.hold_step) hold(step);
     if (step != model_.last_step + 1)
       emit("gap expected=%lld got=%lld", static_cast<long long>(model_.last_step + 1),
@@ -291,6 +321,8 @@ int main(int argc, char** argv) {
     emit("error=%s origin=%d", e.what(), e.origin_rank());
     return failure_exit_code;
   }
+  if (opts.collective && handler->rank() == opts.fail_rank)
+    std::ofstream{pid_file(opts, opts.fail_rank)} << ::getpid() << "\n";
   pub.restored = handler->total_run_calls();
   pub.handler = &*handler;
   emit("restored=%lld rank=%d", static_cast<long long>(pub.restored.load()), handler->rank());

@@ -34,6 +34,8 @@ class held_port {
   }
 
   uint16_t port() const { return port_; }
+  /// The listening socket, for a test that plays a stranger on the port.
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;

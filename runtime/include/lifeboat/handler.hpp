@@ -37,7 +37,10 @@ class preemption_checkpoint_handler {
   preemption_checkpoint_handler& operator=(const preemption_checkpoint_handler&) = delete;
 
   /// Runs one training step `fn(xs...)` and returns its result. An exception
-  /// from `fn` is reported to every worker and rethrown.
+  /// from `fn` is reported to every worker and rethrown, unless a peer's
+  /// failure is known or arrives within a second: then the exception was
+  /// most likely its echo (a collective failing as the peer's process ends),
+  /// and `run` throws that failure as peer_error instead, reporting nothing.
   template <class F, class... Ts>
   decltype(auto) run(F&& fn, Ts&&... xs) {
     check_alert();
@@ -53,7 +56,7 @@ class preemption_checkpoint_handler {
     } catch (const peer_error&) {
       throw;
     } catch (...) {
-      report_error(std::current_exception());
+      on_step_failed(std::current_exception());
       throw;
     }
   }
@@ -106,6 +109,8 @@ class preemption_checkpoint_handler {
       on_action_step(completed_step_.load(std::memory_order_relaxed));
   }
   void on_action_step(int64_t step);
+  // Throws peer_error for a peer's failure, else reports `error` and returns.
+  void on_step_failed(std::exception_ptr error);
 
   // The hot path: the step resolver sets action_step_ to the agreed step (or
   // to 0 on a peer error); the training thread compares after every step.
