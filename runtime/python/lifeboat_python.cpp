@@ -1,5 +1,6 @@
-// The Python module `lifeboat`: the handler API for trainers written in
-// Python (PyTorch, JAX, NumPy, ...), a thin layer over the public C++ API.
+// The extension module `lifeboat._lifeboat`, re-exported by the package
+// `lifeboat`: the handler API for trainers written in Python (PyTorch, JAX,
+// NumPy, ...), a thin layer over the public C++ API.
 //
 //   state = lifeboat.CheckpointState()
 //   state.add_buffer("weights", weights)        # any writable C-contiguous buffer
@@ -23,10 +24,12 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lifeboat/lifeboat.hpp"
@@ -178,9 +181,28 @@ bool c_contiguous(const py::buffer_info& info) {
   return true;
 }
 
+// The bytes of device memory described by __cuda_array_interface__ (version
+// 2 or later: strides are None for C-contiguous data), the protocol PyTorch,
+// CuPy and Numba share.
+std::pair<void*, std::size_t> cuda_array(const std::string& name, const py::object& data) {
+  if (!py::hasattr(data, "__cuda_array_interface__"))
+    throw lifeboat::config_error("device buffer '" + name + "' has no __cuda_array_interface__");
+  auto interface = data.attr("__cuda_array_interface__").cast<py::dict>();
+  auto pointer = interface["data"].cast<py::tuple>();
+  if (pointer[1].cast<bool>())
+    throw lifeboat::config_error("device buffer '" + name + "' is read-only");
+  if (interface.contains("strides") && !interface["strides"].is_none())
+    throw lifeboat::config_error("device buffer '" + name + "' is not C-contiguous");
+  // typestr is "<f4", "|u1", ...: the item size follows the kind.
+  auto bytes =
+      static_cast<std::size_t>(std::stoul(interface["typestr"].cast<std::string>().substr(2)));
+  for (auto extent : interface["shape"].cast<py::tuple>()) bytes *= extent.cast<std::size_t>();
+  return {reinterpret_cast<void*>(pointer[0].cast<std::uintptr_t>()), bytes};
+}
+
 }  // namespace
 
-PYBIND11_MODULE(lifeboat, m) {
+PYBIND11_MODULE(_lifeboat, m) {
   m.doc() = "lifeboat: preemption-aware checkpointing for synchronous distributed training";
 
   py::register_exception<lifeboat::config_error>(m, "ConfigError", PyExc_ValueError);
@@ -210,6 +232,16 @@ PYBIND11_MODULE(lifeboat, m) {
           py::arg("name"), py::arg("data"), py::keep_alive<1, 3>(),
           "Memory lifeboat saves and restores in place: a writable C-contiguous buffer "
           "(bytearray, array.array, a NumPy array), kept alive by the state.")
+      .def(
+          "add_device_buffer",
+          [](lifeboat::checkpoint_state& s, std::string name, py::object data) {
+            auto [pointer, bytes] = cuda_array(name, data);
+            s.add_device_buffer(std::move(name), pointer, bytes);
+          },
+          py::arg("name"), py::arg("data"), py::keep_alive<1, 3>(),
+          "Device memory lifeboat saves and restores in place: a writable C-contiguous object "
+          "with __cuda_array_interface__ (a CUDA tensor), kept alive by the state. Raises "
+          "ConfigError where device support is not compiled in or no device is present.")
       .def(
           "add_callbacks",
           [](lifeboat::checkpoint_state& s, std::string name, py::object save, py::object restore) {
