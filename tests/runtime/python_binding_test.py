@@ -153,6 +153,14 @@ class PythonBindingTest(unittest.TestCase):
             state.add_buffer("read-only", b"0123")
         state.add_buffer("contiguous", memoryview(bytearray(16))[4:12])
 
+    def test_run_passes_the_steps_arguments_and_returns_its_result(self):
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))
+            self.assertEqual(handler.run(dict, x=1), {"x": 1})
+            with self.assertRaisesRegex(TypeError, "needs the step"):
+                handler.run()
+            self.assertEqual(handler.total_run_calls, 2)
+
     def test_bad_configuration_is_a_config_error_and_writes_nothing(self):
         cluster = Cluster(0, self.ckpt, ["--steps", str(STEPS), "--grace-period", "-1"])
         self.assertEqual(cluster.finish(), [CONFIG_EXIT_CODE], cluster.transcript())
