@@ -11,7 +11,6 @@ as skipped.
 import os
 import random
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -255,7 +254,8 @@ class TorchTrainerTest(unittest.TestCase):
                     self.assertRegex(text, re.compile(f"^rank={rank} raised={what}$", re.M))
                     self.assertRegex(text, f"lifeboat-launch: rank {rank} \\(pid \\d+\\) exited "
                                            "with code 3")
-                self.assertEqual(re.findall(r"runtime: error: step \d+ failed: (.*)", text), [error])
+                failures = re.findall(r"runtime: error: step \d+ failed: (.*)", text)
+                self.assertEqual(failures, [error], text)
                 self.assertEqual(len(re.findall(r" reported error ", text)), 1, text)
                 self.assertIn(f"giving up: rank 1 failed: {error} ", text)
                 self.assertEqual(self.committed_steps(), [])

@@ -33,7 +33,8 @@ def add_tensor(state, name, tensor):
         # the tensor's memory, as reshape does for a contiguous tensor.
         state.add_buffer(name, data.reshape(-1).view(torch.uint8).numpy())
     else:
-        raise ConfigError(f"tensor '{name}' is on {data.device}: lifeboat saves CPU and CUDA memory")
+        raise ConfigError(f"tensor '{name}' is on {data.device}: lifeboat saves CPU and CUDA "
+                          "memory")
 
 
 def add_module(state, module, prefix="model"):
@@ -48,7 +49,10 @@ def _adam_state(param, group):
     # torch.optim.Adam's and AdamW's first step, as of torch 1.13: step 0 (a
     # float tensor, on the device when capturable or fused) and zero moments.
     on_device = group.get("capturable", False) or group.get("fused", False)
-    step = torch.zeros((1,), dtype=torch.float, device=param.device) if on_device else torch.tensor(0.)
+    if on_device:
+        step = torch.zeros((1,), dtype=torch.float, device=param.device)
+    else:
+        step = torch.tensor(0.)
     state = {"step": step,
              "exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format),
              "exp_avg_sq": torch.zeros_like(param, memory_format=torch.preserve_format)}
