@@ -1,5 +1,6 @@
-// The Python module `lifeboat`: the handler API for trainers written in
-// Python (PyTorch, JAX, NumPy, ...), a thin layer over the public C++ API.
+// The extension module `lifeboat._lifeboat`, re-exported by the package
+// `lifeboat`: the handler API for trainers written in Python (PyTorch, JAX,
+// NumPy, ...), a thin layer over the public C++ API.
 //
 //   state = lifeboat.CheckpointState()
 //   state.add_buffer("weights", weights)        # any writable C-contiguous buffer
@@ -23,10 +24,12 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lifeboat/lifeboat.hpp"
@@ -141,7 +144,8 @@ class step_error : public std::runtime_error {
  public:
   explicit step_error(py::error_already_set e)
       : std::runtime_error(one_line(e)), original_(std::move(e)) {}
-  const py::error_already_set& original() const { return original_; }
+  // Hands the original exception back to Python (once).
+  void restore() { original_.restore(); }
 
  private:
   static std::string one_line(const py::error_already_set& e) {
@@ -150,6 +154,47 @@ class step_error : public std::runtime_error {
   }
   py::error_already_set original_;
 };
+
+// PeerError, created with the module (which keeps it alive).
+py::handle peer_error_type;
+
+// Raises `e` in Python as PeerError with its origin_rank and lost.
+void set_peer_error(const lifeboat::peer_error& e) {
+  py::object error = py::reinterpret_borrow<py::object>(peer_error_type)(e.what());
+  error.attr("origin_rank") = e.origin_rank();
+  error.attr("lost") = e.lost();
+  PyErr_SetObject(peer_error_type.ptr(), error.ptr());
+}
+
+// handler.run(fn, *args, **kwargs) as a METH_FASTCALL method: fn gets the
+// arguments as they came, without the tuple and dict that pybind11's
+// dispatch builds for py::args and py::kwargs and unpacks again for the
+// call. Those cost several times the runtime's own work per step
+// (bench/python_step_bench.py), which is what a trainer pays every step.
+PyObject* run_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "run() needs the step to call");
+    return nullptr;
+  }
+  try {
+    auto& handler = py::cast<python_handler&>(py::handle(self)).get();
+    return handler
+        .run([&] {
+          auto* result = PyObject_Vectorcall(args[0], args + 1, nargs - 1, kwnames);
+          if (result == nullptr) throw step_error{py::error_already_set{}};
+          return py::reinterpret_steal<py::object>(result);
+        })
+        .release()
+        .ptr();
+  } catch (step_error& e) {
+    e.restore();
+  } catch (const lifeboat::peer_error& e) {
+    set_peer_error(e);
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
 
 // watch_preemption_scope(): the C++ scope guard acts in its destructor while
 // an exception unwinds the stack; a C++ exception raised and caught in
@@ -178,21 +223,38 @@ bool c_contiguous(const py::buffer_info& info) {
   return true;
 }
 
+// The bytes of device memory described by __cuda_array_interface__ (version
+// 2 or later: strides are None for C-contiguous data), the protocol PyTorch,
+// CuPy and Numba share.
+std::pair<void*, std::size_t> cuda_array(const std::string& name, const py::object& data) {
+  if (!py::hasattr(data, "__cuda_array_interface__"))
+    throw lifeboat::config_error("device buffer '" + name + "' has no __cuda_array_interface__");
+  auto interface = data.attr("__cuda_array_interface__").cast<py::dict>();
+  auto pointer = interface["data"].cast<py::tuple>();
+  if (pointer[1].cast<bool>())
+    throw lifeboat::config_error("device buffer '" + name + "' is read-only");
+  if (interface.contains("strides") && !interface["strides"].is_none())
+    throw lifeboat::config_error("device buffer '" + name + "' is not C-contiguous");
+  // typestr is "<f4", "|u1", ...: the item size follows the kind.
+  auto bytes =
+      static_cast<std::size_t>(std::stoul(interface["typestr"].cast<std::string>().substr(2)));
+  for (auto extent : interface["shape"].cast<py::tuple>()) bytes *= extent.cast<std::size_t>();
+  return {reinterpret_cast<void*>(pointer[0].cast<std::uintptr_t>()), bytes};
+}
+
 }  // namespace
 
-PYBIND11_MODULE(lifeboat, m) {
+PYBIND11_MODULE(_lifeboat, m) {
   m.doc() = "lifeboat: preemption-aware checkpointing for synchronous distributed training";
 
   py::register_exception<lifeboat::config_error>(m, "ConfigError", PyExc_ValueError);
   static py::exception<lifeboat::peer_error> peer_error(m, "PeerError", PyExc_RuntimeError);
+  peer_error_type = peer_error;
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const lifeboat::peer_error& e) {
-      py::object error = py::reinterpret_borrow<py::object>(peer_error)(e.what());
-      error.attr("origin_rank") = e.origin_rank();
-      error.attr("lost") = e.lost();
-      PyErr_SetObject(peer_error.ptr(), error.ptr());
+      set_peer_error(e);
     }
   });
 
@@ -210,6 +272,16 @@ PYBIND11_MODULE(lifeboat, m) {
           py::arg("name"), py::arg("data"), py::keep_alive<1, 3>(),
           "Memory lifeboat saves and restores in place: a writable C-contiguous buffer "
           "(bytearray, array.array, a NumPy array), kept alive by the state.")
+      .def(
+          "add_device_buffer",
+          [](lifeboat::checkpoint_state& s, std::string name, py::object data) {
+            auto [pointer, bytes] = cuda_array(name, data);
+            s.add_device_buffer(std::move(name), pointer, bytes);
+          },
+          py::arg("name"), py::arg("data"), py::keep_alive<1, 3>(),
+          "Device memory lifeboat saves and restores in place: a writable C-contiguous object "
+          "with __cuda_array_interface__ (a CUDA tensor), kept alive by the state. Raises "
+          "ConfigError where device support is not compiled in or no device is present.")
       .def(
           "add_callbacks",
           [](lifeboat::checkpoint_state& s, std::string name, py::object save, py::object restore) {
@@ -242,29 +314,13 @@ PYBIND11_MODULE(lifeboat, m) {
         return s.exit(exc_type);
       });
 
-  py::class_<python_handler>(m, "PreemptionCheckpointHandler")
+  py::class_<python_handler> handler_class(m, "PreemptionCheckpointHandler");
+  handler_class
       .def(py::init<lifeboat::checkpoint_state&, std::string, lifeboat::termination_config>(),
            py::arg("state"), py::arg("checkpoint_dir"),
            py::arg("config") = lifeboat::termination_config{}, py::keep_alive<1, 2>(),
            "Joins the cluster (from the environment) and restores the latest complete "
            "checkpoint into `state`.")
-      .def(
-          "run",
-          [](python_handler& h, py::function fn, py::args args, py::kwargs kwargs) {
-            try {
-              return h.get().run([&] {
-                try {
-                  return fn(*args, **kwargs);
-                } catch (py::error_already_set& e) {
-                  throw step_error{std::move(e)};
-                }
-              });
-            } catch (const step_error& e) {
-              throw e.original();
-            }
-          },
-          "Runs one training step fn(*args, **kwargs) and returns its result; an exception "
-          "from it is reported to every worker and re-raised.")
       .def("save_checkpoint_if_preempted",
            [](python_handler& h) { h.get().save_checkpoint_if_preempted(); })
       .def(
@@ -300,4 +356,15 @@ PYBIND11_MODULE(lifeboat, m) {
              return false;
            })
       .def("close", &python_handler::close);
+  // run is a CPython method of its own (run_step), not a pybind11 def: the
+  // per-step path skips pybind11's dispatch and argument packing.
+  static PyMethodDef run_method{
+      "run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&run_step)),
+      METH_FASTCALL | METH_KEYWORDS,
+      "run(fn, *args, **kwargs)\n--\n\nRuns one training step fn(*args, **kwargs) and returns "
+      "its result; an exception from it is reported to every worker and re-raised."};
+  auto run = py::reinterpret_steal<py::object>(
+      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(handler_class.ptr()), &run_method));
+  if (!run) throw py::error_already_set();
+  handler_class.attr("run") = run;
 }

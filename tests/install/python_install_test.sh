@@ -10,8 +10,10 @@ work=$(mktemp -d /tmp/lifeboat-python-install-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
-module_dir=$(dirname "$(find "$work/prefix" -name 'lifeboat.cpython-*.so' | head -n 1)")
-if [[ "$module_dir" == "." ]]; then
+# The package's folder, beside the extension module inside it.
+package_dir=$(dirname "$(find "$work/prefix" -path '*/lifeboat/_lifeboat.cpython-*.so' | head -n 1)")
+module_dir=$(dirname "$package_dir")
+if [[ "$package_dir" == "." || ! -f "$package_dir/__init__.py" || ! -f "$package_dir/torch.py" ]]; then
   echo "python_install_test: no Python module under $work/prefix" >&2
   exit 1
 fi

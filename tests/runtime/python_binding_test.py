@@ -7,19 +7,17 @@ the checks of the module's own argument handling import.
 """
 
 import os
-import queue
 import secrets
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 import unittest
 
 import lifeboat
+
+import output_lines
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_trainer.py")
 RESTART_EXIT_CODE = 42
@@ -37,59 +35,20 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Worker:
-    """One trainer process; its stdout and lifeboat's log, line by line."""
+class Worker(output_lines.Process):
+    """One python_trainer.py process."""
 
     def __init__(self, args, env):
-        self.proc = subprocess.Popen([sys.executable, TRAINER] + args, env=env, text=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        self.lines = []
-        self._queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        with self.proc.stdout:
-            for line in self.proc.stdout:
-                self._queue.put(line.rstrip("\n"))
-        self._queue.put(None)
-
-    def _read_line(self, deadline):
-        """The next line into self.lines; False at the end of the output or the deadline."""
-        try:
-            line = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
-        except queue.Empty:
-            return False
-        if line is None:
-            self._queue.put(None)
-            return False
-        self.lines.append(line)
-        return True
+        super().__init__([sys.executable, TRAINER] + args, env)
 
     def wait_line(self, prefix, timeout=EVENT_TIMEOUT):
-        """The first line (read now or before) that starts with `prefix`, or None."""
-        deadline = time.monotonic() + timeout
-        seen = 0
-        while True:
-            for line in self.lines[seen:]:
-                if line.startswith(prefix):
-                    return line
-            seen = len(self.lines)
-            if not self._read_line(deadline):
-                return None
+        return super().wait_line(prefix, timeout)
 
     def finish(self, timeout=RUN_TIMEOUT):
-        """The exit code, once the process ended and all its output was read."""
-        deadline = time.monotonic() + timeout
-        code = self.proc.wait(timeout=timeout)
-        while self._read_line(deadline):
-            pass
-        return code
+        return super().finish(timeout)
 
     def values(self, key):
         return [int(l[len(key) + 1:].split()[0]) for l in self.lines if l.startswith(key + "=")]
-
-    def transcript(self):
-        return "\n".join(self.lines)
 
 
 class Cluster:
@@ -193,6 +152,14 @@ class PythonBindingTest(unittest.TestCase):
         with self.assertRaises(BufferError):
             state.add_buffer("read-only", b"0123")
         state.add_buffer("contiguous", memoryview(bytearray(16))[4:12])
+
+    def test_run_passes_the_steps_arguments_and_returns_its_result(self):
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))
+            self.assertEqual(handler.run(dict, x=1), {"x": 1})
+            with self.assertRaisesRegex(TypeError, "needs the step"):
+                handler.run()
+            self.assertEqual(handler.total_run_calls, 2)
 
     def test_bad_configuration_is_a_config_error_and_writes_nothing(self):
         cluster = Cluster(0, self.ckpt, ["--steps", str(STEPS), "--grace-period", "-1"])

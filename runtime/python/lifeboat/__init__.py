@@ -1,0 +1,18 @@
+"""lifeboat: preemption-aware checkpointing for synchronous distributed training.
+
+The handler API is the extension module lifeboat._lifeboat, re-exported here;
+lifeboat.torch registers PyTorch modules and optimizers (import it explicitly:
+importing lifeboat does not import torch).
+"""
+
+from lifeboat._lifeboat import (CheckpointState, ConfigError, PeerError,
+                                PreemptionCheckpointHandler, PreemptionScope,
+                                TerminationConfig)
+
+__all__ = ["CheckpointState", "ConfigError", "PeerError", "PreemptionCheckpointHandler",
+           "PreemptionScope", "TerminationConfig"]
+
+# Errors and reprs name the package users import, not the extension inside it.
+for _name in __all__:
+    globals()[_name].__module__ = __name__
+del _name

@@ -1,0 +1,265 @@
+"""PyTorch trainers end to end: three torch_trainer.py workers (gloo, DDP,
+Adam) under lifeboat-launch and under torchrun, with real signals, sockets on
+127.0.0.1 and checkpoint files; and lifeboat.torch's registration, in process.
+The tests wait on output lines with deadlines, never on sleeps.
+
+Run by ctest with PYTHONPATH naming the build's Python package and
+LIFEBOAT_LAUNCH the launcher. Without torch it exits 77, which ctest reports
+as skipped.
+"""
+
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import unittest
+
+SKIP_EXIT_CODE = 77
+try:
+    import torch
+except ImportError as error:
+    print(f"torch_test: skipped: {sys.executable} cannot import torch ({error})")
+    sys.exit(SKIP_EXIT_CODE)
+
+import lifeboat
+import lifeboat.torch
+
+import output_lines
+
+TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_trainer.py")
+WORLD = 3
+RESTART_EXIT_CODE = 42
+FAILURE_EXIT_CODE = 3
+STEPS = 60
+STEP_MS = 10
+# Generous bounds: the tests share two cores with other tests, and each worker
+# imports torch.
+EVENT_TIMEOUT = 60
+RUN_TIMEOUT = 120
+DONE = re.compile(r"^rank=(\d+) done step=(\d+) digest=([0-9a-f]+)$")
+
+
+def free_port_pair():
+    """A port P with P + 1 free too: one for lifeboat, one for gloo's rendezvous."""
+    while True:
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+
+
+def environment():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIFEBOAT_")}
+    env["LIFEBOAT_PLATFORM"] = "generic"
+    return env
+
+
+def trainer_args(ckpt, extra=()):
+    return [TRAINER, "--checkpoint-dir", ckpt, "--steps", str(STEPS), "--step-ms", str(STEP_MS),
+            *extra]
+
+
+def launch(ckpt, extra=(), max_restarts=0):
+    """lifeboat-launch with WORLD trainers; it restarts them after exit 42."""
+    return output_lines.Process(
+        [os.environ["LIFEBOAT_LAUNCH"], "--nproc", str(WORLD), "--port", str(free_port_pair()),
+         "--max-restarts", str(max_restarts), "--", sys.executable, *trainer_args(ckpt, extra)],
+        environment())
+
+
+def torchrun(ckpt, max_restarts):
+    """torchrun with WORLD trainers, with the flags Debian's torch 1.13 takes."""
+    return output_lines.Process(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(WORLD),
+         "--max_restarts", str(max_restarts), "--monitor_interval", "0.1",
+         "--redirects", "2", "--tee", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(free_port_pair()), *trainer_args(ckpt)],
+        environment())
+
+
+def digests(process):
+    """{rank: digest} from the lines of the generation that finished."""
+    found = {}
+    for line in process.lines:
+        match = DONE.match(line)
+        if match:
+            found[int(match[1])] = (int(match[2]), match[3])
+    return found
+
+
+def pid_of(process, rank):
+    """The pid of rank `rank` of the first generation, from its restored line."""
+    line = process.wait_line(f"rank={rank} restored=0 ", EVENT_TIMEOUT)
+    assert line, process.transcript()
+    return int(line.rsplit("pid=", 1)[1])
+
+
+class RegistrationTest(unittest.TestCase):
+    """lifeboat.torch in this process: what it registers and what it refuses."""
+
+    def adam_after_steps(self, register, steps=3):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1, amsgrad=True)
+        if register:
+            state = lifeboat.CheckpointState()
+            lifeboat.torch.add_module(state, model)
+            lifeboat.torch.add_optimizer(state, optimizer)
+            created = optimizer.state[model[0].weight]
+            self.assertEqual(created["step"].item(), 0)
+            self.assertEqual(created["max_exp_avg_sq"].count_nonzero().item(), 0)
+        for step in range(steps):
+            x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step))
+            optimizer.zero_grad()
+            model(x).square().sum().backward()
+            optimizer.step()
+        return model.state_dict(), optimizer.state_dict()["state"]
+
+    def test_adam_state_created_up_front_trains_as_the_lazily_created_one(self):
+        (model, optimizer), (lazy_model, lazy_optimizer) = (self.adam_after_steps(True),
+                                                            self.adam_after_steps(False))
+        self.assertEqual(model.keys(), lazy_model.keys())
+        for name in model:
+            self.assertTrue(torch.equal(model[name], lazy_model[name]), name)
+        for index, entry in optimizer.items():
+            for key, value in entry.items():
+                self.assertTrue(torch.equal(value, lazy_optimizer[index][key]), (index, key))
+
+    def test_tensors_that_cannot_be_restored_in_place_are_refused(self):
+        state = lifeboat.CheckpointState()
+        with self.assertRaisesRegex(lifeboat.ConfigError, "'t' is not contiguous"):
+            lifeboat.torch.add_tensor(state, "t", torch.zeros(3, 4).t())
+        with self.assertRaisesRegex(lifeboat.ConfigError, "'m' is on meta"):
+            lifeboat.torch.add_tensor(state, "m", torch.zeros(3, device="meta"))
+        with self.assertRaisesRegex(lifeboat.ConfigError, "'s' is torch.sparse_coo"):
+            lifeboat.torch.add_tensor(state, "s", torch.zeros(3).to_sparse())
+        lifeboat.torch.add_tensor(state, "bf16", torch.zeros(3, dtype=torch.bfloat16))
+
+    @unittest.skipIf(torch.cuda.is_available(), "a usable GPU: lifeboat may take device memory")
+    def test_device_memory_is_refused_without_a_usable_device(self):
+        class DeviceArray:
+            __cuda_array_interface__ = {"data": (4096, False), "shape": (4,), "typestr": "<f4",
+                                        "strides": None, "version": 2}
+
+        with self.assertRaisesRegex(lifeboat.ConfigError, "'d' cannot be checkpointed"):
+            lifeboat.CheckpointState().add_device_buffer("d", DeviceArray())
+
+    def test_optimizer_state_that_cannot_be_created_exactly_is_refused(self):
+        params = [torch.nn.Parameter(torch.zeros(2))]
+        state = lifeboat.CheckpointState()
+        with self.assertRaisesRegex(lifeboat.ConfigError, "RMSprop has no state"):
+            lifeboat.torch.add_optimizer(state, torch.optim.RMSprop(params))
+        with self.assertRaisesRegex(lifeboat.ConfigError, "dampening"):
+            lifeboat.torch.add_optimizer(state, torch.optim.SGD(params, lr=1, momentum=0.9,
+                                                                 dampening=0.5))
+
+
+class TorchTrainerTest(unittest.TestCase):
+    reference = None
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="lifeboat-torch-test-")
+        self.ckpt = os.path.join(self.dir, "ckpt")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def committed_steps(self):
+        if not os.path.isdir(self.ckpt):
+            return []
+        return sorted(int(d[len("step-"):]) for d in os.listdir(self.ckpt)
+                      if d.startswith("step-") and
+                      os.path.exists(os.path.join(self.ckpt, d, "MANIFEST")))
+
+    def expected_digest(self):
+        """The digest of an uninterrupted run, the same on every rank (run once)."""
+        if TorchTrainerTest.reference is None:
+            run = launch(os.path.join(self.dir, "reference"))
+            self.assertEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
+            found = digests(run)
+            self.assertEqual(sorted(found), list(range(WORLD)), run.transcript())
+            self.assertEqual(len(set(found.values())), 1, run.transcript())
+            TorchTrainerTest.reference = found[0]
+        return TorchTrainerTest.reference
+
+    def assert_resumed_bit_exact(self, process, saved):
+        """Every rank restored step `saved` and ended with the uninterrupted run's bits."""
+        expected = self.expected_digest()
+        for rank in range(WORLD):
+            self.assertIn(f"rank={rank} restored={saved} ", "\n".join(process.lines) + "\n",
+                          process.transcript())
+        self.assertEqual(digests(process), {r: expected for r in range(WORLD)},
+                         process.transcript())
+
+    def test_a_sigterm_to_a_random_rank_under_lifeboat_launch_resumes_bit_exact(self):
+        for trial in range(3):
+            with self.subTest(trial=trial):
+                shutil.rmtree(self.ckpt, ignore_errors=True)
+                rank, step = random.randrange(WORLD), random.randint(3, STEPS // 2)
+                run = launch(self.ckpt)
+                pid = pid_of(run, rank)
+                self.assertTrue(run.wait_line(f"rank={rank} step={step}", EVENT_TIMEOUT),
+                                run.transcript())
+                os.kill(pid, signal.SIGTERM)
+                self.assertEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
+                self.assertIn(f"lifeboat-launch: rank={rank} pid=", run.transcript())
+                (saved,) = self.committed_steps()
+                self.assertGreaterEqual(saved, step)
+                self.assert_resumed_bit_exact(run, saved)
+
+    def test_a_sigterm_to_one_worker_under_torchrun_restarts_and_resumes_bit_exact(self):
+        run = torchrun(self.ckpt, max_restarts=1)
+        pid = pid_of(run, 1)
+        self.assertTrue(run.wait_line("rank=1 step=5", EVENT_TIMEOUT), run.transcript())
+        os.kill(pid, signal.SIGTERM)
+        self.assertEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
+        (saved,) = self.committed_steps()
+        self.assert_resumed_bit_exact(run, saved)
+
+    def test_a_sigterm_to_torchrun_saves_and_a_rerun_resumes_bit_exact(self):
+        first = torchrun(self.ckpt, max_restarts=1)
+        self.assertTrue(first.wait_line("rank=0 step=5", EVENT_TIMEOUT), first.transcript())
+        first.proc.send_signal(signal.SIGTERM)
+        self.assertNotEqual(first.finish(RUN_TIMEOUT), 0, first.transcript())
+        self.assertEqual(digests(first), {}, first.transcript())
+        (saved,) = self.committed_steps()
+
+        second = torchrun(self.ckpt, max_restarts=0)
+        self.assertEqual(second.finish(RUN_TIMEOUT), 0, second.transcript())
+        self.assert_resumed_bit_exact(second, saved)
+
+    def test_a_step_raising_on_rank_1_raises_its_error_on_every_rank_once(self):
+        # Rank 1 raises before its backward, while its peers wait for it in
+        # DDP's all-reduce; the all-reduce then fails on the peers too, and
+        # that second error must not be reported as a failure of their own.
+        for trial in range(10):
+            with self.subTest(trial=trial):
+                step = random.randint(2, 10)
+                run = launch(self.ckpt, ["--fail-rank", "1", "--fail-step", str(step)])
+                self.assertEqual(run.finish(RUN_TIMEOUT), FAILURE_EXIT_CODE, run.transcript())
+                text = run.transcript()
+                error = f"ValueError: injected failure at step {step}"
+                raised = {1: f"ValueError origin=1 error=injected failure at step {step}",
+                          0: f"PeerError origin=1 error=.*{error}",
+                          2: f"PeerError origin=1 error=.*{error}"}
+                for rank, what in raised.items():
+                    self.assertRegex(text, re.compile(f"^rank={rank} raised={what}$", re.M))
+                    self.assertRegex(text, f"lifeboat-launch: rank {rank} \\(pid \\d+\\) exited "
+                                           "with code 3")
+                failures = re.findall(r"runtime: error: step \d+ failed: (.*)", text)
+                self.assertEqual(failures, [error], text)
+                self.assertEqual(len(re.findall(r" reported error ", text)), 1, text)
+                self.assertIn(f"giving up: rank 1 failed: {error} ", text)
+                self.assertEqual(self.committed_steps(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
