@@ -94,6 +94,15 @@ void fire_final_save_if_due(self_ptr self) {
   }
 }
 
+// Every due time of the final save, with the terms it came from: where a
+// final save came early or late, this line says which estimate moved it.
+void log_schedule(const step_resolver_state& logic, int64_t delay_ms) {
+  log(log_level::info, "step_resolver", "final save due in ", delay_ms, " ms: deadline - margin ",
+      logic.exit_margin_ms(), " ms - cycle ", logic.save_cycle_ms(), " ms (round ",
+      logic.round_seconds(), " s, step ", logic.step_seconds(), " s, checkpoint ",
+      logic.checkpoint_seconds(), " s, exit ", logic.exit_seconds(), " s)");
+}
+
 // A one-shot timer for the final save, armed whenever its due time changes
 // (the first commit, an earlier deadline). The tick alone would start it up
 // to a tick late, and with short steps and checkpoints the whole safety
@@ -106,6 +115,7 @@ void arm_final_save_timer(self_ptr self) {
   st.armed_due_ms = *due;
   auto delay = std::max<int64_t>(0, *due - unix_now_ms());
   self->delayed_send(self, std::chrono::milliseconds{delay}, final_due_atom::value);
+  log_schedule(*st.logic, delay);
 }
 
 // Samples the trainer's completed step once a second for the step time,
