@@ -95,11 +95,14 @@ void fire_final_save_if_due(self_ptr self) {
 }
 
 // Every due time of the final save, with the terms it came from: where a
-// final save came early or late, this line says which estimate moved it.
-void log_schedule(const step_resolver_state& logic, int64_t delay_ms) {
-  log(log_level::info, "step_resolver", "final save due in ", delay_ms, " ms: deadline - margin ",
-      logic.exit_margin_ms(), " ms - cycle ", logic.save_cycle_ms(), " ms (round ",
-      logic.round_seconds(), " s, step ", logic.step_seconds(), " s, checkpoint ",
+// final save came early or late, this line says which estimate moved it. The
+// first one is news; the moves of a running countdown (each new step sample)
+// are for debugging.
+void log_schedule(const step_resolver_state& logic, int64_t delay_ms, bool first) {
+  if (!first && !log_enabled(log_level::debug)) return;
+  log(first ? log_level::info : log_level::debug, "step_resolver", "final save due in ", delay_ms,
+      " ms: deadline - margin ", logic.exit_margin_ms(), " ms - cycle ", logic.save_cycle_ms(),
+      " ms (round ", logic.round_seconds(), " s, step ", logic.step_seconds(), " s, checkpoint ",
       logic.checkpoint_seconds(), " s, exit ", logic.exit_seconds(), " s)");
 }
 
@@ -112,10 +115,11 @@ void arm_final_save_timer(self_ptr self) {
   auto& st = self->state;
   auto due = st.logic->final_save_due_ms();
   if (!due || *due == st.armed_due_ms) return;
+  bool first = st.armed_due_ms == 0;
   st.armed_due_ms = *due;
   auto delay = std::max<int64_t>(0, *due - unix_now_ms());
   self->delayed_send(self, std::chrono::milliseconds{delay}, final_due_atom::value);
-  log_schedule(*st.logic, delay);
+  log_schedule(*st.logic, delay, first);
 }
 
 // Samples the trainer's completed step once a second for the step time,
