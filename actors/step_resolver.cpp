@@ -25,7 +25,6 @@ namespace {
 // The resolver wakes this often to sample the step time and to run the
 // final-save timer; 50 ms is well inside any useful grace period.
 constexpr auto tick_interval = std::chrono::milliseconds{50};
-constexpr int64_t step_sample_ms = 1000;
 constexpr auto notice_record_timeout = std::chrono::seconds{10};
 
 using self_ptr = caf::io::stateful_broker<step_resolver_actor_state>*;
@@ -128,13 +127,7 @@ void arm_final_save_timer(self_ptr self) {
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = unix_now_ms();
-  if (now - st.sampled_at_ms >= step_sample_ms) {
-    auto step = st.gate->completed_step();
-    if (st.sampled_at_ms != 0 && step > st.sampled_step)
-      st.logic->record_step_seconds((now - st.sampled_at_ms) / 1000.0 / (step - st.sampled_step));
-    st.sampled_step = step;
-    st.sampled_at_ms = now;
-  }
+  st.logic->sample_completed_step(st.gate->completed_step(), now);
   fire_final_save_if_due(self);
   arm_final_save_timer(self);
   dispatch(self, st.logic->on_backup_check(now));

@@ -31,6 +31,25 @@ void step_resolver_state::record_step_seconds(double seconds) {
   reschedule_final_save();
 }
 
+// Off the trainer's hot path: the trainer only counts its steps. Under
+// ThreadSanitizer on a loaded host the start took a second, and a first window
+// from the resolver's spawn made a 20 ms step look like 1 s.
+void step_resolver_state::sample_completed_step(int64_t completed_step, int64_t now_ms) {
+  if (first_seen_step_ < 0) first_seen_step_ = completed_step;
+  if (sampled_at_ms_ == 0) {
+    if (completed_step == first_seen_step_) return;
+    sampled_step_ = completed_step;
+    sampled_at_ms_ = now_ms;
+    return;
+  }
+  if (now_ms - sampled_at_ms_ < step_sample_ms) return;
+  if (completed_step > sampled_step_)
+    record_step_seconds(static_cast<double>(now_ms - sampled_at_ms_) / 1000.0 /
+                        static_cast<double>(completed_step - sampled_step_));
+  sampled_step_ = completed_step;
+  sampled_at_ms_ = now_ms;
+}
+
 void step_resolver_state::record_checkpoint_seconds(double seconds) {
   checkpoint_seconds_.add(seconds);
   reschedule_final_save();

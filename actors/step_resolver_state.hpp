@@ -29,6 +29,9 @@ constexpr int32_t leader_rank = 0;
 constexpr int64_t min_exit_margin_ms = 1000;
 constexpr double exit_margin_share = 0.05;
 
+/// The step time is sampled over windows of at least this long.
+constexpr int64_t step_sample_ms = 1000;
+
 /// From the final commit to the process's end, beyond the cluster round trip
 /// measured (the commit reaching every worker, their leaving): stopping the
 /// actors, flushing, the process's teardown. Measured with lifeboat-demo, 2
@@ -104,6 +107,11 @@ class step_resolver_state {
   /// A step time measured over a span in which the trainer was held (by a
   /// round or a save) is no training step and is dropped.
   void record_step_seconds(double seconds);
+  /// The trainer's completed step as the resolver's tick sees it: once a
+  /// window of step_sample_ms passed, its mean step time is recorded. The
+  /// first window starts only once the step has moved from the first one seen,
+  /// as the start (joining, restoring) is no training step.
+  void sample_completed_step(int64_t completed_step, int64_t now_ms);
   void record_checkpoint_seconds(double seconds);
 
   /// The trainer began saving the committed step / the save was committed.
@@ -163,6 +171,11 @@ class step_resolver_state {
   // Set when a round or a save holds the trainer: the step time sampled
   // across it is dropped.
   bool trainer_held_ = false;
+  // The step sampling window: the first step seen (-1: none yet), and where
+  // the current window started (0: not yet).
+  int64_t first_seen_step_ = -1;
+  int64_t sampled_step_ = 0;
+  int64_t sampled_at_ms_ = 0;
   int64_t agreed_step_ = -1;
   bool agreed_final_ = false;
   uint64_t agreements_ = 0;

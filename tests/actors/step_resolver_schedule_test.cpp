@@ -96,6 +96,21 @@ TEST(step_resolver_schedule, a_step_sample_across_a_save_is_dropped) {
   EXPECT_DOUBLE_EQ(c.at(0).step_seconds(), 0.025);
 }
 
+// Issue 34 under ThreadSanitizer: the first window began at the resolver's
+// spawn, and a slow start (joining, restoring) counted as a step of 1 s.
+TEST(step_resolver_schedule, the_step_time_is_sampled_from_the_first_step_on) {
+  cluster c{1, 60'000};
+  auto& s = c.at(0);
+  s.sample_completed_step(0, t0);
+  s.sample_completed_step(1, t0 + 1'000);  // the first step, after a start of 1 s
+  s.sample_completed_step(40, t0 + 1'800);
+  EXPECT_TRUE(s.step_seconds() == 0) << "no whole window yet";
+  s.sample_completed_step(51, t0 + 2'000);
+  EXPECT_DOUBLE_EQ(s.step_seconds(), 0.02);
+  s.sample_completed_step(51, t0 + 3'000);  // held: no step, no sample
+  EXPECT_DOUBLE_EQ(s.step_seconds(), 0.02);
+}
+
 // Each round takes the workers' current estimates: a slow report of an
 // earlier round does not stay the cluster's time for good.
 TEST(step_resolver_schedule, the_cluster_times_are_those_of_the_latest_round) {
