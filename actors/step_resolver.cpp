@@ -25,7 +25,6 @@ namespace {
 // The resolver wakes this often to sample the step time and to run the
 // final-save timer; 50 ms is well inside any useful grace period.
 constexpr auto tick_interval = std::chrono::milliseconds{50};
-constexpr int64_t step_sample_ms = 1000;
 constexpr auto notice_record_timeout = std::chrono::seconds{10};
 
 using self_ptr = caf::io::stateful_broker<step_resolver_actor_state>*;
@@ -94,6 +93,18 @@ void fire_final_save_if_due(self_ptr self) {
   }
 }
 
+// Every due time of the final save, with the terms it came from: where a
+// final save came early or late, this line says which estimate moved it. The
+// first one is news; the moves of a running countdown (each new step sample)
+// are for debugging.
+void log_schedule(const step_resolver_state& logic, int64_t delay_ms, bool first) {
+  if (!first && !log_enabled(log_level::debug)) return;
+  log(first ? log_level::info : log_level::debug, "step_resolver", "final save due in ", delay_ms,
+      " ms: deadline - margin ", logic.exit_margin_ms(), " ms - cycle ", logic.save_cycle_ms(),
+      " ms (round ", logic.round_seconds(), " s, step ", logic.step_seconds(), " s, checkpoint ",
+      logic.checkpoint_seconds(), " s, exit ", logic.exit_seconds(), " s)");
+}
+
 // A one-shot timer for the final save, armed whenever its due time changes
 // (the first commit, an earlier deadline). The tick alone would start it up
 // to a tick late, and with short steps and checkpoints the whole safety
@@ -103,9 +114,11 @@ void arm_final_save_timer(self_ptr self) {
   auto& st = self->state;
   auto due = st.logic->final_save_due_ms();
   if (!due || *due == st.armed_due_ms) return;
+  bool first = st.armed_due_ms == 0;
   st.armed_due_ms = *due;
   auto delay = std::max<int64_t>(0, *due - unix_now_ms());
   self->delayed_send(self, std::chrono::milliseconds{delay}, final_due_atom::value);
+  log_schedule(*st.logic, delay, first);
 }
 
 // Samples the trainer's completed step once a second for the step time,
@@ -114,13 +127,7 @@ void arm_final_save_timer(self_ptr self) {
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = unix_now_ms();
-  if (now - st.sampled_at_ms >= step_sample_ms) {
-    auto step = st.gate->completed_step();
-    if (st.sampled_at_ms != 0 && step > st.sampled_step)
-      st.logic->record_step_seconds((now - st.sampled_at_ms) / 1000.0 / (step - st.sampled_step));
-    st.sampled_step = step;
-    st.sampled_at_ms = now;
-  }
+  st.logic->sample_completed_step(st.gate->completed_step(), now);
   fire_final_save_if_due(self);
   arm_final_save_timer(self);
   dispatch(self, st.logic->on_backup_check(now));

@@ -23,9 +23,6 @@ struct step_resolver_actor_state {
   std::unique_ptr<step_resolver_state> logic;
   coordination_client* client = nullptr;
   step_gate* gate = nullptr;
-  // Step time is sampled here, off the trainer's hot path.
-  int64_t sampled_step = 0;
-  int64_t sampled_at_ms = 0;
   int64_t notices = 0;
   // The final-save due time a one-shot timer is armed for (0: none).
   int64_t armed_due_ms = 0;

@@ -20,13 +20,38 @@ outgoing make_outgoing(int32_t to, Body* (wire::ProtocolMessage::*mutable_body)(
 step_resolver_state::step_resolver_state(config cfg, step_gate& gate) : cfg_(cfg), gate_(gate) {}
 
 void step_resolver_state::record_step_seconds(double seconds) {
-  step_seconds_ = seconds;
+  // The span of this sample held the trainer at its stop step or in a
+  // snapshot: counted as training, that stall alone can make a step of
+  // 20 ms look like hundreds and move the final save seconds earlier.
+  if (trainer_held_) {
+    trainer_held_ = false;
+    return;
+  }
+  step_seconds_.add(seconds);
   reschedule_final_save();
 }
 
+// Off the trainer's hot path: the trainer only counts its steps. Under
+// ThreadSanitizer on a loaded host the start took a second, and a first window
+// from the resolver's spawn made a 20 ms step look like 1 s.
+void step_resolver_state::sample_completed_step(int64_t completed_step, int64_t now_ms) {
+  if (first_seen_step_ < 0) first_seen_step_ = completed_step;
+  if (sampled_at_ms_ == 0) {
+    if (completed_step == first_seen_step_) return;
+    sampled_step_ = completed_step;
+    sampled_at_ms_ = now_ms;
+    return;
+  }
+  if (now_ms - sampled_at_ms_ < step_sample_ms) return;
+  if (completed_step > sampled_step_)
+    record_step_seconds(static_cast<double>(now_ms - sampled_at_ms_) / 1000.0 /
+                        static_cast<double>(completed_step - sampled_step_));
+  sampled_step_ = completed_step;
+  sampled_at_ms_ = now_ms;
+}
+
 void step_resolver_state::record_checkpoint_seconds(double seconds) {
-  // The slowest recent save matters for the deadline; decay it slowly.
-  checkpoint_seconds_ = std::max(seconds, checkpoint_seconds_ * 0.8);
+  checkpoint_seconds_.add(seconds);
   reschedule_final_save();
 }
 
@@ -35,17 +60,36 @@ void step_resolver_state::record_checkpoint_seconds(double seconds) {
 // measurement that comes during the countdown must move it, or it starts at
 // the deadline itself.
 void step_resolver_state::reschedule_final_save() {
-  if (final_due_ms_) final_due_ms_ = deadline_ms_ - save_cycle_ms();
+  if (final_due_ms_) final_due_ms_ = deadline_ms_ - exit_margin_ms() - save_cycle_ms();
 }
 
+double step_resolver_state::step_seconds() const {
+  return std::max(step_seconds_.seconds(), cluster_step_seconds_);
+}
+
+double step_resolver_state::checkpoint_seconds() const {
+  return std::max(checkpoint_seconds_.seconds(), cluster_checkpoint_seconds_);
+}
+
+int64_t step_resolver_state::exit_margin_ms() const {
+  return std::max(min_exit_margin_ms,
+                  static_cast<int64_t>(std::ceil(exit_margin_share * cfg_.grace_period_ms)));
+}
+
+// One more save cycle: the query round, the step the trainers are in, the
+// save and its commit, then the commit reaching every worker, their leaving
+// and the processes' end.
 int64_t step_resolver_state::save_cycle_ms() const {
-  auto step = std::max(step_seconds_, cluster_step_seconds_);
-  auto ckpt = std::max(checkpoint_seconds_, cluster_checkpoint_seconds_);
-  return static_cast<int64_t>(std::ceil(cfg_.safety_factor * (step + ckpt) * 1000.0));
+  auto cycle = round_seconds() + step_seconds() + checkpoint_seconds() + exit_seconds();
+  return static_cast<int64_t>(std::ceil(cfg_.safety_factor * cycle * 1000.0));
+}
+
+bool step_resolver_state::too_close(int64_t now_ms) const {
+  return cfg_.grace_period_ms == 0 || deadline_ms_ - now_ms <= exit_margin_ms() + save_cycle_ms();
 }
 
 void step_resolver_state::schedule_final_save(int64_t now_ms) {
-  final_due_ms_ = std::max(now_ms, deadline_ms_ - save_cycle_ms());
+  final_due_ms_ = std::max(now_ms, deadline_ms_ - exit_margin_ms() - save_cycle_ms());
 }
 
 // The earliest deadline wins. A backup round's query and commit carry none
@@ -85,9 +129,9 @@ std::vector<outgoing> step_resolver_state::learn_notice(const wire::Notice& noti
 // moved earlier.
 std::vector<outgoing> step_resolver_state::act_on_notice(int64_t now_ms) {
   if (final_save_decided_) return {};
-  bool too_close = cfg_.grace_period_ms == 0 || deadline_ms_ - now_ms <= save_cycle_ms();
+  bool no_room = too_close(now_ms);
   if (round_open_) {
-    round_final_ = round_final_ || too_close;
+    round_final_ = round_final_ || no_room;
     return {};
   }
   if (!first_save_decided_) {
@@ -98,7 +142,7 @@ std::vector<outgoing> step_resolver_state::act_on_notice(int64_t now_ms) {
       schedule_final_save(now_ms);
       return {};
     }
-    return start_round(too_close, now_ms);
+    return start_round(no_room, now_ms);
   }
   // Step 6: an earlier deadline during the countdown moves the final save.
   schedule_final_save(now_ms);
@@ -109,6 +153,7 @@ std::vector<outgoing> step_resolver_state::start_round(bool final_save, int64_t 
   ++round_;
   round_open_ = true;
   round_final_ = final_save;
+  round_started_ms_ = now_ms;
   reports_.clear();
   wire::StepQuery query;
   query.set_round(round_);
@@ -160,8 +205,9 @@ wire::StepReport step_resolver_state::answer_query(const wire::StepQuery& query)
   report.set_round(query.round());
   report.set_rank(cfg_.rank);
   report.set_stop_step(gate_.hold_next_step());
-  report.set_step_seconds(step_seconds_);
-  report.set_checkpoint_seconds(checkpoint_seconds_);
+  trainer_held_ = true;
+  report.set_step_seconds(step_seconds_.seconds());
+  report.set_checkpoint_seconds(checkpoint_seconds_.seconds());
   return report;
 }
 
@@ -172,14 +218,18 @@ std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& rep
   if (!is_leader() || !round_open_ || report.round() != round_) return {};
   reports_[report.rank()] = report;
   if (static_cast<int32_t>(reports_.size()) < cfg_.world_size) return {};
+  round_seconds_.add(static_cast<double>(now_ms - round_started_ms_) / 1000.0);
+  // Each worker reports its current estimates: the slowest worker's count,
+  // as of this round (an earlier round's slow sample is already in its median).
   int64_t step = 0;
+  cluster_step_seconds_ = 0;
+  cluster_checkpoint_seconds_ = 0;
   for (auto& [rank, r] : reports_) {
     step = std::max(step, r.stop_step());
     cluster_step_seconds_ = std::max(cluster_step_seconds_, r.step_seconds());
     cluster_checkpoint_seconds_ = std::max(cluster_checkpoint_seconds_, r.checkpoint_seconds());
   }
-  if (!round_final_ && deadline_ms_ != 0 && deadline_ms_ - now_ms <= save_cycle_ms())
-    round_final_ = true;
+  if (!round_final_ && deadline_ms_ != 0 && too_close(now_ms)) round_final_ = true;
   round_open_ = false;
   // A round with no deadline known is a backup save: a later notice still
   // needs a round of its own.
@@ -233,6 +283,7 @@ void step_resolver_state::enter(lifeboat::phase next) {
 }
 
 void step_resolver_state::on_save_started() {
+  trainer_held_ = true;
   if (phase_ != phase::exiting) enter(phase::saving);
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "actors/coordination_events.hpp"
+#include "actors/duration_estimate.hpp"
 #include "actors/phase.hpp"
 #include "actors/step_gate.hpp"
 #include "messages/preemption.pb.h"
@@ -20,6 +21,22 @@ struct outgoing {
 };
 
 constexpr int32_t leader_rank = 0;
+
+/// A platform kills the process at the deadline; the final save's schedule
+/// keeps at least this much between the process's end and the deadline, for
+/// what no measurement foresees (a clock step, a slow kernel teardown, a
+/// notice that was late itself): the larger of 1 s and 5% of the grace period.
+constexpr int64_t min_exit_margin_ms = 1000;
+constexpr double exit_margin_share = 0.05;
+
+/// The step time is sampled over windows of at least this long.
+constexpr int64_t step_sample_ms = 1000;
+
+/// From the final commit to the process's end, beyond the cluster round trip
+/// measured (the commit reaching every worker, their leaving): stopping the
+/// actors, flushing, the process's teardown. Measured with lifeboat-demo, 2
+/// workers of 4 MiB: about 70 ms from the final manifest to both processes gone.
+constexpr int64_t exit_allowance_ms = 100;
 
 /// The step resolver's logic, without actors, sockets or clocks: every input
 /// carries the current time and every output is a message to send, so tests
@@ -45,8 +62,11 @@ constexpr int32_t leader_rank = 0;
 ///   5. Every worker moves its trainer's stop step to the committed one and
 ///      saves there.
 ///   6. With a grace period the first save is not final: the leader schedules
-///      the final round at deadline - safety * (step time + checkpoint time),
-///      earlier if an earlier deadline arrives, and runs 2-5 again with final set.
+///      the final round at deadline - exit margin - safety * (round trip +
+///      step time + checkpoint time + exit time), earlier if an earlier
+///      deadline arrives, and runs 2-5 again with final set. Each time is a
+///      robust estimate (duration_estimate), so one slow sample on a loaded
+///      host does not move the final save far earlier.
 /// A periodic backup save (no notice) runs 2-5 without final; a notice that
 /// arrives during its round or while it is written makes it that notice's
 /// first save. No round starts while a non-final save is being written.
@@ -84,7 +104,14 @@ class step_resolver_state {
   std::vector<outgoing> on_backup_check(int64_t now_ms);
 
   /// The trainer measured a step / the writer measured a checkpoint (seconds).
+  /// A step time measured over a span in which the trainer was held (by a
+  /// round or a save) is no training step and is dropped.
   void record_step_seconds(double seconds);
+  /// The trainer's completed step as the resolver's tick sees it: once a
+  /// window of step_sample_ms passed, its mean step time is recorded. The
+  /// first window starts only once the step has moved from the first one seen,
+  /// as the start (joining, restoring) is no training step.
+  void sample_completed_step(int64_t completed_step, int64_t now_ms);
   void record_checkpoint_seconds(double seconds);
 
   /// The trainer began saving the committed step / the save was committed.
@@ -93,6 +120,17 @@ class step_resolver_state {
 
   /// When the leader wants on_final_save_due called (unix ms), if at all.
   std::optional<int64_t> final_save_due_ms() const { return final_due_ms_; }
+
+  /// The terms of the schedule (step 6), as the leader knows them now: the
+  /// estimates (seconds; the cluster's slowest worker for step and checkpoint),
+  /// the margin kept before the deadline, and the time one more save cycle
+  /// needs with the safety factor applied.
+  double step_seconds() const;
+  double checkpoint_seconds() const;
+  double round_seconds() const { return round_seconds_.seconds(); }
+  double exit_seconds() const { return round_seconds() + exit_allowance_ms / 1000.0; }
+  int64_t exit_margin_ms() const;
+  int64_t save_cycle_ms() const;
 
   lifeboat::phase phase() const { return phase_; }
   int64_t deadline_ms() const { return deadline_ms_; }
@@ -117,8 +155,8 @@ class step_resolver_state {
   std::vector<outgoing> on_report(const wire::StepReport& report, int64_t now_ms);
   void on_commit(const wire::StepCommit& commit, int64_t now_ms);
 
-  // The time one more save cycle needs, with the safety factor applied.
-  int64_t save_cycle_ms() const;
+  // Whether the deadline leaves no room for another save cycle after now.
+  bool too_close(int64_t now_ms) const;
   void schedule_final_save(int64_t now_ms);
   // A new step or checkpoint time during the countdown: the due time again.
   void reschedule_final_save();
@@ -128,8 +166,16 @@ class step_resolver_state {
   bool failed_ = false;
   lifeboat::phase phase_ = phase::training;
   int64_t deadline_ms_ = 0;  // earliest known deadline; 0: no notice
-  double step_seconds_ = 0;
-  double checkpoint_seconds_ = 0;
+  duration_estimate step_seconds_;
+  duration_estimate checkpoint_seconds_;
+  // Set when a round or a save holds the trainer: the step time sampled
+  // across it is dropped.
+  bool trainer_held_ = false;
+  // The step sampling window: the first step seen (-1: none yet), and where
+  // the current window started (0: not yet).
+  int64_t first_seen_step_ = -1;
+  int64_t sampled_step_ = 0;
+  int64_t sampled_at_ms_ = 0;
   int64_t agreed_step_ = -1;
   bool agreed_final_ = false;
   uint64_t agreements_ = 0;
@@ -141,8 +187,12 @@ class step_resolver_state {
   bool first_save_decided_ = false;
   bool final_save_decided_ = false;
   std::map<int32_t, wire::StepReport> reports_;
+  // The slowest worker's estimates in the latest round's reports.
   double cluster_step_seconds_ = 0;
   double cluster_checkpoint_seconds_ = 0;
+  // From a query's start to its last report: the cluster's message latency.
+  int64_t round_started_ms_ = 0;
+  duration_estimate round_seconds_;
   std::optional<int64_t> final_due_ms_;
   int64_t last_backup_ms_ = 0;  // 0: the backup clock has not started
   // From a non-final commit until its SaveCommitted: no new round starts, as

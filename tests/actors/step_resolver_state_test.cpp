@@ -2,68 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <memory>
+#include "tests/actors/resolver_cluster.hpp"
 
 namespace lifeboat {
 namespace {
 
-constexpr int64_t t0 = 1'000'000;  // a fixed "now" in unix ms
-
-// A cluster of step resolvers wired by an in-memory bus: what one sends, the
-// addressees receive in order. Each worker has a gate whose trainer is
-// simulated by setting its completed step.
-struct cluster {
-  struct worker {
-    std::atomic<int64_t> completed{0};
-    std::atomic<int64_t> action{step_gate::no_step};
-    step_gate gate{completed, action};
-    published_phase board;  // what the worker's heartbeats would carry
-    std::unique_ptr<step_resolver_state> logic;
-  };
-
-  struct sent {
-    int32_t from;
-    outgoing out;
-  };
-
-  std::vector<std::unique_ptr<worker>> workers;
-  std::deque<sent> in_flight;
-  int64_t now = t0;
-
-  cluster(int n, int64_t grace_ms, double safety = 2.0, int64_t backup_ms = 0) {
-    for (int r = 0; r < n; ++r) {
-      auto w = std::make_unique<worker>();
-      w->logic = std::make_unique<step_resolver_state>(
-          step_resolver_state::config{r, n, grace_ms, safety, backup_ms, &w->board}, w->gate);
-      workers.push_back(std::move(w));
-    }
-  }
-
-  step_resolver_state& at(int r) { return *workers[r]->logic; }
-
-  void post(int32_t from, std::vector<outgoing> out) {
-    for (auto& m : out) in_flight.push_back({from, std::move(m)});
-  }
-
-  // Delivers until quiet, letting `before_delivery` play the trainers.
-  void run(const std::function<void(const outgoing&)>& before_delivery = {}) {
-    while (!in_flight.empty()) {
-      auto msg = std::move(in_flight.front());
-      in_flight.pop_front();
-      if (before_delivery) before_delivery(msg.out);
-      for (int32_t r = 0; r < static_cast<int32_t>(workers.size()); ++r)
-        if (addressed_to(msg.out.to, r, msg.from)) post(r, at(r).on_message(msg.out.message, now));
-    }
-  }
-
-  wire::Notice notice(int64_t deadline) {
-    wire::Notice n;
-    n.set_source("test");
-    n.set_deadline_unix_ms(deadline);
-    return n;
-  }
-};
+using test::cluster;
+using test::t0;
 
 TEST(step_resolver_state, without_grace_every_worker_commits_max_plus_one_as_final) {
   cluster c{4, 0};
@@ -160,8 +105,9 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
   c.run();
   EXPECT_EQ(c.at(0).agreed_step(), 1);
   ASSERT_TRUE(c.at(0).final_save_due_ms());
-  // deadline - safety * (step + checkpoint) = t0 + 60 s - 2 * 2 s
-  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 4000);
+  // deadline - margin (5% of 60 s) - safety * (step + checkpoint + exit); the
+  // round took no time here.
+  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 3000 - 2 * (500 + 1500 + exit_allowance_ms));
 
   EXPECT_TRUE(c.at(0).on_final_save_due(c.now).empty()) << "the first save is still being written";
   for (int r = 0; r < 2; ++r) c.at(r).on_save_committed(false);
@@ -174,17 +120,20 @@ TEST(step_resolver_state, with_grace_the_first_save_is_not_final_and_the_final_o
 
 TEST(step_resolver_state, times_measured_during_the_countdown_move_the_final_save_earlier) {
   const int64_t grace = 60'000;
+  const int64_t margin = 3000;
   cluster c{2, grace};
   c.post(1, c.at(1).on_local_notice(c.notice(0), c.now));
   c.run();
-  // Nothing measured yet: the final save is due at the deadline itself.
+  // Nothing measured yet: the margin and the exit allowance are kept.
   ASSERT_TRUE(c.at(0).final_save_due_ms());
-  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace);
-  // The first save took 1.5 s, a step 0.5 s: safety 2 * (0.5 + 1.5) s before it.
+  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - margin - 2 * exit_allowance_ms);
+  // The first save took 1.5 s, a step 0.5 s: safety 2 * (0.5 + 1.5 + exit) s before it.
   c.at(0).record_checkpoint_seconds(1.5);
-  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 3000);
+  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - margin - 2 * (1500 + exit_allowance_ms));
+  c.at(0).record_step_seconds(0.6);  // the span of the round: dropped
   c.at(0).record_step_seconds(0.5);
-  EXPECT_EQ(*c.at(0).final_save_due_ms(), t0 + grace - 4000);
+  EXPECT_EQ(*c.at(0).final_save_due_ms(),
+            t0 + grace - margin - 2 * (500 + 1500 + exit_allowance_ms));
 }
 
 TEST(step_resolver_state, without_a_countdown_a_measurement_schedules_nothing) {

@@ -148,9 +148,12 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
 // restart resumes from the final one and the digests are those of a run
 // without a notice.
 TEST(launch_demo_test, grace_period_saves_twice_and_resumes_from_the_final_checkpoint) {
-  // Two seconds of 5 ms steps at least: the 1 s countdown ends well before.
-  constexpr int64_t grace_steps = 400;
-  const std::vector<std::string> grace{"--grace-period", "1"};
+  // Four seconds of 5 ms steps at least: the final save of a 3 s grace
+  // period comes about 1.5 s after the notice (deadline - 1 s margin - the
+  // save cycle), well before. With 1 s, no longer than the margin, the first
+  // save would be the final one.
+  constexpr int64_t grace_steps = 800;
+  const std::vector<std::string> grace{"--grace-period", "3"};
   scratch_dir dir{"apps-grace"};
   auto reference = launch(dir / "reference", {}, grace, grace_steps);
   output_log ref{*reference};

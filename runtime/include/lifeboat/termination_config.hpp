@@ -42,8 +42,12 @@ struct termination_config {
 
   std::chrono::milliseconds poll_interval{1000};
 
-  /// The final save of a grace period starts at
-  /// deadline - safety_factor * (step time + checkpoint time).
+  /// The final save of a grace period starts at deadline - margin -
+  /// safety_factor * (round trip + step time + checkpoint time + exit time),
+  /// each time a median of recent measurements; the margin is the larger of
+  /// 1 s and 5% of the grace period, so the processes end that long before the
+  /// deadline. A grace period shorter than that leaves no time to train on:
+  /// the first save is the final one.
   double safety_factor = 2.0;
 
   /// Complete checkpoints kept on disk (>= 1); 2 leaves a fallback for a corrupt newest one.
