@@ -41,7 +41,7 @@ wire::ShardBufferKind to_wire(buffer_kind kind) {
 // written (it is hot in cache then) and asking the kernel to start writeback
 // of it at once, so that the final fsync has little left to do.
 caf::error write_data(int fd, const std::string& path, const snapshot& snap, uint64_t chunk_size,
-                      int64_t step, wire::ChunkTable& table) {
+                      int64_t step, wire::ChunkTable& table, write_breakdown& took) {
   auto start = clock_type::now();
   auto next_report = progress_interval_seconds;
   const char* data = snap.bytes.data();
@@ -49,10 +49,14 @@ caf::error write_data(int fd, const std::string& path, const snapshot& snap, uin
   table.set_chunk_size(static_cast<int64_t>(chunk_size));
   for (uint64_t offset = 0; offset < total; offset += chunk_size) {
     auto len = std::min(chunk_size, total - offset);
+    auto hash_start = clock_type::now();
     table.add_checksums(XXH3_64bits(data + offset, len));
+    auto write_start = clock_type::now();
+    took.hash += std::chrono::duration<double>(write_start - hash_start).count();
     if (auto err = write_all(fd, data + offset, len, path)) return err;
     ::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(len),
                       SYNC_FILE_RANGE_WRITE);
+    took.write += seconds_since(write_start);
     if (auto elapsed = seconds_since(start); elapsed >= next_report) {
       auto done = offset + len;
       log(log_level::info, component, "saving step ", step, ": ", done, " of ", total, " bytes, ",
@@ -60,7 +64,10 @@ caf::error write_data(int fd, const std::string& path, const snapshot& snap, uin
       next_report += progress_interval_seconds;
     }
   }
-  return fsync_fd(fd, path);
+  auto fsync_start = clock_type::now();
+  auto err = fsync_fd(fd, path);
+  took.fsync = seconds_since(fsync_start);
+  return err;
 }
 
 }  // namespace
@@ -88,7 +95,9 @@ caf::expected<written_shard> write_shard_files(const std::string& step_dir, int6
   }
   auto fd = open_file(data_tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (!fd) return std::move(fd.error());
-  auto err = write_data(fd->get(), data_tmp, snap, chunk_size, step, *index.mutable_chunks());
+  write_breakdown took;
+  auto err = write_data(fd->get(), data_tmp, snap, chunk_size, step, *index.mutable_chunks(), took);
+  auto index_start = clock_type::now();
   if (!err) err = fd->close(data_tmp);
   if (!err && ::rename(data_tmp.c_str(), data_path.c_str()) != 0)
     err = io_error("rename", data_tmp, errno);
@@ -101,10 +110,13 @@ caf::expected<written_shard> write_shard_files(const std::string& step_dir, int6
   if (auto err = write_file_durably(step_dir, shard_index_name(rank, world_size),
                                     encode_framed(index_magic, index)))
     return err;
-  written_shard result{snap.size(), seconds_since(start)};
+  took.index = seconds_since(index_start);
+  written_shard result{snap.size(), seconds_since(start), took};
   if (result.seconds > progress_interval_seconds)
     log(log_level::info, component, "saved step ", step, ": ", result.data_bytes, " bytes in ",
-        result.seconds, " s, ", result.data_bytes / bytes_per_mb / result.seconds, " MB/s");
+        result.seconds, " s, ", result.data_bytes / bytes_per_mb / result.seconds, " MB/s (hash ",
+        took.hash, " s, write ", took.write, " s, fsync ", took.fsync, " s, index ", took.index,
+        " s)");
   return result;
 }
 

@@ -183,6 +183,7 @@ caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t 
   info.path = path;
   info.bytes = static_cast<int64_t>(written->data_bytes);
   info.seconds = written->seconds;
+  info.breakdown = written->breakdown;
   return info;
 }
 

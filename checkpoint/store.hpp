@@ -9,6 +9,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "checkpoint/shard_writer.hpp"
 #include "checkpoint/snapshot.hpp"
 #include "checkpoint/staging.hpp"
 #include "checkpoint/state_registry.hpp"
@@ -34,6 +35,7 @@ struct checkpoint_info {
   std::string path;   // the step directory
   int64_t bytes = 0;  // this rank's shard
   double seconds = 0;
+  write_breakdown breakdown;  // of this rank's shard files (write_shard)
 };
 
 /// The checkpoint store of one rank (DESIGN "Checkpoint layout"):
