@@ -1,6 +1,8 @@
 // Checkpoint store throughput against the machine's own baselines, measured in
 // the same run on the same directory:
 //   write:   a shard written + committed    vs  dd if=/dev/zero bs=1M conv=fsync
+//            (the removal of the previous checkpoint is timed apart: savers do
+//            it after the commit barrier)
 //   stall:   async save's training stall    vs  a plain memcpy of the same bytes
 //   restore: restore with verification     vs  a sequential read of the same file
 // Cold reads drop the file's pages from the cache first (posix_fadvise).
@@ -69,6 +71,28 @@ void sequential_read(const std::string& path, char* dst, uint64_t bytes) {
   }
 }
 
+// The timed parts of one write + commit round.
+struct write_parts {
+  lc::write_breakdown files;  // inside write_shard_files
+  double files_total = 0;     // write_shard_files, all of it
+  double shard = 0;           // store::write_shard (the step directory made durable, the files)
+  double commit = 0;          // the manifest written durably
+
+  double total() const { return shard + commit; }
+};
+
+// `retention`: the slowest removal of the previous checkpoint (max_to_keep 1),
+// which savers do after the commit barrier: outside the totals, as no peer
+// waits for it, and the first round has nothing to remove.
+void print_parts(const write_parts& p, double retention) {
+  constexpr double ms = 1e3;
+  std::printf(
+      "  parts of the best write (ms): hash %.0f, write calls %.0f, data fsync %.0f, "
+      "index %.0f, step dir %.0f, commit %.0f; retention after it up to %.0f\n",
+      p.files.hash * ms, p.files.write * ms, p.files.fsync * ms, p.files.index * ms,
+      (p.shard - p.files_total) * ms, p.commit * ms, retention * ms);
+}
+
 void print_row(const char* what, double ours, double baseline, const char* unit, double target,
                bool higher_is_better) {
   double ratio = ours / baseline;
@@ -97,8 +121,11 @@ int main() {
   lc::state_registry registry;
   check(registry.add_host_buffer("state", state.data(), state.size()), "register");
 
-  // Write bandwidth: best of `rounds`, alternating with dd.
+  // Write bandwidth: best of `rounds`, alternating with dd. The parts of the
+  // best round are printed beside it, to show where a slow save spends its time.
   double dd_best = 1e30, write_best = 1e30;
+  write_parts best_parts;
+  double retention = 0;
   int64_t step = 0;
   for (int r = 0; r < rounds; ++r) {
     auto dd = "dd if=/dev/zero of=" + dir + "/dd.bin bs=1M count=" + std::to_string(bytes / mib) +
@@ -109,10 +136,18 @@ int main() {
     ::unlink((dir + "/dd.bin").c_str());
     auto snap = check(st.take_snapshot(registry), "snapshot");
     ++step;
-    write_best = std::min(write_best, seconds_of([&] {
-                            check(st.write_shard(snap, step), "write");
-                            check(st.commit(step, step), "commit");
-                          }));
+    write_parts parts;
+    lc::checkpoint_info info;
+    parts.shard = seconds_of([&] { info = check(st.write_shard(snap, step), "write"); });
+    parts.commit = seconds_of([&] { check(st.write_manifest(step, step), "commit"); });
+    retention =
+        std::max(retention, seconds_of([&] { check(st.apply_retention(step), "retention"); }));
+    parts.files = info.breakdown;
+    parts.files_total = info.seconds;
+    if (parts.total() < write_best) {
+      write_best = parts.total();
+      best_parts = parts;
+    }
   }
 
   // Training stall: a plain memcpy into pre-faulted memory vs the async save
@@ -162,6 +197,7 @@ int main() {
   std::printf("checkpoint_bench: %.0f MiB state, directory %s\n", bytes / double(mib), dir.c_str());
   std::printf("%-34s %10s %10s %-5s %7s\n", "", "lifeboat", "baseline", "", "ratio");
   print_row("write+fsync+commit vs dd (MB/s)", mb / write_best, mb / dd_best, "MB/s", 0.9, true);
+  print_parts(best_parts, retention);
   print_row("training stall vs memcpy (ms)", stall * 1e3, memcpy_s * 1e3, "ms", 1.2, false);
   std::printf("%-34s %10.1f %10s %-5s (after prepare: %.1f ms at start-up)\n",
               "  first save's stall (ms)", first_stall * 1e3, "", "ms", prepare_s * 1e3);

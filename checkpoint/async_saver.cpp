@@ -109,8 +109,9 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
     if (auto err = ready_->arrive_and_wait(shards_barrier_prefix + step_text, barrier_timeout_))
       return err;
   }
-  if (cfg.rank == cfg.commit_rank) {
-    if (auto err = store_.commit(next.step, next.total_run_calls)) return err;
+  const bool commit_rank = cfg.rank == cfg.commit_rank;
+  if (commit_rank) {
+    if (auto err = store_.write_manifest(next.step, next.total_run_calls)) return err;
   }
   if (ready_ != nullptr) {
     if (auto err = ready_->arrive_and_wait(commit_barrier_prefix + step_text, barrier_timeout_))
@@ -120,6 +121,13 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   info->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log(log_level::info, component, "checkpoint of step ", next.step, " committed in ", info->path,
       " (", info->bytes, " bytes, ", info->seconds, " s)");
+  // Old checkpoints are removed once the peers passed the commit barrier, so
+  // that none waits for it; a removal that fails leaves this commit standing.
+  if (commit_rank) {
+    if (auto err = store_.apply_retention(next.step))
+      log(log_level::warning, component, "after the commit of step ", next.step,
+          ", removing old checkpoints failed: ", describe(err));
+  }
   return info;
 }
 

@@ -82,6 +82,22 @@ caf::error write_all(int fd, const char* data, size_t size, const std::string& p
   return {};
 }
 
+caf::error pwrite_all(int fd, const char* data, size_t size, off_t offset,
+                      const std::string& path) {
+  while (size > 0) {
+    auto n = ::pwrite(fd, data, size, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error("write", path, errno);
+    }
+    if (n == 0) return io_error("write", path, ENOSPC);
+    data += n;
+    offset += n;
+    size -= static_cast<size_t>(n);
+  }
+  return {};
+}
+
 caf::error preadv_all(int fd, std::vector<iovec> iov, off_t offset, const std::string& path) {
   size_t first = 0;
   while (first < iov.size()) {

@@ -47,6 +47,9 @@ caf::expected<unique_fd> open_file(const std::string& path, int flags, mode_t mo
 /// write(2) until every byte is written.
 caf::error write_all(int fd, const char* data, size_t size, const std::string& path);
 
+/// pwrite(2) at `offset` until every byte is written.
+caf::error pwrite_all(int fd, const char* data, size_t size, off_t offset, const std::string& path);
+
 /// pread(2) into `iov` (several destinations) at `offset` until all are filled.
 /// A file shorter than that is errc::corrupt.
 caf::error preadv_all(int fd, std::vector<iovec> iov, off_t offset, const std::string& path);

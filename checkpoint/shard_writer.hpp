@@ -12,12 +12,25 @@ namespace lifeboat::checkpoint {
 /// Bytes per checksummed chunk of a data file; also the size of each write.
 constexpr uint64_t default_chunk_size = uint64_t{8} << 20;
 
+/// The name of the thread that hashes a shard's chunks while it is written.
+constexpr const char* hash_thread_name = "lifeboat.hash";
+
 /// Saves longer than this log a progress line every this often.
 constexpr double progress_interval_seconds = 1.0;
+
+/// Where the time of one shard write went, in seconds; the log line of a slow
+/// save and the benchmark print it.
+struct write_breakdown {
+  double hash = 0;   // XXH3-64 of every chunk, on a thread of its own beside the writes
+  double write = 0;  // the write calls of the data file
+  double fsync = 0;  // fsync of the data file
+  double index = 0;  // close and rename of the data file, the index written durably
+};
 
 struct written_shard {
   uint64_t data_bytes = 0;
   double seconds = 0;
+  write_breakdown breakdown;
 };
 
 /// Writes one rank's shard into `step_dir` (which must exist): the data file,

@@ -183,20 +183,29 @@ caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t 
   info.path = path;
   info.bytes = static_cast<int64_t>(written->data_bytes);
   info.seconds = written->seconds;
+  info.breakdown = written->breakdown;
   return info;
 }
 
 caf::error store::commit(int64_t step, int64_t total_run_calls) {
-  if (cfg_.rank != cfg_.commit_rank)
-    return make_error(errc::invalid_argument, "rank " + std::to_string(cfg_.rank) +
-                                                  " cannot commit: commit rank is " +
-                                                  std::to_string(cfg_.commit_rank));
-  if (auto err = write_manifest(step_path(step), step, cfg_.world_size, total_run_calls))
-    return err;
+  if (auto err = write_manifest(step, total_run_calls)) return err;
   return apply_retention(step);
 }
 
+caf::error store::check_commit_rank() const {
+  if (cfg_.rank == cfg_.commit_rank) return {};
+  return make_error(errc::invalid_argument, "rank " + std::to_string(cfg_.rank) +
+                                                " cannot commit: commit rank is " +
+                                                std::to_string(cfg_.commit_rank));
+}
+
+caf::error store::write_manifest(int64_t step, int64_t total_run_calls) {
+  if (auto err = check_commit_rank()) return err;
+  return checkpoint::write_manifest(step_path(step), step, cfg_.world_size, total_run_calls);
+}
+
 caf::error store::apply_retention(int64_t committed_step) {
+  if (auto err = check_commit_rank()) return err;
   auto dirs = scan(cfg_.dir);
   if (!dirs) return std::move(dirs.error());
   // Newest first; the step just committed is always kept and counts as one.

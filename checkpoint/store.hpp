@@ -9,6 +9,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "checkpoint/shard_writer.hpp"
 #include "checkpoint/snapshot.hpp"
 #include "checkpoint/staging.hpp"
 #include "checkpoint/state_registry.hpp"
@@ -34,6 +35,7 @@ struct checkpoint_info {
   std::string path;   // the step directory
   int64_t bytes = 0;  // this rank's shard
   double seconds = 0;
+  write_breakdown breakdown;  // of this rank's shard files (write_shard)
 };
 
 /// The checkpoint store of one rank (DESIGN "Checkpoint layout"):
@@ -77,8 +79,17 @@ class store {
   caf::expected<checkpoint_info> write_shard(const snapshot& snap, int64_t step);
 
   /// Commit rank only, after every rank's write_shard returned: writes the
-  /// MANIFEST durably, then applies retention.
+  /// MANIFEST durably, then applies retention (write_manifest, apply_retention).
   caf::error commit(int64_t step, int64_t total_run_calls);
+
+  /// The commit itself (commit rank only): the MANIFEST written durably.
+  caf::error write_manifest(int64_t step, int64_t total_run_calls);
+
+  /// The rest of a commit: removes the committed checkpoints beyond
+  /// `max_to_keep` and the crash leftovers of steps before `committed_step`.
+  /// Apart from write_manifest so that savers can run it once the peers were
+  /// told of the commit: removing a 1 GiB checkpoint took 0.35-0.61 s here.
+  caf::error apply_retention(int64_t committed_step);
 
   /// Removes manifest-less step directories (the commit rank, at start).
   caf::error remove_partial();
@@ -93,7 +104,8 @@ class store {
  private:
   explicit store(store_config cfg);
 
-  caf::error apply_retention(int64_t committed_step);
+  // errc::invalid_argument on every rank but the commit rank.
+  caf::error check_commit_rank() const;
 
   // The loading of one checkpoint; `touched` as in load_shard.
   caf::expected<checkpoint_info> load(int64_t step, state_registry& registry, bool& touched);

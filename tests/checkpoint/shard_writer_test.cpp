@@ -49,6 +49,33 @@ TEST(shard_writer, writes_data_and_an_index_with_chunk_checksums) {
   EXPECT_EQ(index.chunks().checksums(2), XXH3_64bits(data.data() + 2000, 503));
 }
 
+// The data goes to the file with O_DIRECT in whole 4096-byte blocks and the
+// tail through the page cache; chunks of 1000 bytes straddle both.
+TEST(shard_writer, a_file_written_directly_with_an_unaligned_tail_reads_back_whole) {
+  testing::temp_dir dir;
+  constexpr size_t size = 3 * 4096 + 100;
+  auto bytes = testing::pattern(size, 7);
+  state_registry reg;
+  ASSERT_FALSE(reg.add_host_buffer("w", bytes.data(), bytes.size()));
+  auto pool = staging_pool::make();
+  auto snap = take_snapshot(reg, *pool);
+  ASSERT_TRUE(snap);
+  constexpr uint64_t chunk = 1000;
+  auto written = write_shard_files(dir.path(), 1, 0, 1, *snap, chunk);
+  ASSERT_TRUE(written);
+  auto data = read_file(dir.sub(shard_data_name(0, 1)));
+  ASSERT_EQ(data, std::string(bytes.begin(), bytes.end()));
+  wire::ShardIndex index;
+  ASSERT_FALSE(decode_framed(index_magic, read_file(dir.sub(shard_index_name(0, 1))), "i", index));
+  EXPECT_EQ(index.chunks().chunk_size(), 1000);
+  ASSERT_EQ(index.chunks().checksums_size(), 13);
+  for (int i = 0; i < 13; ++i) {
+    auto begin = static_cast<size_t>(i) * chunk;
+    EXPECT_EQ(index.chunks().checksums(i),
+              XXH3_64bits(data.data() + begin, std::min<size_t>(chunk, size - begin)));
+  }
+}
+
 TEST(shard_writer, a_failed_write_names_the_file_and_leaves_no_temp) {
   testing::temp_dir dir;
   state_registry reg;
