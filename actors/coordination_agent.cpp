@@ -252,6 +252,7 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
       j->set_rank(st.cfg.rank);
       j->set_world_size(st.cfg.world_size);
       j->set_incarnation(st.cfg.incarnation);
+      j->set_hang_timeout_ms(st.cfg.hang_timeout_ms);
       j->set_mac(join_mac(st.cfg.token, env.hello().nonce(), st.cfg.rank, st.cfg.world_size,
                           st.cfg.incarnation));
       send_envelope(self, out);
@@ -383,6 +384,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         wire::Envelope env;
         env.mutable_heartbeat()->set_step(st.cfg.step_source ? st.cfg.step_source() : 0);
         if (st.cfg.phase_source) env.mutable_heartbeat()->set_phase(st.cfg.phase_source());
+        if (st.cfg.blocked_source) env.mutable_heartbeat()->set_blocked_ms(st.cfg.blocked_source());
         send_envelope(self, env);
         self->delayed_send(self, st.cfg.heartbeat_interval, tick_atom::value);
       },

@@ -38,6 +38,11 @@ struct agent_config {
   std::function<int64_t()> step_source;
   /// The worker's phase (DESIGN's names), read and sent like the step.
   std::function<std::string()> phase_source;
+  /// Milliseconds the worker spent blocked in lifeboat's barriers so far,
+  /// read and sent like the step (the service's step times leave it out).
+  std::function<int64_t()> blocked_source;
+  /// The hang timeout the service should apply: -1 adaptive, 0 off, else ms.
+  int64_t hang_timeout_ms = 0;
   /// Bound on requests that do not carry their own timeout (insert, try-get, ...).
   std::chrono::milliseconds request_timeout{30000};
   /// Set to true when the agent has ended, before any actor monitoring it

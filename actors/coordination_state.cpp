@@ -1,6 +1,7 @@
 #include "actors/coordination_state.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "actors/coordination_auth.hpp"
 #include "actors/protocol.hpp"
@@ -11,6 +12,8 @@ namespace lifeboat {
 namespace {
 
 constexpr const char* component = "coordination_service";
+// How often the service compares every rank's step time with the cluster's.
+constexpr int64_t straggler_check_interval_ms = 1000;
 
 std::string collapse_slashes(const std::string& in) {
   std::string out;
@@ -33,7 +36,9 @@ std::string normalize_key(const std::string& key) {
 std::string normalize_prefix(const std::string& prefix) { return collapse_slashes(prefix); }
 
 coordination_state::coordination_state(config cfg)
-    : cfg_(std::move(cfg)), workers_(static_cast<size_t>(std::max(cfg_.world_size, 0))) {}
+    : cfg_(std::move(cfg)),
+      workers_(static_cast<size_t>(std::max(cfg_.world_size, 0))),
+      progress_(std::max(cfg_.world_size, 0), 0) {}
 
 const char* coordination_state::to_string(rank_state x) {
   switch (x) {
@@ -121,6 +126,8 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   w.state = rank_state::alive;
   w.conn = conn;
   w.last_heartbeat_ms = now_ms;
+  progress_.set_hang_timeout_ms(req.hang_timeout_ms());
+  progress_.forget(req.rank());
   conns_[conn].rank = req.rank();
   wire::Envelope env;
   env.mutable_join_reply()->set_ok(true);
@@ -132,13 +139,9 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
 
 void coordination_state::on_request(conn_id conn, int32_t rank, const wire::Envelope& env,
                                     int64_t now_ms) {
-  auto& w = workers_[static_cast<size_t>(rank)];
   switch (env.body_case()) {
     case wire::Envelope::kHeartbeat:
-      w.last_heartbeat_ms = now_ms;
-      w.step = env.heartbeat().step();
-      // A phase this service does not know (a newer worker's) is left out.
-      if (auto reported = phase_from_string(env.heartbeat().phase())) w.reported_phase = reported;
+      on_heartbeat(rank, env.heartbeat(), now_ms);
       return;
     case wire::Envelope::kLeave:
       on_leave(conn, rank, env.leave());
@@ -298,8 +301,48 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
   barriers_.erase(req.name());
 }
 
+void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, int64_t now_ms) {
+  auto& w = workers_[static_cast<size_t>(rank)];
+  w.last_heartbeat_ms = now_ms;
+  w.step = hb.step();
+  // A phase this service does not know (a newer worker's) is left out.
+  if (auto reported = phase_from_string(hb.phase())) w.reported_phase = reported;
+  progress_.on_heartbeat(rank, hb.step(), hb.blocked_ms(), w.reported_phase == phase::saving,
+                         now_ms);
+  // Comparing every rank with the cluster costs a pass over all of them:
+  // once per interval, not at every heartbeat.
+  if (now_ms < next_straggler_check_ms_) return;
+  next_straggler_check_ms_ = now_ms + straggler_check_interval_ms;
+  auto reference = progress_.cluster_median_ms();
+  for (auto straggler : progress_.take_new_stragglers())
+    log(log_level::warning, component, rank_text(straggler), " is a straggler: median step ",
+        progress_.stats(straggler, reference).median_seconds, " s, cluster median ",
+        reference / 1000.0, " s");
+}
+
+void coordination_state::declare_hung(const progress_tracker::hang& h) {
+  char stuck[32];
+  std::snprintf(stuck, sizeof stuck, "%.1f", static_cast<double>(h.stuck_ms) / 1000.0);
+  wire::ErrorReport report;
+  report.set_code(static_cast<int32_t>(errc::hung));
+  report.set_message(std::string{"hang: no step completed for "} + stuck + " s (peers at step " +
+                     std::to_string(h.peers_step) + ", its last step " + std::to_string(h.step) +
+                     ")");
+  progress_.forget(h.rank);
+  on_error_report(h.rank, report);
+}
+
 void coordination_state::on_error_report(int32_t rank, const wire::ErrorReport& req) {
   workers_[static_cast<size_t>(rank)].state = rank_state::error;
+  // A report after the generation's first failure is almost always its echo
+  // (a collective that failed because the first failed rank went away): the
+  // workers hear of the first failure only, and the reporter raises it.
+  if (first_failure_rank_) {
+    log(log_level::info, component, rank_text(rank), "'s error after ",
+        rank_text(*first_failure_rank_), "'s failure, not passed on: ", req.message());
+    return;
+  }
+  first_failure_rank_ = rank;
   log(log_level::warning, component, rank_text(rank), " reported error ", req.code(), ": ",
       req.message());
   emit_event(rank, membership_event::error, req.code(), req.message());
@@ -337,6 +380,7 @@ void coordination_state::on_leave(conn_id conn, int32_t rank, const wire::Leave&
   conns_[conn].rank = -1;
   drop_requests_of(conn);
   reply(conn, req.id());
+  progress_.forget(rank);
   emit_event(rank, membership_event::left);
   log(log_level::info, component, rank_text(rank), " left");
   fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " left");
@@ -409,6 +453,7 @@ void coordination_state::on_tick(int64_t now_ms) {
       mark_lost(static_cast<int32_t>(r),
                 "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms");
   }
+  if (auto hang = progress_.find_hang(now_ms)) declare_hung(*hang);
 }
 
 std::optional<int64_t> coordination_state::next_deadline_ms() const {
@@ -421,6 +466,7 @@ std::optional<int64_t> coordination_state::next_deadline_ms() const {
     for (auto& [r, w] : b.arrived) consider(w.deadline_ms);
   for (auto& w : workers_)
     if (w.conn != 0) consider(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
+  if (auto hang_check = progress_.next_check_ms()) consider(*hang_check);
   return result;
 }
 
@@ -436,6 +482,8 @@ void coordination_state::reset() {
   barriers_.clear();
   kv_.clear();
   workers_.assign(workers_.size(), worker{});
+  progress_.reset();
+  first_failure_rank_.reset();
 }
 
 void coordination_state::start_generation(uint32_t generation) {
@@ -449,6 +497,8 @@ void coordination_state::start_generation(uint32_t generation) {
   reset();
   conns_ = std::move(keep);
   generation_ = generation;
+  progress_.reset();
+  first_failure_rank_.reset();
 }
 
 void coordination_state::refuse(conn_id conn, errc code, const std::string& why) {
@@ -470,6 +520,8 @@ void coordination_state::mark_lost(int32_t rank, const std::string& why) {
   drop_requests_of(conn);
   close(conn);
   conns_.erase(conn);
+  progress_.forget(rank);
+  if (!first_failure_rank_) first_failure_rank_ = rank;
   log(log_level::warning, component, rank_text(rank), " lost: ", why);
   auto code = static_cast<int32_t>(errc::peer_lost);
   emit_event(rank, membership_event::lost, code, why);
@@ -542,10 +594,15 @@ coordination_output coordination_state::take_output() {
 
 std::vector<wire::WorkerInfo> coordination_state::workers(int64_t now_ms) const {
   std::vector<wire::WorkerInfo> result;
+  auto reference = progress_.cluster_median_ms();
   for (size_t r = 0; r < workers_.size(); ++r) {
     auto& w = workers_[r];
     wire::WorkerInfo info;
     info.set_rank(static_cast<int32_t>(r));
+    auto times = progress_.stats(static_cast<int32_t>(r), reference);
+    info.set_step_seconds_median(times.median_seconds);
+    info.set_step_seconds_p99(times.p99_seconds);
+    info.set_straggler(times.straggler);
     info.set_step(w.step);
     info.set_last_heartbeat_ms(w.last_heartbeat_ms < 0 ? -1 : now_ms - w.last_heartbeat_ms);
     info.set_state(to_string(w.state));

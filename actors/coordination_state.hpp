@@ -9,6 +9,7 @@
 
 #include "actors/coordination_events.hpp"
 #include "actors/phase.hpp"
+#include "actors/progress_tracker.hpp"
 #include "messages/coordination.pb.h"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
@@ -71,7 +72,9 @@ class coordination_state {
   /// join would.
   void on_process_exit(int32_t rank, uint32_t generation, const std::string& how);
 
-  /// Expires blocking gets, barrier waits and heartbeats due at `now_ms`.
+  /// Expires blocking gets, barrier waits and heartbeats due at `now_ms`, and
+  /// fails a rank hung at `now_ms` (progress_tracker) as if it had reported
+  /// errc::hung "hang: no step completed for S s (peers at step N)".
   void on_tick(int64_t now_ms);
 
   /// The earliest time on_tick has something to do, if any.
@@ -84,7 +87,7 @@ class coordination_state {
   coordination_output take_output();
 
   /// One row per rank: step and phase from the last heartbeat, ms since it,
-  /// state (joining, alive, left, lost, error).
+  /// state (joining, alive, left, lost, error), step times and straggler.
   std::vector<wire::WorkerInfo> workers(int64_t now_ms) const;
 
   /// The events a subscriber that arrives now would have heard from the ranks
@@ -142,6 +145,8 @@ class coordination_state {
   void on_get(conn_id conn, const wire::KvGet& req, int64_t now_ms);
   void on_barrier(conn_id conn, int32_t rank, const wire::BarrierRequest& req, int64_t now_ms);
   void on_error_report(int32_t rank, const wire::ErrorReport& req);
+  void on_heartbeat(int32_t rank, const wire::Heartbeat& hb, int64_t now_ms);
+  void declare_hung(const progress_tracker::hang& h);
   void on_send(int32_t rank, const wire::PeerSend& req);
   void on_leave(conn_id conn, int32_t rank, const wire::Leave& req);
   void on_cancel(conn_id conn, uint64_t id);
@@ -164,6 +169,9 @@ class coordination_state {
   std::map<std::string, std::string> kv_;
   std::multimap<std::string, waiter> getters_;
   std::map<std::string, barrier> barriers_;
+  progress_tracker progress_;
+  std::optional<int32_t> first_failure_rank_;  // of this generation: the one broadcast
+  int64_t next_straggler_check_ms_ = 0;
   coordination_output out_;
 };
 

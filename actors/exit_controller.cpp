@@ -41,6 +41,15 @@ caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
         st.reason = who + (failure.lost ? " lost: " : " failed: ") + failure.message;
         log(log_level::error, "exit_controller", st.reason);
         st.gate->fail(failure.rank, failure.message, failure.lost);
+        // This rank's own training thread is stuck: waiting for it to raise
+        // is pointless, and where it is stuck is what a person needs.
+        if (failure.rank == cfg.rank && failure.code == static_cast<int32_t>(errc::hung)) {
+          log(log_level::error, "exit_controller", "this rank is hung (", failure.message,
+              "); the stack of its training thread follows");
+          if (cfg.dump_stacks) cfg.dump_stacks();
+          self->delayed_send(self, cfg.hung_exit_delay, watchdog_atom::value, failure_exit_code);
+          return;
+        }
         self->delayed_send(self, cfg.failure_exit_bound, watchdog_atom::value, failure_exit_code);
       },
       [=](committed_atom, const wire::SaveCommitted& committed) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <caf/event_based_actor.hpp>
@@ -32,6 +33,14 @@ struct exit_controller_state {
 
 struct exit_controller_config {
   int restart_code = 42;
+  /// This worker's rank: a hang the service names it with is its own.
+  int32_t rank = -1;
+  /// Writes the stack of the training thread (bounded); called before a hung
+  /// rank exits, on the controller's thread.
+  std::function<void()> dump_stacks;
+  /// A hung rank exits this long after its stacks are written: the service's
+  /// broadcast of the hang reaches the peers first even where this rank hosts it.
+  std::chrono::milliseconds hung_exit_delay{500};
   /// How long the trainer may take to raise after a failure before the
   /// process is ended for it.
   std::chrono::milliseconds failure_exit_bound{10000};

@@ -2,15 +2,22 @@
 //
 //   lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]
 //                 [--grace-period S] [--fail-rank R --fail-step K]
+//                 [--hang-rank R --hang-step K] [--slow-rank R --slow-factor F]
+//
+// --hang-*: rank R's training thread blocks forever in step K of the job's
+// first start (LIFEBOAT_RESTART_COUNT 0), its runtime alive: a hang, which a
+// restart gets past. --slow-*: rank R's steps take F times --step-ms.
 //
 // Prints "lifeboat-demo: rank=R step=N digest=HEX" when it finishes; exits 42
 // after a preemption checkpoint, 3 when a worker failed.
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
@@ -52,13 +59,30 @@ struct options {
   std::optional<int64_t> grace_period_s;
   int64_t fail_rank = -1;
   int64_t fail_step = -1;
+  int64_t hang_rank = -1;
+  int64_t hang_step = -1;
+  int64_t slow_rank = -1;
+  int64_t slow_factor = 1;
 };
+
+// Whether this is the job's first start: a restart gets past a hang.
+bool first_start() {
+  const char* count = std::getenv("LIFEBOAT_RESTART_COUNT");
+  return count == nullptr || std::string{count} == "0";
+}
+
+// The hang of --hang-*: the thread waits forever, and a signal (a stack dump)
+// interrupts the wait only to begin it again.
+[[noreturn]] void hang_forever() {
+  for (;;) ::pause();
+}
 
 std::optional<options> parse(int argc, char** argv) {
   std::string error;
   auto f = lifeboat::apps::flags::parse(
       argc, argv,
-      {"steps", "checkpoint-dir", "state-mb", "step-ms", "grace-period", "fail-rank", "fail-step"},
+      {"steps", "checkpoint-dir", "state-mb", "step-ms", "grace-period", "fail-rank", "fail-step",
+       "hang-rank", "hang-step", "slow-rank", "slow-factor"},
       error);
   options o;
   auto steps = f ? f->integer("steps", -1, 0, INT64_MAX / 2, error) : std::nullopt;
@@ -67,7 +91,11 @@ std::optional<options> parse(int argc, char** argv) {
   auto grace = step_ms ? f->integer("grace-period", -1, 0, 86'400 * 7, error) : std::nullopt;
   auto fail_rank = grace ? f->integer("fail-rank", -1, 0, 1 << 20, error) : std::nullopt;
   auto fail_step = fail_rank ? f->integer("fail-step", -1, 1, INT64_MAX / 2, error) : std::nullopt;
-  if (!fail_step) {
+  auto hang_rank = fail_step ? f->integer("hang-rank", -1, 0, 1 << 20, error) : std::nullopt;
+  auto hang_step = hang_rank ? f->integer("hang-step", -1, 1, INT64_MAX / 2, error) : std::nullopt;
+  auto slow_rank = hang_step ? f->integer("slow-rank", -1, 0, 1 << 20, error) : std::nullopt;
+  auto slow_factor = slow_rank ? f->integer("slow-factor", 1, 1, 1000, error) : std::nullopt;
+  if (!slow_factor) {
     std::cerr << "lifeboat-demo: " << error << "\n";
     return std::nullopt;
   }
@@ -75,10 +103,12 @@ std::optional<options> parse(int argc, char** argv) {
     std::cerr << "lifeboat-demo: --steps N and --checkpoint-dir D are required\n";
     return std::nullopt;
   }
-  if (f->has("fail-rank") != f->has("fail-step")) {
-    std::cerr << "lifeboat-demo: --fail-rank and --fail-step go together\n";
-    return std::nullopt;
-  }
+  for (auto [a, b] : {std::pair{"fail-rank", "fail-step"}, std::pair{"hang-rank", "hang-step"},
+                      std::pair{"slow-rank", "slow-factor"}})
+    if (f->has(a) != f->has(b)) {
+      std::cerr << "lifeboat-demo: --" << a << " and --" << b << " go together\n";
+      return std::nullopt;
+    }
   o.steps = *steps;
   o.checkpoint_dir = f->text("checkpoint-dir");
   o.state_mb = *state_mb;
@@ -86,6 +116,10 @@ std::optional<options> parse(int argc, char** argv) {
   if (*grace >= 0) o.grace_period_s = *grace;
   o.fail_rank = *fail_rank;
   o.fail_step = *fail_step;
+  o.hang_rank = *hang_rank;
+  o.hang_step = *hang_step;
+  o.slow_rank = *slow_rank;
+  o.slow_factor = *slow_factor;
   return o;
 }
 
@@ -95,7 +129,8 @@ int main(int argc, char** argv) {
   auto opts = parse(argc, argv);
   if (!opts) {
     std::cerr << "usage: lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]"
-                 " [--grace-period S] [--fail-rank R --fail-step K]\n";
+                 " [--grace-period S] [--fail-rank R --fail-step K] [--hang-rank R --hang-step K]"
+                 " [--slow-rank R --slow-factor F]\n";
     return usage_exit_code;
   }
   lifeboat::termination_config config;
@@ -119,9 +154,10 @@ int main(int argc, char** argv) {
         handler.barrier("demo/step/" + std::to_string(step), step_barrier_timeout);
         if (rank == opts->fail_rank && step == opts->fail_step)
           throw std::runtime_error("injected failure at step " + std::to_string(step));
+        if (rank == opts->hang_rank && step == opts->hang_step && first_start()) hang_forever();
         model.apply_step(step);
-        if (opts->step_ms > 0)
-          std::this_thread::sleep_for(std::chrono::milliseconds{opts->step_ms});
+        auto step_ms = rank == opts->slow_rank ? opts->step_ms * opts->slow_factor : opts->step_ms;
+        if (step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds{step_ms});
       });
     }
     hold_notice_signals_until_exit();

@@ -37,6 +37,8 @@ const char* to_string(errc x) {
       return "unavailable";
     case errc::shutting_down:
       return "shutting_down";
+    case errc::hung:
+      return "hung";
   }
   return "unknown";
 }

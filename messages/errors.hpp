@@ -26,6 +26,7 @@ enum class errc : uint8_t {
   invalid_argument,  // a malformed request
   unavailable,       // a service or device is not there (no GPU, no coordinator)
   shutting_down,     // the actor system is going away
+  hung,              // a peer's training loop completed no step for the hang timeout
 };
 
 /// Exit codes of DESIGN's table that lifeboat itself chooses: a worker (a peer

@@ -40,6 +40,17 @@ caf::expected<int64_t> parse_integer(std::string_view text, std::string_view wha
   return value;
 }
 
+caf::expected<int64_t> parse_seconds_as_ms(std::string_view text, std::string_view what,
+                                           double max_seconds) {
+  auto expectation = ": expected seconds in [0, " + std::to_string(max_seconds) + "]";
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !(value >= 0) ||
+      value > max_seconds)
+    return make_error(errc::invalid_config, quoted(what, text) + expectation);
+  return static_cast<int64_t>(value * 1000.0);
+}
+
 caf::expected<uint16_t> parse_port(std::string_view text, std::string_view what) {
   auto value = parse_integer(text, what, kMinPort, kMaxPort);
   if (!value) return value.error();

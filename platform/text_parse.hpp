@@ -23,6 +23,11 @@ struct endpoint {
 caf::expected<int64_t> parse_integer(std::string_view text, std::string_view what, int64_t min,
                                      int64_t max);
 
+/// The whole of `text` as a decimal number of seconds in [0, max_seconds]
+/// ("2", "0.5"), in milliseconds; errors as parse_integer's.
+caf::expected<int64_t> parse_seconds_as_ms(std::string_view text, std::string_view what,
+                                           double max_seconds);
+
 /// A TCP port, 1..65535.
 caf::expected<uint16_t> parse_port(std::string_view text, std::string_view what);
 

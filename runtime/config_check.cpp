@@ -23,6 +23,8 @@ caf::error check_config(const termination_config& config) {
   if (config.save_every_steps < 0) return bad("save_every_steps must be >= 0");
   if (config.save_every_seconds.count() < 0) return bad("save_every_seconds must be >= 0");
   if (config.heartbeat_timeout.count() <= 0) return bad("heartbeat_timeout must be > 0");
+  if (config.hang_timeout && config.hang_timeout->count() < 0)
+    return bad("hang_timeout must be >= 0 (0: off)");
   return caf::none;
 }
 

@@ -5,9 +5,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "actors/exit_controller.hpp"
 #include "messages/errors.hpp"
@@ -65,25 +67,39 @@ caf::expected<std::unique_ptr<startup_guard>> startup_guard::start(const signal_
 void startup_guard::watch() {
   name_this_thread("lifeboat.start");
   pollfd fds[3] = {{stop_fd_, POLLIN, 0}, {notice_fd_, POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
+  std::optional<std::chrono::steady_clock::time_point> notice_deadline;
   for (;;) {
-    if (::poll(fds, 3, -1) < 0) {
+    int timeout_ms = -1;
+    if (notice_deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *notice_deadline - std::chrono::steady_clock::now());
+      timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+    }
+    int ready = ::poll(fds, 3, timeout_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       log(log_level::error, component, "start-up guard stopped: ", std::strerror(errno));
       return;
     }
     if (fds[0].revents != 0) return;
     unsigned char signal = 0;
-    // The signal pipe reads end of file only once it is gone, which the
-    // runtime's member order rules out while the guard lives; stop anyway.
-    if (fds[1].revents != 0 && ::read(notice_fd_, &signal, 1) == 0) return;
     if (fds[2].revents != 0 && ::read(interrupt_fd_, &signal, 1) == 1) {
       log(log_level::error, component,
           "SIGINT while joining the cluster, before any training step: exiting with ",
           failure_exit_code);
       exit_process(failure_exit_code);
     }
-    if (signal != 0) {
-      log(log_level::warning, component, signal_name(signal),
+    // The signal pipe reads end of file only once it is gone, which the
+    // runtime's member order rules out while the guard lives; stop anyway.
+    if (fds[1].revents != 0) {
+      if (::read(notice_fd_, &signal, 1) != 1) return;
+      if (held_notice_ == 0) {
+        held_notice_ = signal;
+        notice_deadline = std::chrono::steady_clock::now() + notice_grace;
+      }
+    }
+    if (notice_deadline && std::chrono::steady_clock::now() >= *notice_deadline) {
+      log(log_level::warning, component, signal_name(held_notice_),
           " while joining the cluster, before any training step: the latest complete "
           "checkpoint is the state, exiting with the restart code ",
           restart_code_);
@@ -98,6 +114,8 @@ startup_guard::~startup_guard() {
     [[maybe_unused]] auto written = ::write(stop_fd_, &one, sizeof one);
     thread_.join();
   }
+  // The construction ended in time: the signal watcher takes the notice.
+  if (held_notice_ != 0) ::kill(::getpid(), held_notice_);
   if (sigint_installed_) ::sigaction(SIGINT, &previous_sigint_, nullptr);
   int write_fd = interrupt_write_fd.exchange(-1);
   for (int fd : {notice_fd_, interrupt_fd_, write_fd, stop_fd_})

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <thread>
 
@@ -15,9 +16,13 @@ namespace lifeboat {
 /// stops a job with SIGTERM would otherwise have to SIGKILL its workers. No
 /// training step has run since the restore then, so the latest complete
 /// checkpoint is the whole state and nothing is lost:
-///   - a notice signal (one of the signal pipe's) exits with the restart code;
-///   - SIGINT (a person stopping the job) exits with the failure code 3;
-/// each after one line that says so.
+///   - SIGINT (a person stopping the job) exits with the failure code 3 at once;
+///   - a notice signal (one of the signal pipe's) exits with the restart code
+///     unless the construction ends within notice_grace: then the guard
+///     raises the notice again, and the cluster saves for it as for any
+///     notice (one worker's notice during the start must not fail its peers,
+///     which a worker gone from the restore agreement would);
+/// each exit after one line that says so.
 ///
 /// Lifetime: from before the join until the signal watcher takes the signal
 /// pipe over. The destructor stops the guard's thread and gives SIGINT its
@@ -25,6 +30,8 @@ namespace lifeboat {
 /// One per process; its methods are not thread-safe.
 class startup_guard {
  public:
+  static constexpr std::chrono::milliseconds notice_grace{500};
+
   static caf::expected<std::unique_ptr<startup_guard>> start(const signal_pipe& notices,
                                                              int restart_code);
   ~startup_guard();
@@ -41,6 +48,7 @@ class startup_guard {
   int interrupt_fd_ = -1;  // the read end of SIGINT's pipe
   int stop_fd_ = -1;       // an eventfd: the destructor's word to stop
   bool sigint_installed_ = false;
+  int held_notice_ = 0;  // a notice read and not acted on: raised again at the end
   struct sigaction previous_sigint_ {};
   std::thread thread_;
 };

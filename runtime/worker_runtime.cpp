@@ -18,6 +18,7 @@
 #include "actors/coordination_service.hpp"
 #include "actors/exit_controller.hpp"
 #include "actors/poll_watcher.hpp"
+#include "actors/progress_tracker.hpp"
 #include "actors/protocol.hpp"
 #include "actors/signal_watcher.hpp"
 #include "actors/status_endpoint.hpp"
@@ -57,11 +58,9 @@ constexpr auto shutdown_barrier_timeout = 60s;
 // After the final save is handed over: the commit must come within this bound.
 constexpr auto final_commit_bound = 300s;
 constexpr auto failure_arrival_bound = 5s;
-// A step that raises while a peer's failure is on its way is usually that
-// failure's echo: the peer's error reaches this worker within milliseconds,
-// the collective it waits in fails when the peer's process ends (gloo: 0.15
-// to 0.26 s later under a 3-worker PyTorch job). A step's own error waits
-// this long for such a failure before it is reported as a new one.
+// A step's error is reported to the service, which broadcasts only the
+// first failure of a generation; the worker then waits this long at most for
+// that broadcast to say whose failure came first (a round trip, normally).
 constexpr auto peer_failure_echo_window = 1s;
 // The worker hosting the service stays until the others have left (or are
 // lost), so none of them loses the service before it got the commit; bounded
@@ -89,8 +88,23 @@ constexpr const char* ready_barrier_agreement = "agreeing on the checkpoint-read
 // Splitting the trainer's communicator: every worker is past the restore
 // agreement by then, so this bounds only a worker that dies on the way.
 constexpr auto nccl_split_timeout = 60s;
+// LIFEBOAT_HANG_TIMEOUT at most (a week): beyond, it is a mistake.
+constexpr double max_hang_timeout_s = 7 * 86400;
+// A hung rank's training thread writes its stack within this bound.
+constexpr auto stack_dump_bound = 2s;
 
 [[noreturn]] void fail_config(const std::string& what) { throw config_error(what); }
+
+// what() of the exception in `error`, for the peers.
+std::string exception_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "unknown exception";
+}
 
 // What a worker publishes of an attempt: can_value, or why not.
 std::string verdict(const caf::error& err) { return err ? describe(err) : can_value; }
@@ -100,6 +114,15 @@ void await_started(caf::actor_system& sys, const caf::actor& actor) {
   self->request(actor, actor_start_bound, status_atom::value)
       .receive([](const wire::ActorStatus&) {},
                [](const caf::error& err) { fail_config("starting an actor: " + describe(err)); });
+}
+
+// termination_config::hang_timeout, else LIFEBOAT_HANG_TIMEOUT (seconds),
+// else adaptive, as the service takes it: -1 adaptive, 0 off, else ms.
+caf::expected<int64_t> hang_timeout_ms(const termination_config& config) {
+  if (config.hang_timeout) return config.hang_timeout->count();
+  auto text = env_value(process_environment(), "LIFEBOAT_HANG_TIMEOUT");
+  if (text == nullptr) return progress_tracker::adaptive_hang_timeout;
+  return parse_seconds_as_ms(text, "LIFEBOAT_HANG_TIMEOUT", max_hang_timeout_s);
 }
 
 // LIFEBOAT_STATUS_PORT (0: any free port): none when unset; a malformed one
@@ -135,6 +158,15 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   auto status_port = status_port_from_env();
   if (!status_port) fail_config(describe(status_port.error()));
   status_port_ = *status_port;
+  auto hang = hang_timeout_ms(config_);
+  if (!hang) fail_config(describe(hang.error()));
+  hang_timeout_ms_ = *hang;
+  // The constructing thread is the training thread: the one a hung rank's
+  // stack is wanted of.
+  if (auto dumper = stack_dumper::install_for_this_thread())
+    stack_dumper_ = std::move(*dumper);
+  else
+    log(log_level::warning, "runtime", describe(dumper.error()));
   grace_period_ = config_.grace_period.value_or(
       std::chrono::duration_cast<std::chrono::milliseconds>(platform->grace_period));
   signals_ = platform->signals;
@@ -247,6 +279,8 @@ void worker_runtime::start_cluster() {
   agent.rejoin_bound = heartbeat_timeout;
   agent.step_source = [this] { return completed_step_.load(std::memory_order_relaxed); };
   agent.phase_source = [this] { return std::string{to_string(phase_.get())}; };
+  agent.blocked_source = [this] { return blocked_ms_.load(std::memory_order_relaxed); };
+  agent.hang_timeout_ms = hang_timeout_ms_;
   auto client = coordination_client::connect(*system_, agent);
   if (!client)
     fail_config("cannot join the coordination service at " + agent.host + ":" +
@@ -352,6 +386,10 @@ void worker_runtime::spawn_actors() {
   writer_ = sys.spawn(checkpoint_writer, client_.get(), resolver_, cluster_.rank == 0);
   exit_controller_config exit_cfg;
   exit_cfg.restart_code = restart_code_;
+  exit_cfg.rank = cluster_.rank;
+  exit_cfg.dump_stacks = [this] {
+    if (stack_dumper_) stack_dumper_->dump(stack_dump_bound);
+  };
   exit_controller_ = sys.spawn(exit_controller, exit_cfg, &gate_);
   std::vector<std::unique_ptr<notice_source>> sources;
   for (auto& spec : notice_sources_) {
@@ -575,25 +613,36 @@ void worker_runtime::exit_after_failure() {
   exit_process(failure_exit_code);
 }
 
+// 1. A failure already known: a step that raises now almost always raised
+//    its echo (a collective fails once the failed peer's process ends, gloo
+//    0.15 to 0.26 s after the failure's broadcast arrived under a 3-worker
+//    PyTorch job): raise that failure, report nothing.
+// 2. Report the error; the service broadcasts it only if it is the
+//    generation's first failure.
+// 3. Wait for the broadcast: a peer's failure came first (this error was its
+//    echo after all), or this one did. Without word from the service, this
+//    worker's own failure stands.
 void worker_runtime::on_step_failed(std::exception_ptr error) {
-  if (!failure_reported_) {
-    // Returns at once when a failure is already known.
-    gate_.await_exit(peer_failure_echo_window);
-    if (gate_.failure().failed) throw_failure();
+  if (failure_reported_) return;
+  if (gate_.failure().failed) throw_failure();
+  auto text = exception_text(error);
+  failure_reported_ = true;
+  client_->report_error(static_cast<int32_t>(errc::peer_error), text);
+  gate_.await_exit(peer_failure_echo_window);
+  auto first = gate_.failure();
+  if (first.failed && first.origin_rank != cluster_.rank) {
+    log(log_level::info, "runtime", "step ", completed_step_.load() + 1, " raised '", text,
+        "' after rank ", first.origin_rank, " failed: its echo, not a failure of this rank");
+    throw_failure();
   }
-  report_error(std::move(error));
+  log(log_level::error, "runtime", "step ", completed_step_.load() + 1, " failed: ", text);
+  gate_.fail(cluster_.rank, text, false);
 }
 
 void worker_runtime::report_error(std::exception_ptr error) {
-  std::string text = "unknown exception";
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    text = e.what();
-  } catch (...) {
-  }
   if (failure_reported_) return;
   failure_reported_ = true;
+  auto text = exception_text(error);
   log(log_level::error, "runtime", "step ", completed_step_.load() + 1, " failed: ", text);
   client_->report_error(static_cast<int32_t>(errc::peer_error), text);
   // This worker has failed from now on, not only once the service's
@@ -602,7 +651,12 @@ void worker_runtime::report_error(std::exception_ptr error) {
 }
 
 void worker_runtime::barrier(const std::string& name, std::chrono::milliseconds timeout) {
+  auto started = std::chrono::steady_clock::now();
   auto err = client_->barrier("user/" + name, timeout);
+  blocked_ms_.fetch_add(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - started)
+                            .count(),
+                        std::memory_order_relaxed);
   if (!err) return;
   // A barrier fails when a participant failed; the failure itself (with its
   // origin) reaches this worker through the cluster watcher at about the same time.

@@ -22,6 +22,7 @@
 #include "lifeboat/termination_config.hpp"
 #include "messages/errors.hpp"
 #include "platform/cluster_discovery.hpp"
+#include "runtime/stack_dump.hpp"
 #include "runtime/startup_guard.hpp"
 
 namespace lifeboat {
@@ -51,8 +52,9 @@ class worker_runtime {
   void on_action_step(int64_t step);
 
   /// A training step raised `error`. Throws peer_error when a peer's failure
-  /// is known or arrives within a short window (the step's error was its
-  /// echo); otherwise reports `error` as this worker's failure and returns.
+  /// is known, or when the service says one came before this worker's report
+  /// (the step's error was its echo); otherwise this worker's failure stands
+  /// (failed() is true) and it returns.
   void on_step_failed(std::exception_ptr error);
   /// Reports `error` to every worker as this worker's failure; from then on
   /// failed() is true.
@@ -107,6 +109,10 @@ class worker_runtime {
   std::atomic<int64_t>& completed_step_;
   int64_t restored_step_ = 0;
   bool failure_reported_ = false;
+  int64_t hang_timeout_ms_ = 0;  // for the service: -1 adaptive, 0 off
+  // Time the training thread spent in barrier(), for the service's step times.
+  std::atomic<int64_t> blocked_ms_{0};
+  std::unique_ptr<stack_dumper> stack_dumper_;
 
   std::optional<checkpoint::store> store_;
   std::unique_ptr<system_config> system_config_;

@@ -71,14 +71,12 @@ class python_callable {
   std::shared_ptr<py::object> fn_;
 };
 
-lifeboat::termination_config make_config(py::object termination_watcher_fn, py::object exit_fn,
-                                         std::optional<double> grace_period, py::object save_fn,
-                                         std::vector<std::string> signals,
-                                         std::optional<std::vector<std::string>> notice_sources,
-                                         std::optional<int> restart_code, double poll_interval,
-                                         double safety_factor, int max_to_keep,
-                                         int64_t save_every_steps, double save_every_seconds,
-                                         double heartbeat_timeout) {
+lifeboat::termination_config make_config(
+    py::object termination_watcher_fn, py::object exit_fn, std::optional<double> grace_period,
+    py::object save_fn, std::vector<std::string> signals,
+    std::optional<std::vector<std::string>> notice_sources, std::optional<int> restart_code,
+    double poll_interval, double safety_factor, int max_to_keep, int64_t save_every_steps,
+    double save_every_seconds, double heartbeat_timeout, std::optional<double> hang_timeout) {
   lifeboat::termination_config c;
   if (!termination_watcher_fn.is_none()) {
     python_callable fn{termination_watcher_fn};
@@ -102,6 +100,7 @@ lifeboat::termination_config make_config(py::object termination_watcher_fn, py::
   c.save_every_steps = save_every_steps;
   c.save_every_seconds = from_seconds<std::chrono::seconds>(save_every_seconds);
   c.heartbeat_timeout = from_seconds<std::chrono::milliseconds>(heartbeat_timeout);
+  if (hang_timeout) c.hang_timeout = from_seconds<std::chrono::milliseconds>(*hang_timeout);
   return c;
 }
 
@@ -111,9 +110,17 @@ class python_handler {
  public:
   python_handler(lifeboat::checkpoint_state& state, std::string dir,
                  lifeboat::termination_config config) {
-    py::gil_scoped_release unlocked;
-    handler_ = std::make_unique<lifeboat::preemption_checkpoint_handler>(state, std::move(dir),
-                                                                         std::move(config));
+    {
+      py::gil_scoped_release unlocked;
+      handler_ = std::make_unique<lifeboat::preemption_checkpoint_handler>(state, std::move(dir),
+                                                                           std::move(config));
+    }
+    // A hung rank's stacks: lifeboat signals its training thread, Python's
+    // faulthandler writes every Python thread's stack and then chains to
+    // lifeboat's handler, which writes the native one.
+    py::module_::import("faulthandler")
+        .attr("register")(lifeboat::stack_dump_signal(), py::arg("all_threads") = true,
+                          py::arg("chain") = true);
   }
 
   ~python_handler() { close(); }
@@ -306,6 +313,7 @@ PYBIND11_MODULE(_lifeboat, m) {
            py::arg("poll_interval") = 1.0, py::arg("safety_factor") = 2.0,
            py::arg("max_to_keep") = 2, py::arg("save_every_steps") = 0,
            py::arg("save_every_seconds") = 0.0, py::arg("heartbeat_timeout") = 10.0,
+           py::arg("hang_timeout") = py::none(),
            "Durations in seconds; anything left unset takes the platform's default.");
 
   py::class_<preemption_scope>(m, "PreemptionScope")

@@ -18,6 +18,17 @@ TEST(text_parse, integers_are_whole_and_in_range) {
   }
 }
 
+TEST(text_parse, seconds_are_whole_numbers_in_range_in_milliseconds) {
+  EXPECT_EQ(*parse_seconds_as_ms("2", "S", 60), 2000);
+  EXPECT_EQ(*parse_seconds_as_ms("0.25", "S", 60), 250);
+  EXPECT_EQ(*parse_seconds_as_ms("0", "S", 60), 0);
+  for (auto bad : {"", "-1", "2s", " 2", "61", "nan", "inf"}) {
+    auto value = parse_seconds_as_ms(bad, "S", 60);
+    ASSERT_FALSE(value) << bad;
+    EXPECT_NE(describe(value.error()).find(std::string{"S='"} + bad + "'"), std::string::npos);
+  }
+}
+
 TEST(text_parse, ports) {
   EXPECT_EQ(*parse_port("65535", "P"), 65535);
   EXPECT_FALSE(parse_port("0", "P"));

@@ -18,6 +18,11 @@ namespace lifeboat {
 
 class worker_runtime;
 
+/// The signal lifeboat sends the training thread of a hung rank to write its
+/// stack to stderr (SIGRTMIN + 8). A Python trainer's module registers
+/// faulthandler on it, so the Python stacks come first.
+int stack_dump_signal();
+
 /// The training thread's view of a preemption-aware worker. Construction
 /// reads the cluster from the environment (LIFEBOAT_*, TF_CONFIG, torchrun,
 /// SLURM; alone otherwise), joins it, and restores the latest complete
@@ -38,9 +43,10 @@ class preemption_checkpoint_handler {
 
   /// Runs one training step `fn(xs...)` and returns its result. An exception
   /// from `fn` is reported to every worker and rethrown, unless a peer's
-  /// failure is known or arrives within a second: then the exception was
-  /// most likely its echo (a collective failing as the peer's process ends),
-  /// and `run` throws that failure as peer_error instead, reporting nothing.
+  /// failure came first (known already, or the coordination service says so
+  /// in answer to the report): then the exception was its echo (a collective
+  /// failing as the peer's process ends), and `run` throws that failure as
+  /// peer_error instead; the service broadcasts only a generation's first.
   template <class F, class... Ts>
   decltype(auto) run(F&& fn, Ts&&... xs) {
     check_alert();

@@ -73,6 +73,13 @@ struct termination_config {
 
   /// A peer whose heartbeats stop for this long is lost.
   std::chrono::milliseconds heartbeat_timeout{10000};
+
+  /// A rank that completes no step for this long while a peer is past it is
+  /// hung: every worker exits 3 naming it (`rank N failed: hang: ...`), and the
+  /// hung rank logs its training thread's stack first. Zero turns detection
+  /// off. Unset: LIFEBOAT_HANG_TIMEOUT (seconds), else the larger of 10 x the
+  /// cluster's median step time and 30 s. Time in a save is not counted.
+  std::optional<std::chrono::milliseconds> hang_timeout;
 };
 
 }  // namespace lifeboat
