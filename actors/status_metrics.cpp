@@ -123,6 +123,15 @@ std::string render_metrics(const wire::Status& merged,
     if (!worker.phase().empty())
       add(out, "worker_phase", "1 for the phase a worker's last heartbeat reported.", 1,
           {{"rank", rank}, {"phase", worker.phase()}});
+    // Step times as quantiles of one family, as Prometheus summaries name them.
+    add(out, "worker_step_seconds",
+        "A worker's step time over a recent window, less time in lifeboat's barriers.",
+        worker.step_seconds_median(), {{"rank", rank}, {"quantile", "0.5"}});
+    add(out, "worker_step_seconds", "", worker.step_seconds_p99(),
+        {{"rank", rank}, {"quantile", "0.99"}});
+    add(out, "worker_straggler",
+        "1 for a worker whose median step time is over 1.5x the cluster's.",
+        worker.straggler() ? 1 : 0, {{"rank", rank}});
   }
   for (const auto& answer : answers) {
     // Sorted, so the output does not depend on the map's iteration order.

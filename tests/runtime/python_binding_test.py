@@ -132,6 +132,23 @@ class PythonBindingTest(unittest.TestCase):
             self.assertTrue(line.endswith(" origin=1"), line)
         self.assertEqual(self.committed_steps(), [])
 
+    def test_a_hung_step_ends_every_worker_and_its_python_stack_is_logged(self):
+        # Rank 1's step sleeps forever at step 5 while rank 0 waits for it at
+        # the next step's barrier.
+        cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10", "--lockstep",
+                                         "--hang-rank", "1", "--hang-step", "5",
+                                         "--hang-timeout", "1.5"])
+        codes = cluster.finish()
+        self.assertEqual(codes, [FAILURE_EXIT_CODE] * 2, cluster.transcript())
+        line = cluster.workers[0].wait_line("error=", timeout=0)
+        self.assertIsNotNone(line, cluster.transcript())
+        self.assertIn("rank 1: hang: no step completed for", line)
+        hung = "\n".join(cluster.workers[1].lines)
+        # faulthandler's dump of the Python threads, then lifeboat's native one.
+        self.assertIn("most recent call first", hung, cluster.transcript())
+        self.assertIn("in hang_forever", hung, cluster.transcript())
+        self.assertIn("native stack of the training thread", hung, cluster.transcript())
+
     def test_a_save_fn_saves_instead_of_lifeboat_once_per_worker(self):
         os.makedirs(self.ckpt)
         cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10", "--save-fn"])

@@ -26,6 +26,8 @@ import lifeboat
 
 CONFIG_EXIT_CODE = 2
 FAILURE_EXIT_CODE = 3
+# --lockstep's barrier per step; a failed or hung peer ends it long before.
+LOCKSTEP_BARRIER_TIMEOUT = 60.0
 
 
 def say(line):
@@ -33,6 +35,12 @@ def say(line):
     # wrote a line and its newline apart, and a log line landed between), and
     # lifeboat may end the process right after a step.
     os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
+def hang_forever():
+    """The step that never ends, its runtime alive (a hang)."""
+    while True:
+        time.sleep(3600)
 
 
 def main():
@@ -46,6 +54,10 @@ def main():
     parser.add_argument("--watcher-after", type=int, default=-1)
     parser.add_argument("--grace-period", type=float, default=None)
     parser.add_argument("--save-fn", action="store_true")
+    parser.add_argument("--lockstep", action="store_true")
+    parser.add_argument("--hang-rank", type=int, default=-1)
+    parser.add_argument("--hang-step", type=int, default=-1)
+    parser.add_argument("--hang-timeout", type=float, default=None)
     opts = parser.parse_args()
 
     # The model: [steps applied, last step]; a step is applied only when it
@@ -71,7 +83,8 @@ def main():
 
     config = lifeboat.TerminationConfig(termination_watcher_fn=watcher, grace_period=opts.grace_period,
                                         save_fn=save_fn if opts.save_fn else None,
-                                        notice_sources=[], poll_interval=0.05)
+                                        notice_sources=[], poll_interval=0.05,
+                                        hang_timeout=opts.hang_timeout)
     try:
         handler = lifeboat.PreemptionCheckpointHandler(state, opts.checkpoint_dir, config)
     except lifeboat.ConfigError as e:
@@ -81,6 +94,10 @@ def main():
 
     def step():
         n = handler.total_run_calls + 1
+        if opts.lockstep:
+            handler.barrier(f"step/{n}", LOCKSTEP_BARRIER_TIMEOUT)
+        if handler.rank == opts.hang_rank and n == opts.hang_step:
+            hang_forever()
         if handler.rank == opts.fail_rank and n == opts.fail_step:
             raise ValueError(f"injected failure at step {n}")
         if n == model[1] + 1:
