@@ -260,6 +260,27 @@ class TorchTrainerTest(unittest.TestCase):
                 self.assertIn(f"giving up: rank 1 failed: {error} ", text)
                 self.assertEqual(self.committed_steps(), [])
 
+    def test_a_foreign_listener_on_lifeboats_port_under_torchrun_ends_every_worker(self):
+        # Another job's server holds MASTER_PORT + 1, lifeboat's port under
+        # torchrun: rank 0 cannot host the service and says so; the others,
+        # joining a stranger, end as torchrun stops the group (the start-up
+        # guard), none left for torchrun to SIGKILL after its 30 s.
+        master_port = free_port_pair()
+        with socket.socket() as stranger:
+            stranger.bind(("127.0.0.1", master_port + 1))
+            stranger.listen(8)
+            run = output_lines.Process(
+                [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(WORLD),
+                 "--max_restarts", "0", "--monitor_interval", "0.1", "--redirects", "2",
+                 "--tee", "2", "--master_addr", "127.0.0.1", "--master_port", str(master_port),
+                 *trainer_args(self.ckpt)],
+                environment())
+            self.assertNotEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
+        text = run.transcript()
+        self.assertIn("cannot host the coordination service", text)
+        self.assertNotIn("SIGKILL", text)
+        self.assertEqual(digests(run), {}, text)
+
 
 if __name__ == "__main__":
     unittest.main()
