@@ -126,13 +126,18 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
     // The service hears of every exit (a worker that ended before it joined
     // has no connection whose end would tell its peers); the first exit
     // anywhere bounds how long every node's workers may take.
-    auto record = [&](const worker_exit& e, const std::string& how) {
-      caf::anon_send(service, exited_atom::value, static_cast<int32_t>(e.rank),
+    auto tell_service = [&](int rank, const std::string& how) {
+      caf::anon_send(service, exited_atom::value, static_cast<int32_t>(rank),
                      static_cast<uint32_t>(restart), how);
-      if (gen.deadline == no_deadline) {
-        gen.deadline = bound_from_now(ended_normally(e, opts.restart_code));
-        broadcast(bound_message(ended_normally(e, opts.restart_code)));
-      }
+    };
+    auto bound_generation = [&](bool ok) {
+      if (gen.deadline != no_deadline) return;
+      gen.deadline = bound_from_now(ok);
+      broadcast(bound_message(ok));
+    };
+    auto record = [&](const worker_exit& e, const std::string& how) {
+      tell_service(e.rank, how);
+      bound_generation(ended_normally(e, opts.restart_code));
       gen.exits.push_back(e);
     };
     auto record_local = [&](const worker_exit& e) {
@@ -143,8 +148,12 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
                   ranks_of(l.peer_node(), opts.nproc) + "): " + l.why();
       if (lost.empty()) lost = what;
       say(what);
+      // Its workers died with it (or will, once they notice): the service
+      // learns of those that had not joined yet, and the generation is a
+      // failed one, whose other workers get the shorter bound.
       for (int r = l.peer_node() * opts.nproc; r < (l.peer_node() + 1) * opts.nproc; ++r)
-        record(worker_exit{r, -1, failure_exit_code, 0, false}, "its launcher was lost");
+        tell_service(r, "on node " + std::to_string(l.peer_node()) + " lost with its launcher");
+      bound_generation(false);
     };
     auto nodes_pending = [&] {
       return static_cast<int>(live_links().size()) -
@@ -179,9 +188,14 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
     if (!lost.empty()) {
       // The job cannot go on without that node's workers, and a launcher that
       // vanished will not take part in another generation: end the job.
-      auto line = "giving up: " + lost;
-      say(line);
-      broadcast("say " + line);
+      std::vector<std::string> lines;
+      auto result = classify_generation(gen.exits, opts.restart_code, [] { return std::string{}; });
+      for (auto& f : result.failures) lines.push_back(f.describe());
+      lines.push_back("giving up: " + lost);
+      for (auto& line : lines) {
+        say(line);
+        broadcast("say " + line);
+      }
       broadcast("exit " + std::to_string(failure_exit_code));
       return failure_exit_code;
     }

@@ -141,8 +141,10 @@ bool node_link::receive(std::vector<std::string>& out) {
 bool node_link::read_line(std::string& out, link_clock::time_point until) {
   for (;;) {
     if (next_line(out)) return true;
-    if (!fill()) return false;
+    // A refusal arrives with the end of the connection: read it first.
+    auto open = fill();
     if (next_line(out)) return true;
+    if (!open) return false;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - link_clock::now());
     if (left.count() <= 0) return fail("no answer in time");
     pollfd p{fd_, POLLIN, 0};
