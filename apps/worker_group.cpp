@@ -58,20 +58,28 @@ void order_by_cause(std::vector<worker_exit>& exits) {
 }
 
 worker_group::worker_group(std::vector<std::string> command, std::map<std::string, std::string> env,
-                           std::optional<uint16_t> status_port_base)
-    : command_(std::move(command)), env_(std::move(env)), status_port_base_(status_port_base) {}
+                           std::optional<uint16_t> status_port_base, int node_rank)
+    : command_(std::move(command)),
+      env_(std::move(env)),
+      status_port_base_(status_port_base),
+      node_rank_(node_rank) {}
 
 std::optional<std::string> worker_group::start(int n, int restart) {
   auto launcher = ::getpid();
-  for (int rank = 0; rank < n; ++rank) {
+  for (int local_rank = 0; local_rank < n; ++local_rank) {
+    auto rank = node_rank_ * n + local_rank;
     auto env = env_;
     env["LIFEBOAT_RANK"] = std::to_string(rank);
+    env["LIFEBOAT_LOCAL_RANK"] = std::to_string(local_rank);
+    env["LIFEBOAT_LOCAL_WORLD_SIZE"] = std::to_string(n);
+    env["LIFEBOAT_NODE_RANK"] = std::to_string(node_rank_);
     env["LIFEBOAT_RESTART_COUNT"] = std::to_string(restart);
     // Base 0 asks every worker to pick a free port (it logs the one it got);
-    // otherwise each rank gets its own fixed port, the same in every generation.
+    // otherwise each worker of this node gets its own fixed port, the same in
+    // every generation (ports are per node, so the local rank picks it).
     if (status_port_base_)
       env["LIFEBOAT_STATUS_PORT"] =
-          std::to_string(*status_port_base_ == 0 ? 0 : *status_port_base_ + rank);
+          std::to_string(*status_port_base_ == 0 ? 0 : *status_port_base_ + local_rank);
     // Everything the child needs is prepared before fork: after it, only
     // async-signal-safe calls until exec.
     std::vector<std::string> env_strings;

@@ -43,16 +43,19 @@ void order_by_cause(std::vector<worker_exit>& exits);
 
 /// Starts and reaps one generation of N local worker processes. Every worker
 /// dies with the launcher (PR_SET_PDEATHSIG), starts with no signals blocked,
-/// and gets `env` plus LIFEBOAT_RANK, LIFEBOAT_RESTART_COUNT and, with a
-/// `status_port_base`, LIFEBOAT_STATUS_PORT (base + rank; 0 stays 0).
+/// and gets `env` plus LIFEBOAT_RANK (node_rank * N + its local rank),
+/// LIFEBOAT_LOCAL_RANK, LIFEBOAT_LOCAL_WORLD_SIZE (N), LIFEBOAT_NODE_RANK,
+/// LIFEBOAT_RESTART_COUNT and, with a `status_port_base`,
+/// LIFEBOAT_STATUS_PORT (base + local rank; 0 stays 0).
 /// SIGCHLD must be blocked in every thread of the calling process (the group
 /// waits for it with sigtimedwait).
 class worker_group {
  public:
   worker_group(std::vector<std::string> command, std::map<std::string, std::string> env,
-               std::optional<uint16_t> status_port_base = std::nullopt);
+               std::optional<uint16_t> status_port_base = std::nullopt, int node_rank = 0);
 
-  /// Starts `n` workers; prints "lifeboat-launch: rank=R pid=PID restart=K".
+  /// Starts `n` workers; prints "lifeboat-launch: rank=R pid=PID restart=K"
+  /// (R the global rank).
   /// Returns an error message when a worker cannot be started.
   std::optional<std::string> start(int n, int restart);
 
@@ -76,8 +79,9 @@ class worker_group {
   std::vector<std::string> command_;
   std::map<std::string, std::string> env_;
   std::optional<uint16_t> status_port_base_;
+  int node_rank_;
   mutable std::mutex mtx_;
-  std::map<pid_t, int> live_;  // pid -> rank
+  std::map<pid_t, int> live_;  // pid -> global rank
 };
 
 }  // namespace lifeboat::apps

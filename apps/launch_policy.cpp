@@ -1,0 +1,87 @@
+#include "apps/launch_policy.hpp"
+
+#include <csignal>
+
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+#include "platform/signal_names.hpp"
+
+namespace lifeboat::apps {
+
+bool ended_normally(const worker_exit& e, int restart_code) {
+  return e.signal == 0 && (e.code == 0 || e.code == restart_code);
+}
+
+void say(const std::string& line) { write_stderr_line("lifeboat-launch: " + line); }
+
+generation_result classify_generation(const std::vector<worker_exit>& exits, int restart_code,
+                                      const std::function<std::string()>& failure_origin) {
+  generation_result out;
+  for (auto& e : exits) {
+    if (e.signal == 0 && e.code == restart_code)
+      out.result = out.result == outcome::failed ? outcome::failed : outcome::preempted;
+    else if (e.signal != 0 || e.code != 0) {
+      out.result = outcome::failed;
+      out.failures.push_back(e);
+    }
+  }
+  order_by_cause(out.failures);
+  if (out.failures.empty()) return out;
+  // Workers that only followed a failure exit 3 in any order; the service
+  // saw which worker it began with.
+  out.cause = out.failures.front().describe();
+  if (followed_a_failure(out.failures.front())) {
+    auto origin = failure_origin();
+    if (!origin.empty()) out.cause = origin;
+  }
+  return out;
+}
+
+verdict decide(const generation_result& result, int received_signal, int& failures,
+               int max_restarts, int restart_code, int world_size,
+               const std::function<std::string()>& preemption_message) {
+  verdict out;
+  if (result.result == outcome::finished) {
+    out.lines.push_back("all " + std::to_string(world_size) + " workers finished");
+    out.exit_code = 0;
+    return out;
+  }
+  if (result.result == outcome::preempted) {
+    out.lines.push_back("workers saved a checkpoint and exited with the restart code (" +
+                        preemption_message() + ")");
+    if (received_signal != 0) out.exit_code = restart_code;
+    return out;
+  }
+  ++failures;
+  for (auto& f : result.failures) out.lines.push_back(f.describe());
+  // A forwarded SIGTERM that ended workers before they could save (still
+  // starting, before their handler took the signal, or a command without
+  // lifeboat) is the notice taking effect, not a failure: nothing was torn,
+  // the latest complete checkpoint stands, and the job is to be restarted
+  // from it, as after a save.
+  if (received_signal == SIGTERM && ended_by_signal(result.failures, SIGTERM)) {
+    out.lines.push_back("stopped by SIGTERM before the workers could save: " + result.cause +
+                        "; the latest complete checkpoint stands, exiting with " +
+                        std::to_string(restart_code));
+    out.exit_code = restart_code;
+    return out;
+  }
+  // Workers that a forwarded signal ended otherwise (SIGINT, where they take
+  // only SIGTERM as a notice) are not restarted: the signal asked for the end.
+  if (received_signal != 0) {
+    out.lines.push_back("stopped by " + signal_name(received_signal) + ": " + result.cause);
+    out.exit_code = failure_exit_code;
+    return out;
+  }
+  if (failures > max_restarts) {
+    out.lines.push_back("giving up: " + result.cause + " (" + std::to_string(failures) +
+                        " failure(s), --max-restarts " + std::to_string(max_restarts) + ")");
+    out.exit_code = failure_exit_code;
+    return out;
+  }
+  out.lines.push_back("restarting after failure " + std::to_string(failures) + " of at most " +
+                      std::to_string(max_restarts) + ": " + result.cause);
+  return out;
+}
+
+}  // namespace lifeboat::apps

@@ -1,0 +1,275 @@
+#include "apps/multi_node_launch.hpp"
+
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <optional>
+#include <set>
+
+#include <caf/send.hpp>
+
+#include "actors/coordination_atoms.hpp"
+#include "apps/launch_policy.hpp"
+#include "messages/errors.hpp"
+#include "platform/signal_pipe.hpp"
+
+namespace lifeboat::apps {
+
+namespace {
+
+using time_point = link_clock::time_point;
+// No worker of the generation exited yet: nothing bounds the others.
+constexpr auto no_deadline = time_point::max();
+
+// A descriptor readable while a SIGCHLD is pending (SIGCHLD is blocked in
+// every thread of the launcher), so that one poll waits for workers and links.
+class child_events {
+ public:
+  child_events() {
+    auto set = signal_set({SIGCHLD});
+    fd_ = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  }
+  ~child_events() { ::close(fd_); }
+  child_events(const child_events&) = delete;
+  child_events& operator=(const child_events&) = delete;
+
+  /// Waits until a child changed state, a link has data, or `until`.
+  void wait(const std::vector<node_link*>& links, time_point until) {
+    std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+    for (auto* link : links) fds.push_back({link->fd(), POLLIN, 0});
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - link_clock::now());
+    // One more millisecond: poll rounds down, and waking before `until`
+    // would only come back here.
+    ::poll(fds.data(), fds.size(),
+           static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, INT_MAX)));
+    signalfd_siginfo info;
+    while (::read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string encode(const worker_exit& e) {
+  return "exit " + std::to_string(e.rank) + " " + std::to_string(e.pid) + " " +
+         std::to_string(e.code) + " " + std::to_string(e.signal) + " " +
+         std::to_string(e.killed_at_deadline ? 1 : 0);
+}
+
+std::optional<worker_exit> decode_exit(const std::string& line) {
+  worker_exit e;
+  int pid = 0;
+  int killed = 0;
+  if (std::sscanf(line.c_str(), "exit %d %d %d %d %d", &e.rank, &pid, &e.code, &e.signal,
+                  &killed) != 5)
+    return std::nullopt;
+  e.pid = static_cast<pid_t>(pid);
+  e.killed_at_deadline = killed != 0;
+  return e;
+}
+
+std::string bound_message(bool ok) { return ok ? "bound ok" : "bound failed"; }
+
+time_point bound_from_now(bool ok) {
+  return link_clock::now() + (ok ? preempted_group_exit_bound : failed_group_exit_bound);
+}
+
+// "rank 2, rank 3": every global rank of `node`.
+std::string ranks_of(int node, int nproc) {
+  std::string out;
+  for (int r = node * nproc; r < (node + 1) * nproc; ++r)
+    out += (out.empty() ? "rank " : ", rank ") + std::to_string(r);
+  return out;
+}
+
+// One generation as node 0 sees it: every worker's exit, wherever it ran.
+struct generation_state {
+  std::vector<worker_exit> exits;
+  time_point deadline = no_deadline;
+  std::set<int> done_nodes;
+  int remote_signal = 0;
+};
+
+}  // namespace
+
+int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::actor service,
+                  const preemption_watcher& watcher) {
+  const auto& opts = ctx.opts;
+  child_events children;
+  std::string lost;  // the first node whose launcher was lost, and why
+  auto live_links = [&] {
+    std::vector<node_link*> out;
+    for (auto& l : links)
+      if (l && l->why().empty()) out.push_back(l.get());
+    return out;
+  };
+  auto broadcast = [&](const std::string& line) {
+    for (auto* l : live_links()) l->send(line);
+  };
+  int failures = 0;
+  for (int restart = 0;; ++restart) {
+    broadcast("start " + std::to_string(restart));
+    if (auto error = ctx.group.start(opts.nproc, restart)) {
+      say(*error);
+      ctx.group.wait_all(link_clock::now());
+      broadcast("exit " + std::to_string(failure_exit_code));
+      return failure_exit_code;
+    }
+    // As on one node: a signal during the start reached only some workers.
+    if (ctx.received_signal != 0) ctx.group.signal_all(ctx.received_signal);
+    generation_state gen;
+    // The service hears of every exit (a worker that ended before it joined
+    // has no connection whose end would tell its peers); the first exit
+    // anywhere bounds how long every node's workers may take.
+    auto tell_service = [&](int rank, const std::string& how) {
+      caf::anon_send(service, exited_atom::value, static_cast<int32_t>(rank),
+                     static_cast<uint32_t>(restart), how);
+    };
+    auto bound_generation = [&](bool ok) {
+      if (gen.deadline != no_deadline) return;
+      gen.deadline = bound_from_now(ok);
+      broadcast(bound_message(ok));
+    };
+    auto record = [&](const worker_exit& e, const std::string& how) {
+      tell_service(e.rank, how);
+      bound_generation(ended_normally(e, opts.restart_code));
+      gen.exits.push_back(e);
+    };
+    auto record_local = [&](const worker_exit& e) {
+      record(e, "(pid " + std::to_string(e.pid) + ") " + e.how());
+    };
+    auto lose = [&](node_link& l) {
+      auto what = "node " + std::to_string(l.peer_node()) + "'s launcher was lost (" +
+                  ranks_of(l.peer_node(), opts.nproc) + "): " + l.why();
+      if (lost.empty()) lost = what;
+      say(what);
+      // Its workers died with it (or will, once they notice): the service
+      // learns of those that had not joined yet, and the generation is a
+      // failed one, whose other workers get the shorter bound.
+      for (int r = l.peer_node() * opts.nproc; r < (l.peer_node() + 1) * opts.nproc; ++r)
+        tell_service(r, "on node " + std::to_string(l.peer_node()) + " lost with its launcher");
+      bound_generation(false);
+    };
+    auto nodes_pending = [&] {
+      return static_cast<int>(live_links().size()) -
+             static_cast<int>(std::count_if(
+                 gen.done_nodes.begin(), gen.done_nodes.end(),
+                 [&](int n) { return links[static_cast<size_t>(n)]->why().empty(); }));
+    };
+    while (!ctx.group.empty() || nodes_pending() > 0) {
+      // The deadline matters only while this node still has workers to end.
+      auto until = ctx.group.empty() ? no_deadline : gen.deadline;
+      for (auto* l : live_links()) until = std::min(until, l->next_keep_alive());
+      children.wait(live_links(), until);
+      while (auto e = ctx.group.wait_any(link_clock::now())) record_local(*e);
+      if (link_clock::now() >= gen.deadline)
+        for (auto& e : ctx.group.wait_all(link_clock::now())) record_local(e);
+      for (auto* l : live_links()) {
+        std::vector<std::string> lines;
+        auto ok = l->receive(lines) && l->keep_alive(link_clock::now());
+        for (auto& line : lines) {
+          int signo = 0;
+          if (auto e = decode_exit(line))
+            record(*e, "(pid " + std::to_string(e->pid) + " on node " +
+                           std::to_string(l->peer_node()) + ") " + e->how());
+          else if (std::sscanf(line.c_str(), "done %*d %d", &signo) == 1) {
+            gen.done_nodes.insert(l->peer_node());
+            if (gen.remote_signal == 0) gen.remote_signal = signo;
+          }
+        }
+        if (!ok) lose(*l);
+      }
+    }
+    if (!lost.empty()) {
+      // The job cannot go on without that node's workers, and a launcher that
+      // vanished will not take part in another generation: end the job.
+      std::vector<std::string> lines;
+      auto result = classify_generation(gen.exits, opts.restart_code, [] { return std::string{}; });
+      for (auto& f : result.failures) lines.push_back(f.describe());
+      lines.push_back("giving up: " + lost);
+      for (auto& line : lines) {
+        say(line);
+        broadcast("say " + line);
+      }
+      broadcast("exit " + std::to_string(failure_exit_code));
+      return failure_exit_code;
+    }
+    auto result = classify_generation(gen.exits, opts.restart_code, [&] {
+      return watcher.failure_message(static_cast<uint32_t>(restart), failure_origin_wait);
+    });
+    auto signo = ctx.received_signal != 0 ? ctx.received_signal.load() : gen.remote_signal;
+    auto v = decide(result, signo, failures, opts.max_restarts, opts.restart_code,
+                    opts.world_size(), [&] { return watcher.preemption_message(); });
+    for (auto& line : v.lines) {
+      say(line);
+      broadcast("say " + line);
+    }
+    if (v.exit_code) {
+      broadcast("exit " + std::to_string(*v.exit_code));
+      return *v.exit_code;
+    }
+  }
+}
+
+int run_other_node(const node_context& ctx, node_link& link) {
+  const auto& opts = ctx.opts;
+  child_events children;
+  auto deadline = no_deadline;
+  int generation = -1;
+  for (;;) {
+    auto until = link.next_keep_alive();
+    if (!ctx.group.empty()) until = std::min(until, deadline);
+    children.wait({&link}, until);
+    std::vector<worker_exit> exits;
+    while (auto e = ctx.group.wait_any(link_clock::now())) exits.push_back(*e);
+    if (link_clock::now() >= deadline)
+      for (auto& e : ctx.group.wait_all(link_clock::now())) exits.push_back(e);
+    for (auto& e : exits) {
+      if (deadline == no_deadline) deadline = bound_from_now(ended_normally(e, opts.restart_code));
+      link.send(encode(e));
+    }
+    if (generation >= 0 && ctx.group.empty()) {
+      link.send("done " + std::to_string(generation) + " " + std::to_string(ctx.received_signal));
+      generation = -1;
+      deadline = no_deadline;
+    }
+    std::vector<std::string> lines;
+    auto ok = link.receive(lines) && link.keep_alive(link_clock::now());
+    for (auto& line : lines) {
+      int value = 0;
+      if (line.rfind("say ", 0) == 0) {
+        say(line.substr(4));
+      } else if (std::sscanf(line.c_str(), "exit %d", &value) == 1) {
+        ctx.group.wait_all(link_clock::now());
+        return value;
+      } else if (line == bound_message(true) || line == bound_message(false)) {
+        if (deadline == no_deadline) deadline = bound_from_now(line == bound_message(true));
+      } else if (std::sscanf(line.c_str(), "start %d", &value) == 1) {
+        deadline = no_deadline;
+        generation = value;
+        if (auto error = ctx.group.start(opts.nproc, value)) {
+          say(*error);
+          ctx.group.wait_all(link_clock::now());
+          return failure_exit_code;
+        }
+        if (ctx.received_signal != 0) ctx.group.signal_all(ctx.received_signal);
+      }
+    }
+    if (!ok) {
+      // Without node 0 there is no coordination service and nobody to decide
+      // the next generation: end this node's workers rather than leave them
+      // waiting on a service that is gone.
+      ctx.group.wait_all(link_clock::now());
+      say("lost node 0's launcher at " + opts.host + ":" + std::to_string(opts.control_port) +
+          ": " + link.why() + "; ended this node's workers");
+      return failure_exit_code;
+    }
+  }
+}
+
+}  // namespace lifeboat::apps

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace lifeboat::apps {
+
+using link_clock = std::chrono::steady_clock;
+
+/// One authenticated TCP connection between node 0's launcher and another
+/// launcher of a multi-node job: lines of text, plus heartbeats ("ping") so
+/// that a peer that vanished without closing its socket is noticed too.
+class node_link {
+ public:
+  node_link(int fd, int peer_node);
+  ~node_link();
+  node_link(const node_link&) = delete;
+  node_link& operator=(const node_link&) = delete;
+
+  int fd() const { return fd_; }
+  int peer_node() const { return peer_node_; }
+  void set_peer_node(int node) { peer_node_ = node; }
+  /// Why the link failed, once send or receive returned false.
+  const std::string& why() const { return why_; }
+
+  /// Sends one line (no newline in it); false once the connection failed.
+  bool send(const std::string& line);
+
+  /// Reads what arrived, without blocking; appends every complete line but
+  /// heartbeats to `out` (lines that arrived before end of file too). False
+  /// at end of file or on an error.
+  bool receive(std::vector<std::string>& out);
+
+  /// Blocks until one line arrives or `until` passes (then false, with why()).
+  bool read_line(std::string& out, link_clock::time_point until);
+
+  /// Sends a heartbeat when one is due; false when that fails or the peer
+  /// has been silent for longer than the link's silence bound.
+  bool keep_alive(link_clock::time_point now);
+
+  /// When keep_alive is due next.
+  link_clock::time_point next_keep_alive() const;
+
+ private:
+  bool fail(std::string why);
+  // Appends what arrived to buffer_ without blocking; false at EOF or error.
+  bool fill();
+  // Takes the next complete line but heartbeats out of buffer_.
+  bool next_line(std::string& out);
+
+  int fd_;
+  int peer_node_;
+  std::string buffer_;
+  std::string why_;
+  link_clock::time_point last_sent_;
+  link_clock::time_point last_heard_;
+};
+
+using link_ptr = std::unique_ptr<node_link>;
+
+/// Node K (K > 0): connects to node 0's launcher at host:port, retrying until
+/// `until` (calling `on_wait` once when the first attempt fails), proves that
+/// it holds `token` and checks that node 0 does too. The link or an error.
+std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
+                                                         const std::string& token, int node_rank,
+                                                         int nnodes, link_clock::time_point until,
+                                                         const std::function<void()>& on_wait);
+
+/// Node 0's listening socket for the other launchers.
+class node_listener {
+ public:
+  /// Binds host:port; nullptr and `error` when it cannot.
+  static std::unique_ptr<node_listener> listen(const std::string& host, uint16_t port,
+                                               std::string& error);
+  ~node_listener();
+  node_listener(const node_listener&) = delete;
+  node_listener& operator=(const node_listener&) = delete;
+
+  /// Accepts launchers until nodes 1 .. nnodes-1 each hold the token and
+  /// joined, or `until` passes (an error naming the missing nodes). Refused
+  /// peers (wrong token, node rank, node count) are logged and closed.
+  /// Returns the links by node rank (index 0 empty).
+  std::variant<std::vector<link_ptr>, std::string> accept_nodes(const std::string& token,
+                                                                int nnodes,
+                                                                link_clock::time_point until);
+
+ private:
+  explicit node_listener(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace lifeboat::apps

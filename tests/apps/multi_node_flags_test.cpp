@@ -1,0 +1,133 @@
+// Multi-node lifeboat-launch (DESIGN "Multi-node lifeboat-launch") with a
+// shell as the worker command: the ranks and environment each node's workers
+// get, the launchers' wait for one another, the token they must hold, --help.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/apps/app_test_support.hpp"
+#include "tests/support/loopback_port.hpp"
+
+namespace {
+
+using namespace lifeboat::test;
+
+constexpr int nodes = 2;
+constexpr int per_node = 2;
+constexpr int usage_exit_code = 2;
+const std::string token = "multi-node-flags-test-token";
+// Each worker prints the variables the launcher set for it, then exits 0.
+const std::string print_env =
+    "echo \"worker rank=$LIFEBOAT_RANK world=$LIFEBOAT_WORLD_SIZE local=$LIFEBOAT_LOCAL_RANK "
+    "local_world=$LIFEBOAT_LOCAL_WORLD_SIZE node=$LIFEBOAT_NODE_RANK "
+    "coordinator=$LIFEBOAT_COORDINATOR external=$LIFEBOAT_COORDINATOR_EXTERNAL "
+    "restart=$LIFEBOAT_RESTART_COUNT\"";
+
+// The service's port and the launchers' control port, free on 127.0.0.1.
+struct job_ports {
+  std::string service = std::to_string(unused_port());
+  std::string control = std::to_string(unused_port());
+};
+
+std::unique_ptr<child_process> node(const job_ports& ports, int rank,
+                                    const std::string& job_token = token) {
+  std::vector<std::string> argv{LIFEBOAT_LAUNCH,
+                                "--nnodes",
+                                std::to_string(nodes),
+                                "--node-rank",
+                                std::to_string(rank),
+                                "--coordinator",
+                                "127.0.0.1:" + ports.service,
+                                "--control-port",
+                                ports.control,
+                                "--nproc",
+                                std::to_string(per_node),
+                                "--",
+                                "/bin/sh",
+                                "-c",
+                                print_env};
+  return std::make_unique<child_process>(argv, true,
+                                         environment_with({{"LIFEBOAT_CLUSTER_TOKEN", job_token}}));
+}
+
+TEST(multi_node_flags_test, node_k_runs_global_ranks_k_times_n_on_with_their_local_ranks) {
+  job_ports ports;
+  auto zero = node(ports, 0);
+  auto one = node(ports, 1);
+  output_log log0{*zero};
+  output_log log1{*one};
+  log0.read_all();
+  log1.read_all();
+  EXPECT_EQ(exit_code(*zero), 0) << log0.text();
+  EXPECT_EQ(exit_code(*one), 0) << log1.text();
+  for (int k = 0; k < nodes; ++k) {
+    auto& log = k == 0 ? log0 : log1;
+    for (int local = 0; local < per_node; ++local) {
+      auto rank = std::to_string(k * per_node + local);
+      EXPECT_TRUE(log.contains("lifeboat-launch: rank=" + rank + " pid=")) << log.text();
+      EXPECT_TRUE(log.contains("worker rank=" + rank + " world=4 local=" + std::to_string(local) +
+                               " local_world=2 node=" + std::to_string(k) +
+                               " coordinator=127.0.0.1:" + ports.service + " external=1 restart=0"))
+          << log.text();
+    }
+    EXPECT_TRUE(log.contains("lifeboat-launch: all 4 workers finished")) << log.text();
+  }
+}
+
+// Launchers start in any order: node 1's waits for node 0's, and says so.
+TEST(multi_node_flags_test, a_launcher_started_before_node_zero_waits_for_it) {
+  job_ports ports;
+  auto one = node(ports, 1);
+  output_log log1{*one};
+  ASSERT_TRUE(log1.read_until("lifeboat-launch: waiting for node 0's launcher at 127.0.0.1:" +
+                              ports.control))
+      << log1.text();
+  auto zero = node(ports, 0);
+  output_log log0{*zero};
+  log0.read_all();
+  log1.read_all();
+  EXPECT_EQ(exit_code(*zero), 0) << log0.text();
+  EXPECT_EQ(exit_code(*one), 0) << log1.text();
+  EXPECT_EQ(log1.count("worker rank="), per_node) << log1.text();
+}
+
+TEST(multi_node_flags_test, a_multi_node_launcher_without_the_token_exits_2) {
+  job_ports ports;
+  auto zero = node(ports, 0, "");
+  output_log log{*zero};
+  log.read_all();
+  EXPECT_EQ(exit_code(*zero), usage_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: LIFEBOAT_CLUSTER_TOKEN is not set")) << log.text();
+  EXPECT_FALSE(log.contains("worker rank=")) << log.text();
+}
+
+// A launcher holding another token is refused by node 0's and starts no worker.
+TEST(multi_node_flags_test, a_launcher_with_another_token_is_refused) {
+  job_ports ports;
+  auto zero = node(ports, 0);
+  output_log log0{*zero};
+  ASSERT_TRUE(log0.read_until("waiting for the launchers of 1 other node(s)")) << log0.text();
+  auto stranger = node(ports, 1, "another-token");
+  output_log log1{*stranger};
+  log1.read_all();
+  EXPECT_EQ(exit_code(*stranger), failure_exit_code) << log1.text();
+  EXPECT_TRUE(
+      log1.contains("refused this launcher: refused node 1 does not hold this job's "
+                    "LIFEBOAT_CLUSTER_TOKEN"))
+      << log1.text();
+  EXPECT_FALSE(log1.contains("worker rank=")) << log1.text();
+  zero->kill(SIGKILL);
+}
+
+TEST(multi_node_flags_test, help_prints_the_usage_and_exits_0) {
+  child_process run{{LIFEBOAT_LAUNCH, "--help"}, true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  EXPECT_TRUE(log.contains("usage: lifeboat-launch --nproc N")) << log.text();
+  EXPECT_TRUE(log.contains("--nnodes M --node-rank K --coordinator HOST:PORT")) << log.text();
+}
+
+}  // namespace
