@@ -48,4 +48,10 @@ std::string flags::text(const std::string& name, const std::string& fallback) co
   return i == values_.end() ? fallback : i->second;
 }
 
+bool flags::asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc && std::string{argv[i]} != "--"; ++i)
+    if (std::string{argv[i]} == "--help" || std::string{argv[i]} == "-h") return true;
+  return false;
+}
+
 }  // namespace lifeboat::apps

@@ -18,6 +18,10 @@ class flags {
   static std::optional<flags> parse(int argc, char** argv, const std::set<std::string>& known,
                                     std::string& error);
 
+  /// Whether argv[1..argc), up to a lone "--", asks for the usage (--help or
+  /// -h): the app then prints it on stdout and exits 0.
+  static bool asks_for_help(int argc, char** argv);
+
   bool has(const std::string& name) const { return values_.count(name) > 0; }
 
   /// The integer value of --name within [min, max], or `fallback` when absent.

@@ -115,11 +115,9 @@ std::optional<launch_options> parse(int argc, char** argv) {
 }  // namespace
 
 parsed_launch_options parse_launch_options(int argc, char** argv) {
-  for (int i = 1; i < argc && std::string{argv[i]} != "--"; ++i) {
-    if (std::string{argv[i]} == "--help" || std::string{argv[i]} == "-h") {
-      std::fputs(usage, stdout);
-      return {std::nullopt, 0};
-    }
+  if (apps::flags::asks_for_help(argc, argv)) {
+    std::fputs(usage, stdout);
+    return {std::nullopt, 0};
   }
   auto options = parse(argc, argv);
   if (!options) {

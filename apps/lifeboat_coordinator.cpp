@@ -32,11 +32,13 @@ constexpr int64_t max_world_size = 1 << 20;
 constexpr int64_t default_heartbeat_timeout_ms = 10000;
 constexpr int exit_usage = 2;
 
+constexpr const char* usage_line =
+    " --port P --world-size N [--token T] [--host H] [--heartbeat-timeout-ms MS]"
+    " [--status-port P]\n";
+
 int usage(const std::string& error) {
   std::cerr << program << ": " << error << "\n"
-            << "usage: " << program
-            << " --port P --world-size N [--token T] [--host H]"
-               " [--heartbeat-timeout-ms MS] [--status-port P]\n";
+            << "usage: " << program << usage_line;
   return exit_usage;
 }
 
@@ -44,6 +46,10 @@ int usage(const std::string& error) {
 
 int main(int argc, char** argv) {
   using namespace lifeboat;
+  if (apps::flags::asks_for_help(argc, argv)) {
+    std::cout << "usage: " << program << usage_line;
+    return 0;
+  }
   std::string error;
   auto args = apps::flags::parse(
       argc, argv, {"port", "world-size", "token", "host", "heartbeat-timeout-ms", "status-port"},

@@ -51,6 +51,11 @@ void hold_notice_signals_until_exit() {
   pthread_sigmask(SIG_BLOCK, &notices, nullptr);
 }
 
+constexpr const char* usage =
+    "usage: lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]"
+    " [--grace-period S] [--fail-rank R --fail-step K] [--hang-rank R --hang-step K]"
+    " [--slow-rank R --slow-factor F]\n";
+
 struct options {
   int64_t steps = 0;
   std::string checkpoint_dir;
@@ -126,11 +131,13 @@ std::optional<options> parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (lifeboat::apps::flags::asks_for_help(argc, argv)) {
+    std::cout << usage;
+    return 0;
+  }
   auto opts = parse(argc, argv);
   if (!opts) {
-    std::cerr << "usage: lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]"
-                 " [--grace-period S] [--fail-rank R --fail-step K] [--hang-rank R --hang-step K]"
-                 " [--slow-rank R --slow-factor F]\n";
+    std::cerr << usage;
     return usage_exit_code;
   }
   lifeboat::termination_config config;

@@ -8,16 +8,15 @@ the checks of the module's own argument handling import.
 
 import os
 import secrets
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import unittest
 
 import lifeboat
 
 import output_lines
+import scratch_case
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_trainer.py")
 RESTART_EXIT_CODE = 42
@@ -74,20 +73,8 @@ class Cluster:
         return "\n".join(f"---- rank {r} ----\n{w.transcript()}" for r, w in enumerate(self.workers))
 
 
-class PythonBindingTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="lifeboat-python-test-")
-        self.ckpt = os.path.join(self.dir, "ckpt")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def committed_steps(self):
-        if not os.path.isdir(self.ckpt):
-            return []
-        return sorted(int(d[len("step-"):]) for d in os.listdir(self.ckpt)
-                      if d.startswith("step-") and
-                      os.path.exists(os.path.join(self.ckpt, d, "MANIFEST")))
+class PythonBindingTest(scratch_case.ScratchCase):
+    prefix = "lifeboat-python-test-"
 
     def preempted_then_resumed(self, world, first_args, signal_rank=None):
         """Runs until the notice, checks the single agreed save, restarts and

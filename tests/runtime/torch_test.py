@@ -15,7 +15,6 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 import unittest
 
 SKIP_EXIT_CODE = 77
@@ -29,6 +28,7 @@ import lifeboat
 import lifeboat.torch
 
 import output_lines
+import scratch_case
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_trainer.py")
 WORLD = 3
@@ -162,22 +162,10 @@ class RegistrationTest(unittest.TestCase):
                                                                  dampening=0.5))
 
 
-class TorchTrainerTest(unittest.TestCase):
+class TorchTrainerTest(scratch_case.ScratchCase):
     reference = None
 
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="lifeboat-torch-test-")
-        self.ckpt = os.path.join(self.dir, "ckpt")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def committed_steps(self):
-        if not os.path.isdir(self.ckpt):
-            return []
-        return sorted(int(d[len("step-"):]) for d in os.listdir(self.ckpt)
-                      if d.startswith("step-") and
-                      os.path.exists(os.path.join(self.ckpt, d, "MANIFEST")))
+    prefix = "lifeboat-torch-test-"
 
     def expected_digest(self):
         """The digest of an uninterrupted run, the same on every rank (run once)."""
