@@ -25,6 +25,12 @@ constexpr const char* service_lost_message = "coordination service lost";
 
 using join_deadline_atom = caf::atom_constant<caf::atom("joindead")>;
 using handshake_deadline_atom = caf::atom_constant<caf::atom("handdead")>;
+using step_sample_atom = caf::atom_constant<caf::atom("stepsample")>;
+
+// The completed step is read this often, so that a heartbeat can say how long
+// ago it last moved: the service times a hang from there, not from the
+// heartbeat that first carried the step (up to a heartbeat interval later).
+constexpr std::chrono::milliseconds step_sample_interval{50};
 
 // What to do with the service's Reply to one request.
 struct pending_request {
@@ -48,6 +54,9 @@ struct agent_actor_state {
   bool greeted = false;            // the service's hello came on this connection
   bool service_seen = false;       // some connection was greeted
   bool joined = false;
+  int64_t last_step = 0;  // the step source's value when last sampled
+  std::chrono::steady_clock::time_point last_step_seen;  // when it last changed
+  bool stall_told = false;  // a heartbeat said the step is past the hang timeout
   bool left = false;
   caf::error join_error;  // set once joining failed for good
   frame_splitter reader;
@@ -75,8 +84,32 @@ caf::error reply_error(const wire::Reply& r) {
   return make_error(static_cast<errc>(r.error_code()), r.error_message());
 }
 
+// Reads the step source; a new value restarts the step's age. Returns the
+// age in milliseconds.
+int64_t sample_step(agent_actor_state& st) {
+  auto now = std::chrono::steady_clock::now();
+  auto step = st.cfg.step_source ? st.cfg.step_source() : 0;
+  if (step != st.last_step || st.last_step_seen == std::chrono::steady_clock::time_point{}) {
+    st.last_step = step;
+    st.last_step_seen = now;
+    st.stall_told = false;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_step_seen).count();
+}
+
 void send_envelope(agent_broker* self, const wire::Envelope& env) {
   write_frame(self, self->state.hdl, env);
+}
+
+void send_heartbeat(agent_broker* self) {
+  auto& st = self->state;
+  wire::Envelope env;
+  auto* hb = env.mutable_heartbeat();
+  hb->set_step_age_ms(sample_step(st));
+  hb->set_step(st.last_step);
+  if (st.cfg.phase_source) hb->set_phase(st.cfg.phase_source());
+  if (st.cfg.blocked_source) hb->set_blocked_ms(st.cfg.blocked_source());
+  send_envelope(self, env);
 }
 
 void notify(agent_broker* self, const caf::message& msg) {
@@ -272,6 +305,7 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
       log(log_level::debug, component, "joined generation ", env.join_reply().generation());
       finish_join(self, caf::none);
       self->send(self, tick_atom::value);
+      if (st.cfg.step_source) self->send(self, step_sample_atom::value);
       return;
     case wire::Envelope::kReply: {
       auto i = st.pending.find(env.reply().id());
@@ -378,14 +412,22 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         if (msg.handle == self->state.hdl && self->state.connected)
           on_connection_lost(self, "connection closed");
       },
+      [self](step_sample_atom) {
+        auto& st = self->state;
+        if (!st.joined) return;
+        // A step that has not moved for the hang timeout is told at once,
+        // not at the next heartbeat: the service's verdict waits for it.
+        if (sample_step(st) >= st.cfg.hang_timeout_ms && st.cfg.hang_timeout_ms > 0 &&
+            !st.stall_told) {
+          st.stall_told = true;
+          send_heartbeat(self);
+        }
+        self->delayed_send(self, step_sample_interval, step_sample_atom::value);
+      },
       [self](tick_atom) {
         auto& st = self->state;
         if (!st.joined) return;
-        wire::Envelope env;
-        env.mutable_heartbeat()->set_step(st.cfg.step_source ? st.cfg.step_source() : 0);
-        if (st.cfg.phase_source) env.mutable_heartbeat()->set_phase(st.cfg.phase_source());
-        if (st.cfg.blocked_source) env.mutable_heartbeat()->set_blocked_ms(st.cfg.blocked_source());
-        send_envelope(self, env);
+        send_heartbeat(self);
         self->delayed_send(self, st.cfg.heartbeat_interval, tick_atom::value);
       },
       [self](join_wait_atom) -> caf::result<void> {

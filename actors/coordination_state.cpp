@@ -308,7 +308,9 @@ void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, i
   // A phase this service does not know (a newer worker's) is left out.
   if (auto reported = phase_from_string(hb.phase())) w.reported_phase = reported;
   progress_.on_heartbeat(rank, hb.step(), hb.blocked_ms(), w.reported_phase == phase::saving,
-                         now_ms);
+                         now_ms, hb.step_age_ms());
+  if (w.state == rank_state::alive)
+    if (auto hang = progress_.find_hang(rank)) return declare_hung(*hang);
   // Comparing every rank with the cluster costs a pass over all of them:
   // once per interval, not at every heartbeat.
   if (now_ms < next_straggler_check_ms_) return;
@@ -453,7 +455,6 @@ void coordination_state::on_tick(int64_t now_ms) {
       mark_lost(static_cast<int32_t>(r),
                 "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms");
   }
-  if (auto hang = progress_.find_hang(now_ms)) declare_hung(*hang);
 }
 
 std::optional<int64_t> coordination_state::next_deadline_ms() const {
@@ -466,7 +467,6 @@ std::optional<int64_t> coordination_state::next_deadline_ms() const {
     for (auto& [r, w] : b.arrived) consider(w.deadline_ms);
   for (auto& w : workers_)
     if (w.conn != 0) consider(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
-  if (auto hang_check = progress_.next_check_ms()) consider(*hang_check);
   return result;
 }
 

@@ -56,7 +56,9 @@ class coordination_state {
   /// A connection was accepted; queues the Hello carrying `nonce`.
   void on_connect(conn_id conn, std::string nonce, int64_t now_ms);
 
-  /// A whole frame arrived on `conn`.
+  /// A whole frame arrived on `conn`. A heartbeat that shows its rank hung
+  /// (progress_tracker) fails that rank as if it had reported errc::hung
+  /// "hang: no step completed for S s (peers at step N, its last step M)".
   void on_frame(conn_id conn, const wire::Envelope& env, int64_t now_ms);
 
   /// `conn` closed (by the peer, or because its bytes were not frames). A joined
@@ -72,9 +74,7 @@ class coordination_state {
   /// join would.
   void on_process_exit(int32_t rank, uint32_t generation, const std::string& how);
 
-  /// Expires blocking gets, barrier waits and heartbeats due at `now_ms`, and
-  /// fails a rank hung at `now_ms` (progress_tracker) as if it had reported
-  /// errc::hung "hang: no step completed for S s (peers at step N)".
+  /// Expires blocking gets, barrier waits and heartbeats due at `now_ms`.
   void on_tick(int64_t now_ms);
 
   /// The earliest time on_tick has something to do, if any.

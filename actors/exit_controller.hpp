@@ -40,7 +40,7 @@ struct exit_controller_config {
   std::function<void()> dump_stacks;
   /// A hung rank exits this long after its stacks are written: the service's
   /// broadcast of the hang reaches the peers first even where this rank hosts it.
-  std::chrono::milliseconds hung_exit_delay{500};
+  std::chrono::milliseconds hung_exit_delay{100};
   /// How long the trainer may take to raise after a failure before the
   /// process is ended for it.
   std::chrono::milliseconds failure_exit_bound{10000};

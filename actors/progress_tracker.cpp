@@ -22,15 +22,26 @@ progress_tracker::progress_tracker(int32_t world_size, int64_t hang_timeout_ms)
     : configured_timeout_ms_(hang_timeout_ms), ranks_(static_cast<size_t>(world_size)) {}
 
 void progress_tracker::on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving,
-                                    int64_t now_ms) {
+                                    int64_t now_ms, int64_t step_age_ms) {
   if (rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return;
   auto& p = ranks_[static_cast<size_t>(rank)];
+  // When the step moved, as the worker saw it; never before the last move
+  // seen (clocks of two processes, and a worker's sampling, are not exact).
+  auto moved_ms = std::max(now_ms - std::max<int64_t>(step_age_ms, 0), p.advanced_ms);
   bool was_saving = p.saving;
   p.saving = saving;
   if (!p.followed || step < p.step) {
-    p = rank_progress{true, step, now_ms, blocked_ms, saving, false, {}, p.straggler_reported};
+    p = rank_progress{true, step,   now_ms, blocked_ms, 0,
+                      0,    saving, false,  {},         p.straggler_reported};
     return;
   }
+  // A step's age counts from the end of the last save at it, if any: the
+  // save's time is not the training loop's.
+  step_age_ms = std::max<int64_t>(step_age_ms, 0);
+  if (step != p.step) p.age_at_save_end_ms = 0;
+  if (saving || was_saving) p.age_at_save_end_ms = step_age_ms;
+  p.step_age_ms = std::max<int64_t>(step_age_ms - p.age_at_save_end_ms, 0);
+  if (step == p.step && !saving && !was_saving) return;
   // A save, and the steps that end in one, are neither step time nor a
   // hang: the clock starts again when it is over.
   if (saving || was_saving) {
@@ -40,14 +51,13 @@ void progress_tracker::on_heartbeat(int32_t rank, int64_t step, int64_t blocked_
     p.sample_from_here = false;
     return;
   }
-  if (step == p.step) return;
   if (p.sample_from_here) {
-    auto busy_ms = static_cast<double>((now_ms - p.advanced_ms) - (blocked_ms - p.blocked_ms));
+    auto busy_ms = static_cast<double>((moved_ms - p.advanced_ms) - (blocked_ms - p.blocked_ms));
     p.samples_ms.push_back(std::max(0.0, busy_ms) / static_cast<double>(step - p.step));
     if (p.samples_ms.size() > window_samples) p.samples_ms.pop_front();
   }
   p.step = step;
-  p.advanced_ms = now_ms;
+  p.advanced_ms = moved_ms;
   p.blocked_ms = blocked_ms;
   p.sample_from_here = step >= warmup_steps;
 }
@@ -61,34 +71,17 @@ void progress_tracker::reset() {
   for (auto& p : ranks_) p = rank_progress{};
 }
 
-std::optional<progress_tracker::hang> progress_tracker::find_hang(int64_t now_ms) const {
+std::optional<progress_tracker::hang> progress_tracker::find_hang(int32_t rank) const {
   auto timeout = hang_timeout_ms();
-  if (timeout == 0) return std::nullopt;
-  std::optional<hang> worst;
-  for (size_t r = 0; r < ranks_.size(); ++r) {
-    auto& p = ranks_[r];
-    if (!p.followed || p.saving) continue;
-    int64_t peers_step = -1;
-    for (size_t q = 0; q < ranks_.size(); ++q)
-      if (q != r && ranks_[q].followed) peers_step = std::max(peers_step, ranks_[q].step);
-    auto stuck = now_ms - p.advanced_ms;
-    if (p.step < peers_step && stuck >= timeout && (!worst || stuck > worst->stuck_ms))
-      worst = hang{static_cast<int32_t>(r), p.step, stuck, peers_step};
-  }
-  return worst;
-}
-
-std::optional<int64_t> progress_tracker::next_check_ms() const {
-  auto timeout = hang_timeout_ms();
-  if (timeout == 0) return std::nullopt;
-  int64_t furthest = -1;
-  for (auto& p : ranks_)
-    if (p.followed) furthest = std::max(furthest, p.step);
-  std::optional<int64_t> next;
-  for (auto& p : ranks_)
-    if (p.followed && !p.saving && p.step < furthest)
-      next = std::min(next.value_or(p.advanced_ms + timeout), p.advanced_ms + timeout);
-  return next;
+  if (timeout == 0 || rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return std::nullopt;
+  auto& p = ranks_[static_cast<size_t>(rank)];
+  if (!p.followed || p.saving || p.step_age_ms < timeout) return std::nullopt;
+  int64_t peers_step = -1;
+  for (size_t q = 0; q < ranks_.size(); ++q)
+    if (q != static_cast<size_t>(rank) && ranks_[q].followed)
+      peers_step = std::max(peers_step, ranks_[q].step);
+  if (p.step >= peers_step) return std::nullopt;
+  return hang{rank, p.step, p.step_age_ms, peers_step};
 }
 
 int64_t progress_tracker::hang_timeout_ms() const {

@@ -13,9 +13,14 @@ namespace lifeboat {
 /// so a worker whose training thread is stuck still looks alive; its step does
 /// not. Owned by the coordination service's state; not thread-safe.
 ///
-/// Hung: a rank whose step has not advanced for the hang timeout while a peer
+/// Hung: a rank whose own heartbeat says its step has not moved for the hang
+/// timeout (the step's age, which the worker samples every 50 ms and sends
+/// with each heartbeat, and at once when it passes the timeout), while a peer
 /// is past it (in a synchronous job its peers wait for it, one step ahead, in
-/// a collective or at a barrier). Time a rank spends saving is not counted.
+/// a collective or at a barrier). Only a heartbeat's word counts: the service's
+/// view of a rank is up to a heartbeat interval old, and a rank it has not
+/// heard from for a while is not stuck for that (a silent one is lost, by the
+/// heartbeat timeout). Time a rank spends saving is not counted.
 /// The hang timeout is the configured one, or, unset, the larger of
 /// adaptive_hang_factor times the cluster's median step time and
 /// adaptive_hang_floor_ms. Zero turns detection off.
@@ -41,10 +46,11 @@ class progress_tracker {
 
   void set_hang_timeout_ms(int64_t hang_timeout_ms) { configured_timeout_ms_ = hang_timeout_ms; }
 
-  /// A heartbeat of `rank` said it completed `step` and was blocked in
-  /// barriers for `blocked_ms` in all; `saving` when it is in a save (its
-  /// phase), whose time is no step time and no hang.
-  void on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving, int64_t now_ms);
+  /// A heartbeat of `rank` said it completed `step` `step_age_ms` ago and
+  /// was blocked in barriers for `blocked_ms` in all; `saving` when it is in
+  /// a save (its phase), whose time is no step time and no hang.
+  void on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving, int64_t now_ms,
+                    int64_t step_age_ms = 0);
 
   /// `rank` is no longer followed (it left, was lost or failed).
   void forget(int32_t rank);
@@ -55,14 +61,11 @@ class progress_tracker {
   struct hang {
     int32_t rank = -1;
     int64_t step = 0;        // its last completed step
-    int64_t stuck_ms = 0;    // since that step was first seen
+    int64_t stuck_ms = 0;    // since that step was completed, as its heartbeat said
     int64_t peers_step = 0;  // the furthest step of a peer
   };
-  /// The rank hung longest past the timeout at `now_ms`, if any.
-  std::optional<hang> find_hang(int64_t now_ms) const;
-
-  /// When find_hang may next find one (nothing while no rank is behind).
-  std::optional<int64_t> next_check_ms() const;
+  /// Whether `rank`, after its latest heartbeat, is hung.
+  std::optional<hang> find_hang(int32_t rank) const;
 
   /// The hang timeout in force (0: off).
   int64_t hang_timeout_ms() const;
@@ -89,8 +92,10 @@ class progress_tracker {
   struct rank_progress {
     bool followed = false;
     int64_t step = -1;
-    int64_t advanced_ms = 0;  // when `step` was first seen
-    int64_t blocked_ms = 0;   // the worker's blocked time then
+    int64_t advanced_ms = 0;         // when `step` was first seen
+    int64_t blocked_ms = 0;          // the worker's blocked time then
+    int64_t step_age_ms = 0;         // how long `step` had not moved, by the latest heartbeat
+    int64_t age_at_save_end_ms = 0;  // of this step: its age when a save ended
     bool saving = false;
     bool sample_from_here = false;  // the last advance may start a sample
     std::deque<double> samples_ms;

@@ -161,7 +161,15 @@ int main(int argc, char** argv) {
         handler.barrier("demo/step/" + std::to_string(step), step_barrier_timeout);
         if (rank == opts->fail_rank && step == opts->fail_step)
           throw std::runtime_error("injected failure at step " + std::to_string(step));
-        if (rank == opts->hang_rank && step == opts->hang_step && first_start()) hang_forever();
+        if (rank == opts->hang_rank && step == opts->hang_step && first_start()) {
+          // The wall clock, for a benchmark timing the hang to the exit.
+          auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+          std::fprintf(stderr, "lifeboat-demo: rank=%d hangs in step %lld at unix_ms %lld\n", rank,
+                       static_cast<long long>(step), static_cast<long long>(unix_ms));
+          hang_forever();
+        }
         model.apply_step(step);
         auto step_ms = rank == opts->slow_rank ? opts->step_ms * opts->slow_factor : opts->step_ms;
         if (step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds{step_ms});

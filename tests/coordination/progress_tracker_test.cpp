@@ -9,54 +9,68 @@ constexpr int64_t hang_timeout_ms = 1000;
 constexpr int64_t step_ms = 20;
 
 // Every rank heartbeats once per step, at step * step_ms, up to `last`
-// (exclusive) for `stuck`, whose heartbeats stop advancing at `stuck_at`.
+// (exclusive), except that `stuck` completes no step after `stuck_at`: its
+// heartbeats say how long ago that step was completed.
 void train(progress_tracker& t, int ranks, int64_t last, int stuck = -1, int64_t stuck_at = 0) {
   for (int64_t step = 0; step < last; ++step)
-    for (int r = 0; r < ranks; ++r)
-      t.on_heartbeat(r, r == stuck ? std::min(step, stuck_at) : step, 0, false, step * step_ms);
+    for (int r = 0; r < ranks; ++r) {
+      bool behind = r == stuck && step > stuck_at;
+      t.on_heartbeat(r, behind ? stuck_at : step, 0, false, step * step_ms,
+                     behind ? (step - stuck_at) * step_ms : 0);
+    }
 }
 
-TEST(progress_tracker, a_rank_behind_its_peers_past_the_timeout_is_hung) {
+TEST(progress_tracker, a_rank_whose_heartbeat_says_it_is_stuck_behind_its_peers_is_hung) {
   progress_tracker t{4, hang_timeout_ms};
-  train(t, 4, 100, 2, 40);
-  // Rank 2 completed step 40 at 800 ms; the others went on to step 99.
-  auto now = 40 * step_ms + hang_timeout_ms;
-  EXPECT_EQ(t.next_check_ms(), now);
-  EXPECT_FALSE(t.find_hang(now - 1));
-  auto hang = t.find_hang(now);
+  // Rank 2 completed step 40; its heartbeat at step 89 said 980 ms ago.
+  train(t, 4, 90, 2, 40);
+  EXPECT_FALSE(t.find_hang(2));
+  // The next says 1000 ms: the timeout.
+  t.on_heartbeat(2, 40, 0, false, 90 * step_ms, hang_timeout_ms);
+  auto hang = t.find_hang(2);
   ASSERT_TRUE(hang);
   EXPECT_EQ(hang->rank, 2);
   EXPECT_EQ(hang->step, 40);
   EXPECT_EQ(hang->stuck_ms, hang_timeout_ms);
-  EXPECT_EQ(hang->peers_step, 99);
+  EXPECT_EQ(hang->peers_step, 89);
+  for (int r : {0, 1, 3}) EXPECT_FALSE(t.find_hang(r)) << r;
 }
 
-TEST(progress_tracker, ranks_level_with_each_other_are_not_hung) {
+TEST(progress_tracker, a_rank_level_with_its_peers_or_not_heard_from_is_not_hung) {
   progress_tracker t{3, hang_timeout_ms};
   train(t, 3, 10);
   // Everybody stopped at step 9 (a long step, or a checkpoint every rank takes).
-  EXPECT_FALSE(t.next_check_ms());
-  EXPECT_FALSE(t.find_hang(9 * step_ms + 100 * hang_timeout_ms));
+  for (int r = 0; r < 3; ++r) t.on_heartbeat(r, 9, 0, false, 100 * step_ms, 100 * hang_timeout_ms);
+  for (int r = 0; r < 3; ++r) EXPECT_FALSE(t.find_hang(r)) << r;
+  // Rank 0 goes on; rank 1's last heartbeat, however long ago, said its step was fresh.
+  progress_tracker u{2, hang_timeout_ms};
+  u.on_heartbeat(0, 5, 0, false, 0);
+  u.on_heartbeat(1, 5, 0, false, 0, 10);
+  u.on_heartbeat(0, 60, 0, false, 10 * hang_timeout_ms);
+  EXPECT_FALSE(u.find_hang(1));
 }
 
 TEST(progress_tracker, time_in_a_save_is_no_hang) {
   progress_tracker t{2, hang_timeout_ms};
   train(t, 2, 10);
-  // Rank 0 finished its save and went on; rank 1 still saves, for long.
-  t.on_heartbeat(1, 9, 0, true, 200);
+  // Rank 1 saves at step 9 for long, while rank 0 finished its save and went on.
+  t.on_heartbeat(1, 9, 0, true, 200, 20);
   t.on_heartbeat(0, 12, 0, false, 300);
-  EXPECT_FALSE(t.find_hang(200 + 10 * hang_timeout_ms));
-  // Its save over, its clock starts again.
-  t.on_heartbeat(1, 9, 0, false, 200 + 10 * hang_timeout_ms);
-  EXPECT_FALSE(t.find_hang(200 + 11 * hang_timeout_ms - 1));
-  EXPECT_TRUE(t.find_hang(200 + 11 * hang_timeout_ms));
+  t.on_heartbeat(1, 9, 0, true, 200 + 10 * hang_timeout_ms, 10 * hang_timeout_ms);
+  EXPECT_FALSE(t.find_hang(1));
+  // Its save over, the step's age counts from the save's end.
+  t.on_heartbeat(1, 9, 0, false, 300 + 10 * hang_timeout_ms, 10 * hang_timeout_ms + 100);
+  t.on_heartbeat(1, 9, 0, false, 300 + 11 * hang_timeout_ms, 11 * hang_timeout_ms + 99);
+  EXPECT_FALSE(t.find_hang(1));
+  t.on_heartbeat(1, 9, 0, false, 300 + 11 * hang_timeout_ms, 11 * hang_timeout_ms + 100);
+  EXPECT_TRUE(t.find_hang(1));
 }
 
 TEST(progress_tracker, zero_turns_detection_off_and_unset_adapts_with_a_floor) {
   progress_tracker off{2, 0};
   train(off, 2, 50, 1, 5);
-  EXPECT_FALSE(off.find_hang(1'000'000));
-  EXPECT_FALSE(off.next_check_ms());
+  off.on_heartbeat(1, 5, 0, false, 50 * step_ms, 1'000'000);
+  EXPECT_FALSE(off.find_hang(1));
 
   progress_tracker adaptive{2, progress_tracker::adaptive_hang_timeout};
   EXPECT_EQ(adaptive.hang_timeout_ms(), progress_tracker::adaptive_hang_floor_ms);
