@@ -341,15 +341,17 @@ caf::behavior endpoint_behavior(endpoint_actor* self, status_endpoint_config cfg
 
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_system& sys,
                                                                      status_endpoint_config cfg) {
-  auto server = status_http_server::bind(cfg.port, cfg.limits);
+  auto server = status_http_server::bind(cfg.port, cfg.limits, cfg.host);
   if (!server) return std::move(server.error());
   auto port = (*server)->port();
+  auto cfg_host = cfg.host;
   std::vector<caf::actor_addr> observed;
   for (const auto& target : cfg.observed) observed.push_back(target.address());
   cfg.observed.clear();
   auto endpoint = sys.spawn(endpoint_behavior, std::move(cfg), std::move(observed),
                             std::shared_ptr<status_http_server>{std::move(*server)});
-  log(log_level::info, status_endpoint_component, "status endpoint listening on 127.0.0.1:", port);
+  log(log_level::info, status_endpoint_component, "status endpoint listening on ", cfg_host, ":",
+      port);
   return std::make_pair(std::move(endpoint), port);
 }
 

@@ -41,6 +41,9 @@ struct status_endpoint_config {
   int world_size = 1;
   /// 0: any free port (the actual one is returned by spawn_status_endpoint).
   uint16_t port = 0;
+  /// The address bound (LIFEBOAT_STATUS_HOST): loopback unless a scraper on
+  /// another host must reach it.
+  std::string host = "127.0.0.1";
   /// Actors asked (status_atom) on every request; more can be added later
   /// with (caf::add_atom, caf::actor). The endpoint keeps weak references only.
   std::vector<caf::actor> observed;
@@ -111,7 +114,7 @@ class status_endpoint_state {
   std::unordered_map<caf::actor_id, std::string> names_;
 };
 
-/// Binds 127.0.0.1:cfg.port, logs the listening line and spawns the endpoint
+/// Binds cfg.host:cfg.port, logs the listening line and spawns the endpoint
 /// actor, which serves HTTP on its own I/O thread. Returns the actor and the
 /// bound port. The actor answers:
 ///   (status_atom) -> wire::ActorStatus     its own status ("status_endpoint")

@@ -30,7 +30,6 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr const char* log_component = "status_http_server";
-constexpr const char* loopback_address = "127.0.0.1";
 constexpr const char* server_header = "lifeboat";
 constexpr const char* plain_text = "text/plain; charset=utf-8";
 constexpr std::chrono::milliseconds accept_retry_delay{100};
@@ -201,11 +200,15 @@ void status_http_server::impl::retry_accept() {
 }
 
 caf::expected<std::unique_ptr<status_http_server>> status_http_server::bind(
-    uint16_t port, const status_http_limits& cfg) {
+    uint16_t port, const status_http_limits& cfg, const std::string& host) {
   auto state = std::make_unique<impl>(cfg);
   beast::error_code ec;
-  tcp::endpoint endpoint{asio::ip::make_address_v4(loopback_address), port};
-  auto where = std::string{loopback_address} + ":" + std::to_string(port);
+  auto address = asio::ip::make_address(host, ec);
+  if (ec)
+    return make_error(errc::invalid_config,
+                      "status endpoint address '" + host + "' is no IPv4 or IPv6 address");
+  tcp::endpoint endpoint{address, port};
+  auto where = host + ":" + std::to_string(port);
   if (state->acceptor.open(endpoint.protocol(), ec); ec)
     return make_error(errc::unavailable, "cannot open a socket for " + where + ": " + ec.message());
   state->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);

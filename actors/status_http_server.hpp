@@ -55,7 +55,8 @@ struct status_http_stats {
   uint64_t reply_timeouts = 0;        // replies not completed in time: answered 503
 };
 
-/// A minimal HTTP/1.1 server on 127.0.0.1 that runs its own I/O thread.
+/// A minimal HTTP/1.1 server (on 127.0.0.1 unless told another address) that
+/// runs its own I/O thread.
 /// Each well-formed request is handed to the handler with an id; whoever
 /// answers calls `complete(id, reply)` from any thread. The server owns all
 /// network state; the handler never blocks the I/O thread.
@@ -65,10 +66,11 @@ class status_http_server {
   /// taken (the server then answers 503 at once).
   using handler = std::function<bool(const status_http_request&, uint64_t id)>;
 
-  /// Binds and listens on 127.0.0.1:port (0: any free port); connections
-  /// wait in the backlog until `serve` starts the I/O thread.
-  static caf::expected<std::unique_ptr<status_http_server>> bind(uint16_t port,
-                                                                 const status_http_limits& cfg);
+  /// Binds and listens on host:port (an IPv4 or IPv6 address; port 0: any
+  /// free port); connections wait in the backlog until `serve` starts the
+  /// I/O thread. errc::invalid_config when `host` is no address.
+  static caf::expected<std::unique_ptr<status_http_server>> bind(
+      uint16_t port, const status_http_limits& cfg, const std::string& host = "127.0.0.1");
 
   ~status_http_server();
 

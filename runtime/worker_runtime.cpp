@@ -1,5 +1,7 @@
 #include "runtime/worker_runtime.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <limits>
 #include <thread>
@@ -116,6 +118,11 @@ void await_started(caf::actor_system& sys, const caf::actor& actor) {
                [](const caf::error& err) { fail_config("starting an actor: " + describe(err)); });
 }
 
+bool is_ip_address(const char* text) {
+  in6_addr address{};
+  return ::inet_pton(AF_INET, text, &address) == 1 || ::inet_pton(AF_INET6, text, &address) == 1;
+}
+
 // termination_config::hang_timeout, else LIFEBOAT_HANG_TIMEOUT (seconds),
 // else adaptive, as the service takes it: -1 adaptive, 0 off, else ms.
 caf::expected<int64_t> hang_timeout_ms(const termination_config& config) {
@@ -158,6 +165,12 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   auto status_port = status_port_from_env();
   if (!status_port) fail_config(describe(status_port.error()));
   status_port_ = *status_port;
+  if (auto* host = env_value(process_environment(), "LIFEBOAT_STATUS_HOST")) {
+    if (!is_ip_address(host))
+      fail_config(std::string{"LIFEBOAT_STATUS_HOST='"} + host +
+                  "': expected an IPv4 or IPv6 address to bind the status endpoint to");
+    status_host_ = host;
+  }
   auto hang = hang_timeout_ms(config_);
   if (!hang) fail_config(describe(hang.error()));
   hang_timeout_ms_ = *hang;
@@ -429,6 +442,7 @@ void worker_runtime::spawn_actors() {
     cfg.rank = cluster_.rank;
     cfg.world_size = cluster_.world_size;
     cfg.port = *status_port_;
+    cfg.host = status_host_;
     cfg.observed = {signal_watcher_, poll_watcher_, cluster_watcher_,
                     resolver_,       writer_,       exit_controller_};
     if (service_) cfg.observed.push_back(service_);

@@ -101,7 +101,8 @@ class worker_runtime {
   cluster_spec cluster_;
   int restart_code_ = default_restart_code;
   std::chrono::milliseconds grace_period_{0};
-  std::optional<uint16_t> status_port_;  // LIFEBOAT_STATUS_PORT; none: no status endpoint
+  std::optional<uint16_t> status_port_;    // LIFEBOAT_STATUS_PORT; none: no status endpoint
+  std::string status_host_ = "127.0.0.1";  // LIFEBOAT_STATUS_HOST
   std::vector<int> signals_;
   std::vector<std::string> notice_sources_;
   step_gate gate_;

@@ -155,5 +155,19 @@ TEST(status_http_server, fails_to_bind_a_port_in_use) {
       << describe(second.error());
 }
 
+// LIFEBOAT_STATUS_HOST: another address of this host (all of 127/8 is
+// loopback on Linux), and what is no address at all.
+TEST(status_http_server, binds_the_address_it_is_given_and_refuses_what_is_none) {
+  auto other = status_http_server::bind(0, {}, "127.0.0.2");
+  ASSERT_TRUE(other) << describe(other.error());
+  EXPECT_NE((*other)->port(), 0);
+  // The same port is free on 127.0.0.1: the server holds 127.0.0.2 only.
+  auto loopback = status_http_server::bind((*other)->port(), {});
+  EXPECT_TRUE(loopback) << describe(loopback.error());
+  auto none = status_http_server::bind(0, {}, "status.example");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error(), make_error(errc::invalid_config));
+}
+
 }  // namespace
 }  // namespace lifeboat

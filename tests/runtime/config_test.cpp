@@ -80,6 +80,14 @@ TEST_F(config_test, malformed_status_port) {
   expect_nothing_written();
 }
 
+TEST_F(config_test, malformed_status_host_and_hang_timeout) {
+  auto error = refused(fresh_dir(), {}, {"LIFEBOAT_STATUS_HOST=localhost:80"});
+  EXPECT_NE(error.find("LIFEBOAT_STATUS_HOST='localhost:80'"), std::string::npos) << error;
+  error = refused(fresh_dir(), {}, {"LIFEBOAT_HANG_TIMEOUT=-1"});
+  EXPECT_NE(error.find("LIFEBOAT_HANG_TIMEOUT='-1'"), std::string::npos) << error;
+  expect_nothing_written();
+}
+
 // The checkpoint directory cannot be made: its parent is a regular file.
 TEST_F(config_test, checkpoint_dir_under_a_file) {
   auto file = root_.path() / "file";
