@@ -252,11 +252,17 @@ void try_connect(agent_broker* self) {
     return;
   }
   if (std::chrono::steady_clock::now() + st.backoff >= st.join_deadline) {
-    finish_join(self, make_error(errc::unavailable,
-                                 "cannot reach the coordination service at " + st.cfg.host + ":" +
-                                     std::to_string(st.cfg.port) + " within " +
-                                     std::to_string(st.cfg.join_timeout.count()) +
-                                     " ms: " + self->system().render(hdl.error())));
+    auto where = st.cfg.host + ":" + std::to_string(st.cfg.port);
+    auto why = self->system().render(hdl.error());
+    // A service that greeted and went away is lost (its host died during
+    // the start), not one that never came.
+    finish_join(self,
+                st.service_seen
+                    ? make_error(errc::peer_lost, "lost the coordination service at " + where +
+                                                      " before joining: " + why)
+                    : make_error(errc::unavailable,
+                                 "cannot reach the coordination service at " + where + " within " +
+                                     std::to_string(st.cfg.join_timeout.count()) + " ms: " + why));
     return;
   }
   self->delayed_send(self, st.backoff, connect_atom::value);

@@ -32,7 +32,7 @@ struct agent_config {
   std::chrono::milliseconds handshake_timeout{5000};
   /// Once a service greeted, a connection that then closes before the join
   /// means it is gone (its host died during start-up): retry this long at
-  /// most, not until join_timeout.
+  /// most, not until join_timeout, then fail the join with errc::peer_lost.
   std::chrono::milliseconds rejoin_bound{10000};
   /// Read at each heartbeat, in the agent's thread; must be thread-safe.
   std::function<int64_t()> step_source;

@@ -295,6 +295,10 @@ void worker_runtime::start_cluster() {
   agent.blocked_source = [this] { return blocked_ms_.load(std::memory_order_relaxed); };
   agent.hang_timeout_ms = hang_timeout_ms_;
   auto client = coordination_client::connect(*system_, agent);
+  // A service lost during the start is a lost peer (exit 3 by the contract),
+  // anything else that keeps a worker from joining is its configuration.
+  if (!client && client.error() == make_error(errc::peer_lost))
+    throw peer_error(-1, describe(client.error()), true);
   if (!client)
     fail_config("cannot join the coordination service at " + agent.host + ":" +
                 std::to_string(agent.port) + ": " + describe(client.error()));

@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "actors/coordination_auth.hpp"
+#include "actors/coordination_frame.hpp"
 #include "tests/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
 #include "tests/support/loopback_port.hpp"
@@ -165,6 +167,38 @@ TEST_F(client_test, join_fails_at_once_when_the_peer_speaks_another_protocol) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, cfg.handshake_timeout);
   EXPECT_NE(describe(client.error()).find("no frame of the protocol"), std::string::npos)
       << describe(client.error());
+}
+
+// A service that greets and then goes away (its host died during the start)
+// is lost: the join gives up after the rejoin bound, not the join timeout,
+// and says the service was lost.
+TEST_F(client_test, a_service_gone_after_its_greeting_is_lost_within_the_rejoin_bound) {
+  held_port listener;
+  std::thread service{[fd = listener.fd()] {
+    int conn = ::accept(fd, nullptr, nullptr);
+    if (conn < 0) return;
+    wire::Envelope hello;
+    hello.mutable_hello()->set_protocol_version(coordination_protocol_version);
+    hello.mutable_hello()->set_nonce("nonce");
+    auto bytes = encode_frame(hello);
+    [[maybe_unused]] auto written = ::write(conn, bytes.data(), bytes.size());
+    // The service goes away: it stops listening before its connection
+    // closes, so the agent's next attempt is refused.
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(conn);
+  }};
+  auto cfg = agent_cfg(0);
+  cfg.port = listener.port();
+  cfg.rejoin_bound = std::chrono::milliseconds(300);
+  std::optional<caf::expected<std::unique_ptr<coordination_client>>> client;
+  std::thread joining{[&] { client.emplace(coordination_client::connect(sys, cfg)); }};
+  service.join();
+  auto start = std::chrono::steady_clock::now();
+  joining.join();
+  ASSERT_TRUE(client && !*client);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, cfg.join_timeout / 2);
+  EXPECT_EQ(client->error(), make_error(errc::peer_lost)) << describe(client->error());
+  EXPECT_NE(describe(client->error()).find("lost the coordination service"), std::string::npos);
 }
 
 TEST_F(client_test, leave_is_idempotent) {
