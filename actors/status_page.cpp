@@ -30,7 +30,7 @@ constexpr const char* page = R"html(<!DOCTYPE html>
 </style>
 </head>
 <body>
-<h1>lifeboat <span class="muted">rank <span id="rank">?</span> of <span id="world_size">?</span></span></h1>
+<h1>lifeboat <span class="muted" id="who">?</span></h1>
 <div class="cards">
   <div class="card"><div class="label">phase</div><div class="value" id="phase">?</div></div>
   <div class="card"><div class="label">step</div><div class="value" id="step">?</div></div>
@@ -80,8 +80,10 @@ function formatBytes(n) {
 }
 
 function render(s) {
-  document.getElementById("rank").textContent = s.rank;
-  document.getElementById("world_size").textContent = s.world_size;
+  // Rank -1 is the coordinator (the launcher or lifeboat-coordinator), no worker.
+  document.getElementById("who").textContent = s.rank < 0
+      ? "coordinator of " + s.world_size + " workers"
+      : "rank " + s.rank + " of " + s.world_size;
   document.getElementById("phase").textContent = s.phase;
   document.getElementById("step").textContent = s.step;
   const health = document.getElementById("health");

@@ -108,8 +108,13 @@ std::string human_bytes(int64_t bytes) {
 }
 
 void print_table(const lifeboat::wire::Status& s) {
-  std::cout << "rank " << s.rank() << " of " << s.world_size() << "   step " << s.step()
-            << "   phase " << s.phase() << "   " << (s.healthy() ? "healthy" : "UNHEALTHY") << "\n";
+  // Rank -1 is the coordinator (the launcher or lifeboat-coordinator), no worker.
+  if (s.rank() < 0)
+    std::cout << "coordinator of " << s.world_size() << " workers";
+  else
+    std::cout << "rank " << s.rank() << " of " << s.world_size();
+  std::cout << "   step " << s.step() << "   phase " << s.phase() << "   "
+            << (s.healthy() ? "healthy" : "UNHEALTHY") << "\n";
   const auto& ckpt = s.last_checkpoint();
   std::cout << "last checkpoint: ";
   if (ckpt.path().empty()) {

@@ -127,6 +127,13 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
     EXPECT_GE(worker.last_heartbeat_ms(), 0) << raw;
   }
   EXPECT_TRUE(view->healthy()) << raw;
+  // lifeboat-status names it the coordinator, not "rank -1".
+  child_process table{{LIFEBOAT_STATUS, "--port", std::to_string(launcher_port)}};
+  output_log table_log{table};
+  table_log.read_all();
+  EXPECT_EQ(exit_code(table), 0) << table_log.text();
+  EXPECT_TRUE(table_log.contains("coordinator of " + std::to_string(workers) + " workers"))
+      << table_log.text();
 
   // The step the cluster agrees on is past every step the endpoints reported.
   run.kill(SIGTERM);
