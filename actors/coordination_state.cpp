@@ -100,6 +100,12 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
     refuse(conn, errc::refused, "authentication failed: wrong cluster token");
     return;
   }
+  // A worker that sent no challenge of full length could be fooled by a
+  // replayed proof; every worker of this version sends one.
+  if (req.nonce().size() != coordination_nonce_bytes) {
+    refuse(conn, errc::refused, "join without the worker's challenge for the service");
+    return;
+  }
   if (req.world_size() != cfg_.world_size) {
     refuse(conn, errc::refused,
            "world size " + std::to_string(req.world_size()) + " does not match the service's " +
@@ -132,6 +138,8 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   wire::Envelope env;
   env.mutable_join_reply()->set_ok(true);
   env.mutable_join_reply()->set_generation(generation_);
+  env.mutable_join_reply()->set_proof(
+      service_proof(cfg_.token, req.nonce(), req.rank(), req.world_size(), generation_));
   send_frame(conn, std::move(env));
   emit_event(req.rank(), membership_event::joined);
   log(log_level::info, component, rank_text(req.rank()), " joined (generation ", generation_, ")");

@@ -49,6 +49,7 @@ wire::Envelope join_as_rank_0(const wire::Hello& hello, uint32_t protocol_versio
   j->set_rank(0);
   j->set_world_size(fixture_world_size);
   j->set_mac(join_mac(fixture_token, hello.nonce(), 0, fixture_world_size, 0));
+  j->set_nonce(make_join_nonce());
   return env;
 }
 
