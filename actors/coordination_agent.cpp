@@ -59,6 +59,7 @@ struct agent_actor_state {
   bool stall_told = false;  // a heartbeat said the step is past the hang timeout
   bool left = false;
   caf::error join_error;  // set once joining failed for good
+  std::string challenge;  // this connection's nonce for the service to answer
   frame_splitter reader;
   std::chrono::milliseconds backoff = first_backoff;
   std::chrono::steady_clock::time_point join_deadline;
@@ -245,6 +246,7 @@ void try_connect(agent_broker* self) {
     st.hdl = *hdl;
     st.connected = true;
     st.greeted = false;
+    st.challenge.clear();
     st.reader = frame_splitter{};
     self->configure_read(st.hdl, caf::io::receive_policy::at_most(frame_read_bytes));
     self->delayed_send(self, st.cfg.handshake_timeout, handshake_deadline_atom::value,
@@ -279,6 +281,25 @@ void refuse_stranger(agent_broker* self, const std::string& why) {
   finish_join(self, make_error(errc::refused, what));
 }
 
+bool proves_token(const agent_actor_state& st, const wire::JoinReply& reply) {
+  auto expected =
+      service_proof(st.cfg.token, st.challenge, st.cfg.rank, st.cfg.world_size, reply.generation());
+  return !st.challenge.empty() && mac_equal(expected, reply.proof());
+}
+
+// Whatever answers at the service's address but cannot answer the worker's
+// challenge must not be followed: it could hand out keys, barriers and a
+// fake agreed step. Retrying would meet it again, so the join fails now.
+void refuse_impostor(agent_broker* self) {
+  auto& st = self->state;
+  auto what = "the coordination service at " + st.cfg.host + ":" + std::to_string(st.cfg.port) +
+              " could not prove it knows the cluster token";
+  log(log_level::error, component, what);
+  st.connected = false;
+  self->close(st.hdl);
+  finish_join(self, make_error(errc::refused, what));
+}
+
 void on_envelope(agent_broker* self, const wire::Envelope& env) {
   auto& st = self->state;
   switch (env.body_case()) {
@@ -294,6 +315,8 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
       j->set_hang_timeout_ms(st.cfg.hang_timeout_ms);
       j->set_mac(join_mac(st.cfg.token, env.hello().nonce(), st.cfg.rank, st.cfg.world_size,
                           st.cfg.incarnation));
+      st.challenge = make_join_nonce();
+      j->set_nonce(st.challenge);
       send_envelope(self, out);
       return;
     }
@@ -305,6 +328,10 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
         finish_join(self, make_error(errc::refused, "coordination service refused rank " +
                                                         std::to_string(st.cfg.rank) + ": " +
                                                         env.join_reply().message()));
+        return;
+      }
+      if (!proves_token(st, env.join_reply())) {
+        refuse_impostor(self);
         return;
       }
       st.joined = true;

@@ -18,6 +18,9 @@ void append_be32(std::string& out, uint32_t x) {
   out.push_back(static_cast<char>(x & 0xFF));
 }
 
+// Prefixed to the worker's nonce in the service's proof; see service_proof.
+constexpr const char* service_proof_label = "coordination-service:";
+
 }  // namespace
 
 std::string make_join_nonce() {
@@ -41,6 +44,11 @@ std::string join_mac(const std::string& token, const std::string& nonce, int32_t
   HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &mac_len);
   return std::string(reinterpret_cast<const char*>(mac), mac_len);
+}
+
+std::string service_proof(const std::string& token, const std::string& nonce, int32_t rank,
+                          int32_t world_size, uint32_t generation) {
+  return join_mac(token, service_proof_label + nonce, rank, world_size, generation);
 }
 
 bool mac_equal(const std::string& x, const std::string& y) {

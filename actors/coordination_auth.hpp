@@ -8,7 +8,9 @@ namespace lifeboat {
 /// The coordination protocol's version; a join with another version is refused.
 /// 2: PeerSend to every_other_rank (-2), which a version-1 service took for an
 /// absent rank and dropped: the leader's query would never arrive.
-constexpr uint32_t coordination_protocol_version = 2;
+/// 3: the worker challenges the service too (JoinRequest.nonce) and refuses a
+/// JoinReply without a valid proof, which a version-2 service never sends.
+constexpr uint32_t coordination_protocol_version = 3;
 
 /// Bytes of the random challenge the service sends on every connection.
 constexpr size_t coordination_nonce_bytes = 32;
@@ -21,6 +23,14 @@ std::string make_join_nonce();
 /// from being replayed for another rank or generation.
 std::string join_mac(const std::string& token, const std::string& nonce, int32_t rank,
                      int32_t world_size, uint32_t incarnation);
+
+/// The service's answer to a worker's challenge:
+/// join_mac(token, service_proof_label || nonce, rank, world_size, generation).
+/// The label keeps the two directions apart: a worker's MAC is never a valid
+/// proof of the service, nor the other way round, so neither can be relayed
+/// back to the side that made it.
+std::string service_proof(const std::string& token, const std::string& nonce, int32_t rank,
+                          int32_t world_size, uint32_t generation);
 
 /// Compares two MACs in constant time.
 bool mac_equal(const std::string& x, const std::string& y);

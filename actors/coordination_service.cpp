@@ -71,7 +71,7 @@ void apply_output(service_broker* self) {
   schedule_tick(self);
 }
 
-void drop_connection(service_broker* self, conn_id conn, const char* why) {
+void drop_connection(service_broker* self, conn_id conn, const std::string& why) {
   log(log_level::warning, component, "closing connection ", conn, " from ",
       self->remote_addr(handle_of(conn)), ": ", why);
   self->state.readers.erase(conn);
@@ -83,7 +83,8 @@ void drop_connection(service_broker* self, conn_id conn, const char* why) {
 caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
                             service_config cfg) {
   self->state.logic = std::make_unique<coordination_state>(coordination_state::config{
-      cfg.world_size, cfg.token, static_cast<int64_t>(cfg.heartbeat_timeout.count())});
+      cfg.world_size, cfg.token, static_cast<int64_t>(cfg.heartbeat_timeout.count()),
+      static_cast<int64_t>(cfg.join_bound.count())});
   self->add_doorman(std::move(doorman));
   close_on_exit_forget_on_down(self, self->state.subscribers);
   return {
@@ -108,7 +109,9 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
             case frame_splitter::status::need_more:
               return;
             case frame_splitter::status::oversized:
-              drop_connection(self, conn, "frame larger than the limit");
+              drop_connection(
+                  self, conn,
+                  "frame larger than the limit of " + std::to_string(max_frame_bytes) + " bytes");
               return;
             case frame_splitter::status::malformed:
               drop_connection(self, conn, "frame is not a coordination envelope");
@@ -187,6 +190,8 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::a
                                                                           service_config cfg) {
   if (cfg.world_size < 1)
     return make_error(errc::invalid_config, "coordination service: world size must be >= 1");
+  if (cfg.join_bound.count() <= 0)
+    return make_error(errc::invalid_config, "coordination service: join bound must be > 0");
   if (cfg.heartbeat_timeout.count() <= 0)
     return make_error(errc::invalid_config, "coordination service: heartbeat timeout must be > 0");
   // The socket is opened here rather than inside the broker so that the bound

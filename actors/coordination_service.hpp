@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 
+#include "actors/connection_limits.hpp"
 #include "actors/coordination_atoms.hpp"
 #include "actors/coordination_events.hpp"
 
@@ -21,11 +22,15 @@ struct service_config {
   int world_size = 1;
   std::string token;
   std::chrono::milliseconds heartbeat_timeout{10000};
+  /// A connection not joined within this is closed (connection_limits).
+  std::chrono::milliseconds join_bound{unjoined_connection_bound_ms};
 };
 
 /// Starts the job's coordination service: a broker listening on
 /// cfg.host:cfg.port for agents (framed protobuf, see messages/coordination.proto)
 /// whose logic is coordination_state. Returns the actor and the bound port.
+/// Its bounds: those of coordination_state, and frames of at most
+/// max_frame_bytes (a larger one closes the connection, with a log line).
 ///
 /// Local interface (messages from actors in the hosting process):
 ///   (workers_atom) -> std::vector<wire::WorkerInfo>     one row per rank

@@ -37,6 +37,7 @@ std::string normalize_prefix(const std::string& prefix) { return collapse_slashe
 
 coordination_state::coordination_state(config cfg)
     : cfg_(std::move(cfg)),
+      limits_(cfg_.join_bound_ms, cfg_.max_unjoined),
       workers_(static_cast<size_t>(std::max(cfg_.world_size, 0))),
       progress_(std::max(cfg_.world_size, 0), 0) {}
 
@@ -56,7 +57,15 @@ const char* coordination_state::to_string(rank_state x) {
   return "unknown";
 }
 
-void coordination_state::on_connect(conn_id conn, std::string nonce, int64_t) {
+void coordination_state::on_connect(conn_id conn, std::string nonce, int64_t now_ms) {
+  // Each waiting connection costs a socket and a buffer: a flood of them
+  // must not exhaust the service, so beyond the bound they are not served.
+  if (!limits_.admit(conn, now_ms)) {
+    log(log_level::warning, component, "closing connection ", conn, ": already ",
+        limits_.unjoined(), " connections waiting to join");
+    close(conn);
+    return;
+  }
   wire::Envelope env;
   auto* hello = env.mutable_hello();
   hello->set_protocol_version(coordination_protocol_version);
@@ -79,9 +88,7 @@ void coordination_state::on_frame(conn_id conn, const wire::Envelope& env, int64
   }
   // Nothing but a join is served before the peer proved it holds the token.
   if (rank < 0) {
-    log(log_level::warning, component, "closing connection ", conn,
-        ": request before a successful join");
-    close(conn);
+    drop_unjoined(conn, "request before a successful join");
     return;
   }
   on_request(conn, rank, env, now_ms);
@@ -98,6 +105,12 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
       join_mac(cfg_.token, conns_[conn].nonce, req.rank(), req.world_size(), req.incarnation());
   if (!mac_equal(expected, req.mac())) {
     refuse(conn, errc::refused, "authentication failed: wrong cluster token");
+    return;
+  }
+  // A worker that sent no challenge of full length could be fooled by a
+  // replayed proof; every worker of this version sends one.
+  if (req.nonce().size() != coordination_nonce_bytes) {
+    refuse(conn, errc::refused, "join without the worker's challenge for the service");
     return;
   }
   if (req.world_size() != cfg_.world_size) {
@@ -129,9 +142,12 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   progress_.set_hang_timeout_ms(req.hang_timeout_ms());
   progress_.forget(req.rank());
   conns_[conn].rank = req.rank();
+  limits_.forget(conn);
   wire::Envelope env;
   env.mutable_join_reply()->set_ok(true);
   env.mutable_join_reply()->set_generation(generation_);
+  env.mutable_join_reply()->set_proof(
+      service_proof(cfg_.token, req.nonce(), req.rank(), req.world_size(), generation_));
   send_frame(conn, std::move(env));
   emit_event(req.rank(), membership_event::joined);
   log(log_level::info, component, rank_text(req.rank()), " joined (generation ", generation_, ")");
@@ -244,6 +260,7 @@ void coordination_state::on_get(conn_id conn, const wire::KvGet& req, int64_t no
     reply(conn, req.id(), errc::timeout, "key " + key);
     return;
   }
+  if (!admit_blocking(conn, req.id(), "get of key " + key)) return;
   getters_.emplace(key, waiter{conn, req.id(), now_ms + req.timeout_ms()});
 }
 
@@ -282,6 +299,7 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
           "barrier " + req.name() + ": " + rank_text(*gone) + " is " + to_string(state));
     return;
   }
+  if (!admit_blocking(conn, req.id(), "barrier " + req.name())) return;
   auto& b = barriers_[req.name()];
   if (b.arrived.empty()) b.participants = participants;
   if (b.participants != participants) {
@@ -417,6 +435,7 @@ void coordination_state::on_disconnect(conn_id conn, int64_t) {
     return;
   }
   drop_requests_of(conn);
+  limits_.forget(conn);
   conns_.erase(i);
 }
 
@@ -429,6 +448,8 @@ void coordination_state::on_process_exit(int32_t rank, uint32_t generation,
 }
 
 void coordination_state::on_tick(int64_t now_ms) {
+  for (auto conn : limits_.take_expired(now_ms))
+    drop_unjoined(conn, "not joined within " + std::to_string(limits_.join_bound_ms()) + " ms");
   for (auto i = getters_.begin(); i != getters_.end();) {
     if (i->second.deadline_ms <= now_ms) {
       reply(i->second.conn, i->second.id, errc::timeout, "key " + i->first);
@@ -467,6 +488,7 @@ std::optional<int64_t> coordination_state::next_deadline_ms() const {
     for (auto& [r, w] : b.arrived) consider(w.deadline_ms);
   for (auto& w : workers_)
     if (w.conn != 0) consider(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
+  if (auto join_due = limits_.next_deadline_ms()) consider(*join_due);
   return result;
 }
 
@@ -476,7 +498,10 @@ void coordination_state::reset() {
   for (auto& [name, b] : barriers_)
     for (auto& [r, w] : b.arrived)
       reply(w.conn, w.id, errc::cancelled, "coordination service reset");
-  for (auto& [conn, c] : conns_) close(conn);
+  for (auto& [conn, c] : conns_) {
+    close(conn);
+    limits_.forget(conn);
+  }
   conns_.clear();
   getters_.clear();
   barriers_.clear();
@@ -509,7 +534,31 @@ void coordination_state::refuse(conn_id conn, errc code, const std::string& why)
   r->set_message(std::string{lifeboat::to_string(code)} + ": " + why);
   send_frame(conn, std::move(env));
   close(conn);
+  limits_.forget(conn);
   conns_.erase(conn);
+}
+
+void coordination_state::drop_unjoined(conn_id conn, const std::string& why) {
+  log(log_level::warning, component, "closing connection ", conn, ": ", why);
+  close(conn);
+  limits_.forget(conn);
+  conns_.erase(conn);
+}
+
+// A blocking request is held until it completes; each costs memory for as
+// long as its timeout, which the peer chooses. Counting them per connection
+// when one arrives costs a pass over the pending ones, which a worker keeps
+// few of.
+bool coordination_state::admit_blocking(conn_id conn, uint64_t id, const std::string& what) {
+  size_t pending = 0;
+  for (auto& [key, w] : getters_) pending += w.conn == conn ? 1 : 0;
+  for (auto& [name, b] : barriers_)
+    for (auto& [r, w] : b.arrived) pending += w.conn == conn ? 1 : 0;
+  if (pending < max_pending_requests_per_connection) return true;
+  reply(conn, id, errc::invalid_argument,
+        what + ": already " + std::to_string(pending) +
+            " blocking requests pending on this connection (the limit)");
+  return false;
 }
 
 void coordination_state::mark_lost(int32_t rank, const std::string& why) {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/connection_limits.hpp"
 #include "actors/coordination_events.hpp"
 #include "actors/phase.hpp"
 #include "actors/progress_tracker.hpp"
@@ -15,9 +16,6 @@
 #include "messages/status.pb.h"
 
 namespace lifeboat {
-
-/// Identifies one TCP connection to the service (the broker's handle id).
-using conn_id = int64_t;
 
 /// What the service must do after an input: frames to write (in order), then
 /// connections to close, and membership events for local subscribers.
@@ -43,17 +41,26 @@ std::string normalize_prefix(const std::string& prefix);
 /// incarnation is above the current generation starts a new generation (all
 /// key-value, barrier and membership state is dropped and the old generation's
 /// connections are closed); a join below it is refused as stale.
+///
+/// Bounds (connection_limits): a connection not joined within
+/// config::join_bound_ms is closed; beyond config::max_unjoined connections
+/// waiting to join, a new one is closed at accept (no Hello); a joined
+/// connection with max_pending_requests_per_connection blocking requests
+/// pending gets errc::invalid_argument for the next one.
 class coordination_state {
  public:
   struct config {
     int32_t world_size = 1;
     std::string token;
     int64_t heartbeat_timeout_ms = 10000;
+    int64_t join_bound_ms = unjoined_connection_bound_ms;
+    size_t max_unjoined = max_unjoined_connections;
   };
 
   explicit coordination_state(config cfg);
 
-  /// A connection was accepted; queues the Hello carrying `nonce`.
+  /// A connection was accepted; queues the Hello carrying `nonce`, or closes
+  /// it when max_unjoined connections already wait to join.
   void on_connect(conn_id conn, std::string nonce, int64_t now_ms);
 
   /// A whole frame arrived on `conn`. A heartbeat that shows its rank hung
@@ -74,7 +81,8 @@ class coordination_state {
   /// join would.
   void on_process_exit(int32_t rank, uint32_t generation, const std::string& how);
 
-  /// Expires blocking gets, barrier waits and heartbeats due at `now_ms`.
+  /// Closes connections not joined within the join bound, expires blocking
+  /// gets, barrier waits and heartbeats due at `now_ms`.
   void on_tick(int64_t now_ms);
 
   /// The earliest time on_tick has something to do, if any.
@@ -152,6 +160,8 @@ class coordination_state {
   void on_cancel(conn_id conn, uint64_t id);
 
   void refuse(conn_id conn, errc code, const std::string& why);
+  void drop_unjoined(conn_id conn, const std::string& why);
+  bool admit_blocking(conn_id conn, uint64_t id, const std::string& what);
   void start_generation(uint32_t generation);
   void mark_lost(int32_t rank, const std::string& why);
   void emit_event(int32_t rank, int32_t kind, int32_t code = 0, std::string message = {});
@@ -165,6 +175,7 @@ class coordination_state {
   config cfg_;
   uint32_t generation_ = 0;
   std::map<conn_id, connection> conns_;
+  connection_limits limits_;
   std::vector<worker> workers_;
   std::map<std::string, std::string> kv_;
   std::multimap<std::string, waiter> getters_;

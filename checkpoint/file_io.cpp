@@ -161,8 +161,8 @@ std::string parent_of(const std::string& path) {
 
 }  // namespace
 
-caf::error make_dir_durable(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0) {
+caf::error make_dir_durable(const std::string& dir, mode_t mode) {
+  if (::mkdir(dir.c_str(), mode) != 0) {
     if (errno != EEXIST) return io_error("mkdir", dir, errno);
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0) return io_error("stat", dir, errno);
@@ -171,19 +171,19 @@ caf::error make_dir_durable(const std::string& dir) {
   return fsync_dir(parent_of(dir));
 }
 
-caf::error make_dirs_durable(const std::string& dir) {
+caf::error make_dirs_durable(const std::string& dir, mode_t mode) {
   auto parent = parent_of(dir);
   if (parent != dir && parent != "." && parent != "/" && !file_exists(parent)) {
-    if (auto err = make_dirs_durable(parent)) return err;
+    if (auto err = make_dirs_durable(parent, mode)) return err;
   }
-  return make_dir_durable(dir);
+  return make_dir_durable(dir, mode);
 }
 
 caf::error write_file_durably(const std::string& dir, const std::string& name,
-                              const std::string& bytes) {
+                              const std::string& bytes, mode_t mode) {
   auto path = join_path(dir, name);
   auto tmp = path + temp_suffix;
-  auto fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+  auto fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
   if (!fd) return std::move(fd.error());
   auto err = write_all(fd->get(), bytes.data(), bytes.size(), tmp);
   if (!err) err = fsync_fd(fd->get(), tmp);

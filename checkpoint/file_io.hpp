@@ -42,7 +42,20 @@ caf::error corrupt_file(const std::string& path, const std::string& why);
 
 std::string join_path(const std::string& dir, const std::string& name);
 
-caf::expected<unique_fd> open_file(const std::string& path, int flags, mode_t mode = 0644);
+/// Checkpoints hold a job's whole model and optimizer state: by default only
+/// their owner may read them, whatever the umask would allow.
+constexpr mode_t private_file_mode = 0600;
+constexpr mode_t private_dir_mode = 0700;
+
+/// The permissions of the files and directories a checkpoint store creates
+/// (both still narrowed by the process's umask).
+struct file_modes {
+  mode_t file = private_file_mode;
+  mode_t dir = private_dir_mode;
+};
+
+caf::expected<unique_fd> open_file(const std::string& path, int flags,
+                                   mode_t mode = private_file_mode);
 
 /// write(2) until every byte is written.
 caf::error write_all(int fd, const char* data, size_t size, const std::string& path);
@@ -62,15 +75,15 @@ caf::error fsync_fd(int fd, const std::string& path);
 caf::error fsync_dir(const std::string& dir);
 
 /// Creates `dir` if absent (one level) and makes its entry durable in the parent.
-caf::error make_dir_durable(const std::string& dir);
+caf::error make_dir_durable(const std::string& dir, mode_t mode = private_dir_mode);
 
 /// Creates `dir` and any missing parents, each made durable in its parent.
-caf::error make_dirs_durable(const std::string& dir);
+caf::error make_dirs_durable(const std::string& dir, mode_t mode = private_dir_mode);
 
 /// Writes `bytes` as `path`: to `path` + ".tmp", fsync, rename, fsync of the
 /// directory. A crash leaves either the old file (or none) or the whole new one.
 caf::error write_file_durably(const std::string& dir, const std::string& name,
-                              const std::string& bytes);
+                              const std::string& bytes, mode_t mode = private_file_mode);
 
 /// Removes a directory tree (no symlinks are followed).
 caf::error remove_tree(const std::string& path);

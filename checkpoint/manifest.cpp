@@ -19,6 +19,15 @@ int64_t unix_ms_now() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+// A manifest or index names its files relative to its step directory; one
+// that reaches outside it (an absolute path, "..", a subdirectory) would make
+// a restore read, and a commit stat, whatever file a writer of the
+// checkpoint directory chose.
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string{"/\0", 2}) == std::string::npos;
+}
+
 caf::error add_shard_record(const std::string& step_dir, int rank, int world_size,
                             wire::CheckpointManifest& manifest) {
   auto index_name = shard_index_name(rank, world_size);
@@ -33,6 +42,9 @@ caf::error add_shard_record(const std::string& step_dir, int rank, int world_siz
   }
   wire::ShardIndex index;
   if (auto err = decode_framed(index_magic, *bytes, index_path, index)) return err;
+  if (!is_plain_file_name(index.data_file()))
+    return corrupt_file(index_path,
+                        "names data file \"" + index.data_file() + "\" outside its step directory");
   auto data_path = join_path(step_dir, index.data_file());
   struct stat st;
   if (::stat(data_path.c_str(), &st) != 0) return io_error("stat", data_path, errno);
@@ -53,7 +65,7 @@ caf::error add_shard_record(const std::string& step_dir, int rank, int world_siz
 }  // namespace
 
 caf::error write_manifest(const std::string& step_dir, int64_t step, int world_size,
-                          int64_t total_run_calls) {
+                          int64_t total_run_calls, mode_t mode) {
   wire::CheckpointManifest manifest;
   manifest.set_schema_version(checkpoint_schema_version);
   manifest.set_lifeboat_version(LIFEBOAT_VERSION);
@@ -63,7 +75,8 @@ caf::error write_manifest(const std::string& step_dir, int64_t step, int world_s
   manifest.set_created_unix_ms(unix_ms_now());
   for (int rank = 0; rank < world_size; ++rank)
     if (auto err = add_shard_record(step_dir, rank, world_size, manifest)) return err;
-  return write_file_durably(step_dir, manifest_file_name, encode_framed(manifest_magic, manifest));
+  return write_file_durably(step_dir, manifest_file_name, encode_framed(manifest_magic, manifest),
+                            mode);
 }
 
 caf::expected<wire::CheckpointManifest> read_manifest(const std::string& step_dir, int64_t step) {
@@ -83,6 +96,10 @@ caf::expected<wire::CheckpointManifest> read_manifest(const std::string& step_di
   if (manifest.shards_size() != manifest.world_size())
     return corrupt_file(path, std::to_string(manifest.shards_size()) + " shards for world size " +
                                   std::to_string(manifest.world_size()));
+  for (auto& shard : manifest.shards())
+    for (auto* name : {&shard.data_file(), &shard.index_file()})
+      if (!is_plain_file_name(*name))
+        return corrupt_file(path, "names file \"" + *name + "\" outside its step directory");
   return manifest;
 }
 

@@ -6,6 +6,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "checkpoint/file_io.hpp"
 #include "messages/checkpoint.pb.h"
 
 namespace lifeboat::checkpoint {
@@ -15,7 +16,7 @@ namespace lifeboat::checkpoint {
 /// each shard's sizes, index checksum and chunk table, and writes MANIFEST
 /// durably (".tmp", fsync, rename, directory fsync).
 caf::error write_manifest(const std::string& step_dir, int64_t step, int world_size,
-                          int64_t total_run_calls);
+                          int64_t total_run_calls, mode_t mode = private_file_mode);
 
 /// The manifest of `step_dir`: errc::not_found when absent (not committed),
 /// errc::corrupt when garbled, errc::version_mismatch for another schema.

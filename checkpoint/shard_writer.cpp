@@ -111,14 +111,15 @@ class chunk_hasher {
 // cost varies with the rest of the machine), and writeback started per chunk
 // (sync_file_range) made them slower still (3.3-4.2 s); O_DIRECT writes
 // took 0.24-0.72 s, straight from the staging memory.
-caf::expected<unique_fd> open_data_file(const std::string& path, const char* data, bool& direct) {
+caf::expected<unique_fd> open_data_file(const std::string& path, const char* data, mode_t mode,
+                                        bool& direct) {
   constexpr int flags = O_WRONLY | O_CREAT | O_TRUNC;
   direct = reinterpret_cast<uintptr_t>(data) % direct_alignment == 0;
   if (direct) {
-    if (auto fd = open_file(path, flags | O_DIRECT)) return fd;
+    if (auto fd = open_file(path, flags | O_DIRECT, mode)) return fd;
     direct = false;
   }
-  return open_file(path, flags);
+  return open_file(path, flags, mode);
 }
 
 caf::error stop_direct(int fd, bool& direct, const std::string& path) {
@@ -184,7 +185,7 @@ caf::error write_data(int fd, bool direct, const std::string& path, const snapsh
 
 caf::expected<written_shard> write_shard_files(const std::string& step_dir, int64_t step, int rank,
                                                int world_size, const snapshot& snap,
-                                               uint64_t chunk_size) {
+                                               uint64_t chunk_size, const file_modes& modes) {
   auto start = clock_type::now();
   auto data_name = shard_data_name(rank, world_size);
   auto data_path = join_path(step_dir, data_name);
@@ -204,7 +205,7 @@ caf::expected<written_shard> write_shard_files(const std::string& step_dir, int6
     buf->set_size(static_cast<int64_t>(entry.size));
   }
   bool direct = false;
-  auto fd = open_data_file(data_tmp, snap.bytes.data(), direct);
+  auto fd = open_data_file(data_tmp, snap.bytes.data(), modes.file, direct);
   if (!fd) return std::move(fd.error());
   write_breakdown took;
   auto err = write_data(fd->get(), direct, data_tmp, snap, chunk_size, step,
@@ -220,7 +221,7 @@ caf::expected<written_shard> write_shard_files(const std::string& step_dir, int6
   // The index is renamed into place after the data, and write_file_durably
   // fsyncs the directory, which makes both renames durable.
   if (auto err = write_file_durably(step_dir, shard_index_name(rank, world_size),
-                                    encode_framed(index_magic, index)))
+                                    encode_framed(index_magic, index), modes.file))
     return err;
   took.index = seconds_since(index_start);
   written_shard result{snap.size(), seconds_since(start), took};

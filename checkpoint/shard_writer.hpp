@@ -5,6 +5,7 @@
 
 #include <caf/expected.hpp>
 
+#include "checkpoint/file_io.hpp"
 #include "checkpoint/snapshot.hpp"
 
 namespace lifeboat::checkpoint {
@@ -39,6 +40,7 @@ struct written_shard {
 /// durable. On failure the ".tmp" files are removed and the error names the file.
 caf::expected<written_shard> write_shard_files(const std::string& step_dir, int64_t step, int rank,
                                                int world_size, const snapshot& snap,
-                                               uint64_t chunk_size = default_chunk_size);
+                                               uint64_t chunk_size = default_chunk_size,
+                                               const file_modes& modes = {});
 
 }  // namespace lifeboat::checkpoint

@@ -70,7 +70,7 @@ caf::expected<store> store::open(store_config cfg) {
     return make_error(
         errc::invalid_config,
         "checkpoint store: max_to_keep must be at least 1, not " + std::to_string(cfg.max_to_keep));
-  if (auto err = make_dirs_durable(cfg.dir))
+  if (auto err = make_dirs_durable(cfg.dir, cfg.dir_mode))
     return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
   if (auto err = check_writable(cfg.dir))
     return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
@@ -175,8 +175,9 @@ caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t 
   if (file_exists(join_path(path, manifest_file_name)))
     return make_error(errc::already_exists,
                       "step " + std::to_string(step) + " is already committed in " + path);
-  if (auto err = make_dir_durable(path)) return err;
-  auto written = write_shard_files(path, step, cfg_.rank, cfg_.world_size, snap);
+  if (auto err = make_dir_durable(path, cfg_.dir_mode)) return err;
+  auto written = write_shard_files(path, step, cfg_.rank, cfg_.world_size, snap, default_chunk_size,
+                                   file_modes{cfg_.file_mode, cfg_.dir_mode});
   if (!written) return std::move(written.error());
   checkpoint_info info;
   info.step = step;
@@ -201,7 +202,8 @@ caf::error store::check_commit_rank() const {
 
 caf::error store::write_manifest(int64_t step, int64_t total_run_calls) {
   if (auto err = check_commit_rank()) return err;
-  return checkpoint::write_manifest(step_path(step), step, cfg_.world_size, total_run_calls);
+  return checkpoint::write_manifest(step_path(step), step, cfg_.world_size, total_run_calls,
+                                    cfg_.file_mode);
 }
 
 caf::error store::apply_retention(int64_t committed_step) {

@@ -27,6 +27,9 @@ struct store_config {
   int world_size = 1;
   int max_to_keep = default_max_to_keep;  // committed checkpoints kept (>= 1)
   int commit_rank = 0;                    // writes manifests, applies retention
+  // Of the files and directories the store creates: owner-only by default.
+  mode_t file_mode = private_file_mode;
+  mode_t dir_mode = private_dir_mode;
 };
 
 struct checkpoint_info {

@@ -34,6 +34,14 @@ TEST(coordination_auth, mac_binds_every_field) {
   EXPECT_FALSE(mac_equal(base, base.substr(1)));
 }
 
+// The service's proof and the worker's MAC over the same inputs differ, so
+// neither can be relayed back as the other.
+TEST(coordination_auth, service_proof_is_apart_from_the_workers_mac) {
+  EXPECT_FALSE(mac_equal(service_proof("t", "n", 1, 2, 3), join_mac("t", "n", 1, 2, 3)));
+  EXPECT_TRUE(mac_equal(service_proof("t", "n", 1, 2, 3), service_proof("t", "n", 1, 2, 3)));
+  EXPECT_FALSE(mac_equal(service_proof("t", "n", 1, 2, 3), service_proof("t", "m", 1, 2, 3)));
+}
+
 TEST(coordination_auth, nonces_are_fresh) {
   auto a = make_join_nonce();
   EXPECT_EQ(a.size(), coordination_nonce_bytes);

@@ -17,6 +17,26 @@ using client_test = service_fixture;
 
 constexpr std::chrono::milliseconds short_timeout{100};
 
+// The next frame on a blocking socket, or nullopt when it closed first.
+std::optional<wire::Envelope> read_frame_from(int fd, frame_splitter& split) {
+  wire::Envelope env;
+  char buf[4096];
+  while (split.next(env) != frame_splitter::status::frame) {
+    auto n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return std::nullopt;
+    split.append(buf, static_cast<size_t>(n));
+  }
+  return env;
+}
+
+void write_frame_to(int fd, const wire::Envelope& env) {
+  auto bytes = encode_frame(env);
+  [[maybe_unused]] auto written = ::write(fd, bytes.data(), bytes.size());
+}
+
+// What an impostor at the service's address puts in its JoinReply's proof.
+enum class impostor_proof { missing, random, reflected_worker_mac };
+
 TEST_F(client_test, kv_operations) {
   auto a = join(0);
   auto b = join(1);
@@ -199,6 +219,51 @@ TEST_F(client_test, a_service_gone_after_its_greeting_is_lost_within_the_rejoin_
   EXPECT_LT(std::chrono::steady_clock::now() - start, cfg.join_timeout / 2);
   EXPECT_EQ(client->error(), make_error(errc::peer_lost)) << describe(client->error());
   EXPECT_NE(describe(client->error()).find("lost the coordination service"), std::string::npos);
+}
+
+// Something at the service's address that speaks the protocol and says ok to
+// every join, but does not know the token: the worker must not follow it.
+TEST_F(client_test, join_is_refused_when_the_service_cannot_prove_the_token) {
+  for (auto kind :
+       {impostor_proof::missing, impostor_proof::random, impostor_proof::reflected_worker_mac}) {
+    held_port impostor;
+    std::thread server{[fd = impostor.fd(), kind] {
+      int conn = ::accept(fd, nullptr, nullptr);
+      if (conn < 0) return;
+      // Bounded reads: an agent that wrongly accepts the join keeps the
+      // connection open, and the test must still end to report it.
+      timeval bound{5, 0};
+      ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+      wire::Envelope hello;
+      hello.mutable_hello()->set_protocol_version(coordination_protocol_version);
+      hello.mutable_hello()->set_nonce(make_join_nonce());
+      write_frame_to(conn, hello);
+      frame_splitter split;
+      if (auto join = read_frame_from(conn, split)) {
+        wire::Envelope reply;
+        reply.mutable_join_reply()->set_ok(true);
+        if (kind == impostor_proof::random)
+          reply.mutable_join_reply()->set_proof(make_join_nonce());
+        if (kind == impostor_proof::reflected_worker_mac)
+          reply.mutable_join_reply()->set_proof(join->join().mac());
+        write_frame_to(conn, reply);
+        // Keeps the connection open until the agent closes it.
+        read_frame_from(conn, split);
+      }
+      ::close(conn);
+    }};
+    auto cfg = agent_cfg(0);
+    cfg.port = impostor.port();
+    auto start = std::chrono::steady_clock::now();
+    auto client = coordination_client::connect(sys, cfg);
+    server.join();
+    ASSERT_FALSE(client) << "impostor kind " << static_cast<int>(kind);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_EQ(client.error().code(), static_cast<uint8_t>(errc::refused));
+    EXPECT_NE(describe(client.error()).find("could not prove it knows the cluster token"),
+              std::string::npos)
+        << describe(client.error());
+  }
 }
 
 TEST_F(client_test, leave_is_idempotent) {

@@ -1,6 +1,7 @@
 #include "actors/coordination_service.hpp"
 
 #include <random>
+#include <thread>
 
 #include <caf/scoped_actor.hpp>
 
@@ -49,7 +50,62 @@ wire::Envelope join_as_rank_0(const wire::Hello& hello, uint32_t protocol_versio
   j->set_rank(0);
   j->set_world_size(fixture_world_size);
   j->set_mac(join_mac(fixture_token, hello.nonce(), 0, fixture_world_size, 0));
+  j->set_nonce(make_join_nonce());
   return env;
+}
+
+// A service of the fixture's world size whose connections must join within `bound`.
+std::pair<caf::actor, uint16_t> service_with_join_bound(caf::actor_system& sys,
+                                                        std::chrono::milliseconds bound) {
+  service_config cfg;
+  cfg.world_size = fixture_world_size;
+  cfg.token = fixture_token;
+  cfg.heartbeat_timeout = fixture_heartbeat_timeout;
+  cfg.join_bound = bound;
+  auto spawned = spawn_coordination_service(sys, cfg);
+  EXPECT_TRUE(spawned) << describe(spawned.error());
+  return spawned ? *spawned : std::pair<caf::actor, uint16_t>{};
+}
+
+constexpr std::chrono::milliseconds short_join_bound{500};
+
+TEST_F(service_test, a_connection_that_sends_nothing_is_closed_within_the_join_bound) {
+  auto [bounded, bounded_port] = service_with_join_bound(sys, short_join_bound);
+  raw_socket s{bounded_port};
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(s.read_frame()->has_hello());
+  EXPECT_TRUE(s.closed_by_peer(short_join_bound + socket_deadline));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(elapsed, short_join_bound - std::chrono::milliseconds(50));
+  EXPECT_LT(elapsed, short_join_bound + std::chrono::seconds(1));
+  caf::anon_send_exit(bounded, caf::exit_reason::user_shutdown);
+}
+
+// A flood of idle connections fills the unjoined slots and the rest are
+// closed at accept; once the idle ones overstay the bound, workers join.
+TEST_F(service_test, idle_connections_do_not_stop_workers_from_joining) {
+  constexpr int idle_connections = 200;
+  auto [bounded, bounded_port] = service_with_join_bound(sys, short_join_bound);
+  std::vector<std::unique_ptr<raw_socket>> idle;
+  for (int i = 0; i < idle_connections; ++i) {
+    idle.push_back(std::make_unique<raw_socket>(bounded_port));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  auto joined = [&, bounded_port = bounded_port](int rank) {
+    auto cfg = agent_cfg(rank);
+    cfg.port = bounded_port;
+    cfg.join_timeout = std::chrono::seconds(10);
+    return coordination_client::connect(sys, cfg);
+  };
+  auto a = joined(0);
+  ASSERT_TRUE(a) << describe(a.error());
+  auto b = joined(1);
+  ASSERT_TRUE(b) << describe(b.error());
+  std::thread other{[&] { EXPECT_FALSE((*b)->barrier("after/flood", socket_deadline, {0, 1})); }};
+  EXPECT_FALSE((*a)->barrier("after/flood", socket_deadline, {0, 1}));
+  other.join();
+  for (auto& s : idle) EXPECT_TRUE(s->closed_by_peer());
+  caf::anon_send_exit(bounded, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(service_test, garbage_truncated_and_oversized_frames_do_not_disturb_the_cluster) {
