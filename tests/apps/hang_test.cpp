@@ -147,9 +147,9 @@ TEST(hang_test, a_slow_rank_is_flagged_straggler_in_the_coordinators_view) {
       << metrics;
   EXPECT_NE(metrics.find("lifeboat_worker_step_seconds{"), std::string::npos) << metrics;
   // The service logs a new straggler at its next comparison (once a second).
-  EXPECT_TRUE(log.contains("rank " + std::to_string(slow_rank) + " is a straggler") ||
-              log.read_until("rank " + std::to_string(slow_rank) + " is a straggler",
-                             straggler_deadline))
+  EXPECT_TRUE(
+      log.contains("rank " + std::to_string(slow_rank) + " is a straggler") ||
+      log.read_until("rank " + std::to_string(slow_rank) + " is a straggler", straggler_deadline))
       << log.text();
   EXPECT_EQ(log.count("is a straggler"), 1) << log.text();
   run->kill(SIGTERM);
