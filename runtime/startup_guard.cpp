@@ -67,12 +67,16 @@ caf::expected<std::unique_ptr<startup_guard>> startup_guard::start(const signal_
 void startup_guard::watch() {
   name_this_thread("lifeboat.start");
   pollfd fds[3] = {{stop_fd_, POLLIN, 0}, {notice_fd_, POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
-  std::optional<std::chrono::steady_clock::time_point> notice_deadline;
+  std::optional<std::chrono::steady_clock::time_point> notice_at;
+  // Read at every turn: a join after the notice lengthens its grace.
+  auto deadline = [&] {
+    return *notice_at + (joined_.load() ? joined_notice_grace : notice_grace);
+  };
   for (;;) {
     int timeout_ms = -1;
-    if (notice_deadline) {
+    if (notice_at) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          *notice_deadline - std::chrono::steady_clock::now());
+          deadline() - std::chrono::steady_clock::now());
       timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
     }
     int ready = ::poll(fds, 3, timeout_ms);
@@ -95,10 +99,10 @@ void startup_guard::watch() {
       if (::read(notice_fd_, &signal, 1) != 1) return;
       if (held_notice_ == 0) {
         held_notice_ = signal;
-        notice_deadline = std::chrono::steady_clock::now() + notice_grace;
+        notice_at = std::chrono::steady_clock::now();
       }
     }
-    if (notice_deadline && std::chrono::steady_clock::now() >= *notice_deadline) {
+    if (notice_at && std::chrono::steady_clock::now() >= deadline()) {
       log(log_level::warning, component, signal_name(held_notice_),
           " while joining the cluster, before any training step: the latest complete "
           "checkpoint is the state, exiting with the restart code ",

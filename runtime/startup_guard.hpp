@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -18,7 +19,10 @@ namespace lifeboat {
 /// checkpoint is the whole state and nothing is lost:
 ///   - SIGINT (a person stopping the job) exits with the failure code 3 at once;
 ///   - a notice signal (one of the signal pipe's) exits with the restart code
-///     unless the construction ends within notice_grace: then the guard
+///     unless the construction ends in time: notice_grace while the worker
+///     has not joined (it may be waiting for a service that never comes),
+///     joined_notice_grace once it has (it waits for peers that are starting
+///     too; well within torchrun's 30 s before SIGKILL). Then the guard
 ///     raises the notice again, and the cluster saves for it as for any
 ///     notice (one worker's notice during the start must not fail its peers,
 ///     which a worker gone from the restore agreement would);
@@ -31,10 +35,14 @@ namespace lifeboat {
 class startup_guard {
  public:
   static constexpr std::chrono::milliseconds notice_grace{500};
+  static constexpr std::chrono::milliseconds joined_notice_grace{10000};
 
   static caf::expected<std::unique_ptr<startup_guard>> start(const signal_pipe& notices,
                                                              int restart_code);
   ~startup_guard();
+
+  /// The worker joined the cluster: a notice may wait joined_notice_grace.
+  void joined() { joined_.store(true); }
 
   startup_guard(const startup_guard&) = delete;
   startup_guard& operator=(const startup_guard&) = delete;
@@ -49,6 +57,7 @@ class startup_guard {
   int stop_fd_ = -1;       // an eventfd: the destructor's word to stop
   bool sigint_installed_ = false;
   int held_notice_ = 0;  // a notice read and not acted on: raised again at the end
+  std::atomic<bool> joined_{false};
   struct sigaction previous_sigint_ {};
   std::thread thread_;
 };

@@ -225,6 +225,7 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   // hosted service above all).
   try {
     start_cluster();
+    if (startup_guard_) startup_guard_->joined();
     restore();
     prepare_staging();
     spawn_actors();
