@@ -17,6 +17,15 @@ using client_test = service_fixture;
 
 constexpr std::chrono::milliseconds short_timeout{100};
 
+// A peer playing the service's part: takes one connection on `listener` and
+// writes `bytes` to it; returns the connection (-1 when none came).
+int accept_and_send(int listener, const std::string& bytes) {
+  int conn = ::accept(listener, nullptr, nullptr);
+  if (conn >= 0) [[maybe_unused]]
+    auto written = ::write(conn, bytes.data(), bytes.size());
+  return conn;
+}
+
 // The next frame on a blocking socket, or nullopt when it closed first.
 std::optional<wire::Envelope> read_frame_from(int fd, frame_splitter& split) {
   wire::Envelope env;
@@ -169,10 +178,8 @@ TEST_F(client_test, join_fails_at_once_when_the_peer_never_greets) {
 TEST_F(client_test, join_fails_at_once_when_the_peer_speaks_another_protocol) {
   held_port stranger;
   std::thread server{[fd = stranger.fd()] {
-    int conn = ::accept(fd, nullptr, nullptr);
+    int conn = accept_and_send(fd, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
     if (conn < 0) return;
-    const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
-    [[maybe_unused]] auto written = ::write(conn, answer, sizeof answer - 1);
     char byte = 0;
     // Keeps the connection open until the agent closes it.
     [[maybe_unused]] auto read = ::read(conn, &byte, 1);
@@ -195,13 +202,12 @@ TEST_F(client_test, join_fails_at_once_when_the_peer_speaks_another_protocol) {
 TEST_F(client_test, a_service_gone_after_its_greeting_is_lost_within_the_rejoin_bound) {
   held_port listener;
   std::thread service{[fd = listener.fd()] {
-    int conn = ::accept(fd, nullptr, nullptr);
-    if (conn < 0) return;
     wire::Envelope hello;
     hello.mutable_hello()->set_protocol_version(coordination_protocol_version);
     hello.mutable_hello()->set_nonce("nonce");
     auto bytes = encode_frame(hello);
-    [[maybe_unused]] auto written = ::write(conn, bytes.data(), bytes.size());
+    int conn = accept_and_send(fd, {bytes.begin(), bytes.end()});
+    if (conn < 0) return;
     // The service goes away: it stops listening before its connection
     // closes, so the agent's next attempt is refused.
     ::shutdown(fd, SHUT_RDWR);
