@@ -92,7 +92,7 @@ class progress_tracker {
   struct rank_progress {
     bool followed = false;
     int64_t step = -1;
-    int64_t advanced_ms = 0;         // when `step` was first seen
+    int64_t advanced_ms = 0;         // when `step` was completed, as the worker saw it
     int64_t blocked_ms = 0;          // the worker's blocked time then
     int64_t step_age_ms = 0;         // how long `step` had not moved, by the latest heartbeat
     int64_t age_at_save_end_ms = 0;  // of this step: its age when a save ended

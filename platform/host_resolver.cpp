@@ -16,12 +16,6 @@ namespace lifeboat {
 
 namespace {
 
-bool is_numeric_address(const std::string& host) {
-  in6_addr v6{};
-  in_addr v4{};
-  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
-}
-
 // Shared between the caller and the lookup thread, which may outlive the caller.
 struct lookup_state {
   std::mutex mutex;
@@ -55,6 +49,12 @@ void run_lookup(const std::string& host, lookup_state& state) {
 }
 
 }  // namespace
+
+bool is_numeric_address(const std::string& host) {
+  in6_addr v6{};
+  in_addr v4{};
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
+}
 
 caf::expected<std::vector<std::string>> resolve_host(const std::string& host,
                                                      std::chrono::milliseconds timeout) {

@@ -8,6 +8,9 @@
 
 namespace lifeboat {
 
+/// Whether `host` is a numeric IPv4 or IPv6 address, not a name.
+bool is_numeric_address(const std::string& host);
+
 /// The numeric addresses of `host` ("127.0.0.1", "::1"), resolved within
 /// `timeout`. A numeric host comes back as is without a lookup. getaddrinfo
 /// cannot be cancelled, so a lookup runs on its own detached thread and a slow

@@ -1,7 +1,5 @@
 #include "runtime/worker_runtime.hpp"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <limits>
 #include <thread>
@@ -32,6 +30,7 @@
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
 #include "platform/environment.hpp"
+#include "platform/host_resolver.hpp"
 #include "platform/notice_source.hpp"
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
@@ -118,11 +117,6 @@ void await_started(caf::actor_system& sys, const caf::actor& actor) {
                [](const caf::error& err) { fail_config("starting an actor: " + describe(err)); });
 }
 
-bool is_ip_address(const char* text) {
-  in6_addr address{};
-  return ::inet_pton(AF_INET, text, &address) == 1 || ::inet_pton(AF_INET6, text, &address) == 1;
-}
-
 // termination_config::hang_timeout, else LIFEBOAT_HANG_TIMEOUT (seconds),
 // else adaptive, as the service takes it: -1 adaptive, 0 off, else ms.
 caf::expected<int64_t> hang_timeout_ms(const termination_config& config) {
@@ -166,7 +160,7 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   if (!status_port) fail_config(describe(status_port.error()));
   status_port_ = *status_port;
   if (auto* host = env_value(process_environment(), "LIFEBOAT_STATUS_HOST")) {
-    if (!is_ip_address(host))
+    if (!is_numeric_address(host))
       fail_config(std::string{"LIFEBOAT_STATUS_HOST='"} + host +
                   "': expected an IPv4 or IPv6 address to bind the status endpoint to");
     status_host_ = host;
