@@ -16,8 +16,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 
-#include "actors/coordination_service.hpp"
-#include "actors/status_endpoint.hpp"
+#include "actors/coordination/coordination_service.hpp"
+#include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "apps/flags.hpp"
 #include "messages/errors.hpp"

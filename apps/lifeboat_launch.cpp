@@ -36,9 +36,9 @@
 
 #include "messages/errors.hpp"
 
-#include "actors/coordination_service.hpp"
-#include "actors/preemption_watcher.hpp"
-#include "actors/status_endpoint.hpp"
+#include "actors/coordination/coordination_service.hpp"
+#include "actors/preemption/preemption_watcher.hpp"
+#include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "apps/launch_options.hpp"
 #include "apps/launch_policy.hpp"

@@ -12,7 +12,7 @@
 
 #include <caf/send.hpp>
 
-#include "actors/coordination_atoms.hpp"
+#include "actors/coordination/coordination_atoms.hpp"
 #include "apps/launch_policy.hpp"
 #include "messages/errors.hpp"
 #include "platform/signal_pipe.hpp"

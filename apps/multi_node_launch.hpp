@@ -5,7 +5,7 @@
 
 #include <caf/actor.hpp>
 
-#include "actors/preemption_watcher.hpp"
+#include "actors/preemption/preemption_watcher.hpp"
 #include "apps/launch_options.hpp"
 #include "apps/node_link.hpp"
 #include "apps/worker_group.hpp"

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/coordination_auth.hpp"
+#include "actors/coordination/coordination_auth.hpp"
 #include "messages/log.hpp"
 
 namespace lifeboat::apps {

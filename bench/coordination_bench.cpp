@@ -39,8 +39,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 
-#include "actors/coordination_client.hpp"
-#include "actors/coordination_service.hpp"
+#include "actors/coordination/coordination_client.hpp"
+#include "actors/coordination/coordination_service.hpp"
 #include "actors/system_config.hpp"
 #include "bench/loopback.hpp"
 #include "messages/errors.hpp"

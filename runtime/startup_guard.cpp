@@ -11,7 +11,7 @@
 #include <cstring>
 #include <optional>
 
-#include "actors/exit_controller.hpp"
+#include "actors/preemption/exit_controller.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "platform/signal_names.hpp"

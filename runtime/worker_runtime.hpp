@@ -13,8 +13,8 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
-#include "actors/phase.hpp"
-#include "actors/step_gate.hpp"
+#include "actors/preemption/phase.hpp"
+#include "actors/preemption/step_gate.hpp"
 #include "checkpoint/async_saver.hpp"
 #include "checkpoint/barrier.hpp"
 #include "checkpoint/store.hpp"

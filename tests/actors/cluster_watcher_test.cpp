@@ -1,7 +1,7 @@
 // The cluster watcher between the coordination agent and the worker's
 // actors: which of them hears a protocol message, a commit, a failure, and
 // that a stranger's bytes reach none of them. The peers are scoped actors.
-#include "actors/cluster_watcher.hpp"
+#include "actors/preemption/cluster_watcher.hpp"
 
 #include <chrono>
 #include <map>
@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "actors/atoms.hpp"
-#include "actors/coordination_events.hpp"
-#include "actors/protocol.hpp"
+#include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/protocol.hpp"
 #include "actors/system_config.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"

@@ -1,4 +1,4 @@
-#include "actors/duration_estimate.hpp"
+#include "actors/preemption/duration_estimate.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // after the final commit, makes it raise on a failure naming the peer, and
 // ends the process itself when the trainer does not (death tests: the
 // watchdog calls _Exit).
-#include "actors/exit_controller.hpp"
+#include "actors/preemption/exit_controller.hpp"
 
 #include <unistd.h>
 
@@ -16,9 +16,9 @@
 #include <gtest/gtest.h>
 
 #include "actors/atoms.hpp"
-#include "actors/coordination_events.hpp"
-#include "actors/protocol.hpp"
-#include "actors/step_gate.hpp"
+#include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/protocol.hpp"
+#include "actors/preemption/step_gate.hpp"
 #include "actors/system_config.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"

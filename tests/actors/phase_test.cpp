@@ -1,4 +1,4 @@
-#include "actors/phase.hpp"
+#include "actors/preemption/phase.hpp"
 
 #include <gtest/gtest.h>
 

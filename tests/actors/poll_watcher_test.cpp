@@ -1,7 +1,7 @@
 // The poll watcher with real pollers (threads) and scripted notice sources:
 // which notices reach the resolver, and which sources acknowledge when the
 // runtime asks, before the answer comes.
-#include "actors/poll_watcher.hpp"
+#include "actors/preemption/poll_watcher.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/atoms.hpp"
-#include "actors/protocol.hpp"
+#include "actors/preemption/protocol.hpp"
 #include "actors/system_config.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "actors/step_resolver_state.hpp"
+#include "actors/preemption/step_resolver_state.hpp"
 
 namespace lifeboat::test {
 

@@ -1,7 +1,7 @@
 // The signal watcher with a real signal pipe and real signals (raise runs
 // the handler on this thread before it returns): one notice with its
 // deadline for the first signal, none for the ones after it.
-#include "actors/signal_watcher.hpp"
+#include "actors/preemption/signal_watcher.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/atoms.hpp"
-#include "actors/protocol.hpp"
+#include "actors/preemption/protocol.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/preemption.pb.h"

@@ -12,7 +12,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 
-#include "actors/status_endpoint.hpp"
+#include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"

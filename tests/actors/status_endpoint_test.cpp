@@ -1,4 +1,4 @@
-#include "actors/status_endpoint.hpp"
+#include "actors/status/status_endpoint.hpp"
 
 #include <gtest/gtest.h>
 

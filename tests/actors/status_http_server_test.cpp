@@ -1,4 +1,4 @@
-#include "actors/status_http_server.hpp"
+#include "actors/status/status_http_server.hpp"
 
 #include <gtest/gtest.h>
 

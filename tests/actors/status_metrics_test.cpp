@@ -1,11 +1,11 @@
-#include "actors/status_metrics.hpp"
+#include "actors/status/status_metrics.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <sstream>
 
-#include "actors/status_endpoint.hpp"
+#include "actors/status/status_endpoint.hpp"
 #include "tests/actors/status_test_support.hpp"
 
 namespace lifeboat {

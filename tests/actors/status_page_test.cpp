@@ -1,8 +1,8 @@
-// The status page (actors/status_page.cpp) as a browser renders it: headless
+// The status page (actors/status/status_page.cpp) as a browser renders it: headless
 // Chromium loads GET / from a real endpoint, runs the page's script and must
 // show the workers and actors that /status reports.
 
-#include "actors/status_page.hpp"
+#include "actors/status/status_page.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "actors/step_gate.hpp"
+#include "actors/preemption/step_gate.hpp"
 
 #include <gtest/gtest.h>
 

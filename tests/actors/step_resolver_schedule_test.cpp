@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/step_resolver_state.hpp"
+#include "actors/preemption/step_resolver_state.hpp"
 #include "tests/actors/resolver_cluster.hpp"
 
 namespace lifeboat {

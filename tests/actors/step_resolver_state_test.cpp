@@ -1,4 +1,4 @@
-#include "actors/step_resolver_state.hpp"
+#include "actors/preemption/step_resolver_state.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,14 +2,14 @@
 // the resolver hears of a save, that only the commit rank tells every worker
 // the save is committed, and that a failed save reaches every worker as this
 // worker's error.
-#include "actors/checkpoint_writer.hpp"
+#include "actors/preemption/checkpoint_writer.hpp"
 
 #include <optional>
 #include <string>
 
 #include "actors/atoms.hpp"
-#include "actors/coordination_events.hpp"
-#include "actors/protocol.hpp"
+#include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/protocol.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"

@@ -1,4 +1,4 @@
-#include "actors/coordination_auth.hpp"
+#include "actors/coordination/coordination_auth.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "actors/coordination_client.hpp"
+#include "actors/coordination/coordination_client.hpp"
 
 #include <thread>
 
-#include "actors/coordination_auth.hpp"
-#include "actors/coordination_frame.hpp"
+#include "actors/coordination/coordination_auth.hpp"
+#include "actors/coordination/coordination_frame.hpp"
 #include "tests/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
 #include "tests/support/loopback_port.hpp"

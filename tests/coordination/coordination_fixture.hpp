@@ -18,9 +18,9 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
-#include "actors/coordination_client.hpp"
-#include "actors/coordination_frame.hpp"
-#include "actors/coordination_service.hpp"
+#include "actors/coordination/coordination_client.hpp"
+#include "actors/coordination/coordination_frame.hpp"
+#include "actors/coordination/coordination_service.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 

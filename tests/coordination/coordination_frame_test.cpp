@@ -1,4 +1,4 @@
-#include "actors/coordination_frame.hpp"
+#include "actors/coordination/coordination_frame.hpp"
 
 #include <gtest/gtest.h>
 

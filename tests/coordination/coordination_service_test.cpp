@@ -1,4 +1,4 @@
-#include "actors/coordination_service.hpp"
+#include "actors/coordination/coordination_service.hpp"
 
 #include <random>
 #include <thread>
@@ -6,8 +6,8 @@
 #include <caf/scoped_actor.hpp>
 
 #include "actors/atoms.hpp"
-#include "actors/coordination_auth.hpp"
-#include "actors/coordination_frame.hpp"
+#include "actors/coordination/coordination_auth.hpp"
+#include "actors/coordination/coordination_frame.hpp"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
 #include "tests/coordination/coordination_fixture.hpp"

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/coordination_auth.hpp"
-#include "actors/coordination_state.hpp"
+#include "actors/coordination/coordination_auth.hpp"
+#include "actors/coordination/coordination_state.hpp"
 #include "tests/coordination/state_fixture.hpp"
 
 using namespace lifeboat;

@@ -1,8 +1,8 @@
-#include "actors/coordination_state.hpp"
+#include "actors/coordination/coordination_state.hpp"
 
 #include <gtest/gtest.h>
 
-#include "actors/coordination_auth.hpp"
+#include "actors/coordination/coordination_auth.hpp"
 #include "tests/coordination/state_fixture.hpp"
 
 using namespace lifeboat;

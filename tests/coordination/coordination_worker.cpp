@@ -17,7 +17,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
-#include "actors/coordination_client.hpp"
+#include "actors/coordination/coordination_client.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 

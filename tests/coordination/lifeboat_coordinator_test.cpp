@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 
-#include "actors/coordination_client.hpp"
-#include "actors/protocol.hpp"
-#include "actors/status_endpoint.hpp"
+#include "actors/coordination/coordination_client.hpp"
+#include "actors/preemption/protocol.hpp"
+#include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "tests/apps/status_client.hpp"

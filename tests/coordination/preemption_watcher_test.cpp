@@ -1,12 +1,12 @@
 // The preemption watcher of a controller process, over a real coordination
 // service with real clients on 127.0.0.1: the earliest notice any worker
 // recorded, and waiting until every worker that joined has left or is lost.
-#include "actors/preemption_watcher.hpp"
+#include "actors/preemption/preemption_watcher.hpp"
 
 #include <chrono>
 #include <string>
 
-#include "actors/protocol.hpp"
+#include "actors/preemption/protocol.hpp"
 #include "messages/preemption.pb.h"
 #include "platform/clock.hpp"
 #include "tests/coordination/coordination_fixture.hpp"

@@ -1,4 +1,4 @@
-#include "actors/progress_tracker.hpp"
+#include "actors/preemption/progress_tracker.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/coordination_auth.hpp"
-#include "actors/coordination_state.hpp"
+#include "actors/coordination/coordination_auth.hpp"
+#include "actors/coordination/coordination_state.hpp"
 
 namespace lifeboat::test {
 

@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/step_resolver_state.hpp"
+#include "actors/preemption/step_resolver_state.hpp"
 #include "tests/runtime/runtime_checks.hpp"
 #include "tests/runtime/worker_cluster.hpp"
 

@@ -1,0 +1,81 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/coordination/coordination_atoms.hpp"
+#include "actors/coordination/coordination_events.hpp"
+
+namespace lifeboat {
+
+/// How a worker reaches and joins the coordination service.
+struct agent_config {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  int rank = 0;
+  int world_size = 1;
+  uint32_t incarnation = 0;
+  std::string token;
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds join_timeout{60000};
+  /// A peer that accepts the connection but does not greet within this bound,
+  /// or sends what is no frame of the protocol before the join, is no
+  /// coordination service (another job's server on the port): the join fails
+  /// at once with errc::refused instead of waiting out join_timeout.
+  std::chrono::milliseconds handshake_timeout{5000};
+  /// Once a service greeted, a connection that then closes before the join
+  /// means it is gone (its host died during start-up): retry this long at
+  /// most, not until join_timeout, then fail the join with errc::peer_lost.
+  std::chrono::milliseconds rejoin_bound{10000};
+  /// Read at each heartbeat, in the agent's thread; must be thread-safe.
+  std::function<int64_t()> step_source;
+  /// The worker's phase (DESIGN's names), read and sent like the step.
+  std::function<std::string()> phase_source;
+  /// Milliseconds the worker spent blocked in lifeboat's barriers so far,
+  /// read and sent like the step (the service's step times leave it out).
+  std::function<int64_t()> blocked_source;
+  /// The hang timeout the service should apply: -1 adaptive, 0 off, else ms.
+  int64_t hang_timeout_ms = 0;
+  /// Bound on requests that do not carry their own timeout (insert, try-get, ...).
+  std::chrono::milliseconds request_timeout{30000};
+  /// Set to true when the agent has ended, before any actor monitoring it
+  /// hears so. CAF 0.17 never answers a message sent to a broker that has
+  /// ended (a broker's mailbox stays open), so a request to it waits out its
+  /// whole timeout; a caller that checks this first fails at once instead.
+  std::shared_ptr<std::atomic<bool>> ended;
+};
+
+/// Spawns a worker's agent: a broker that connects to the service (retrying
+/// with backoff until cfg.join_timeout), answers the challenge, joins, sends
+/// heartbeats and relays requests. A lost connection after the join is
+/// reported to subscribers as peer_failure{-1, unavailable,
+/// "coordination service lost", lost = true}; requests then fail at once.
+///
+/// Message interface (every reply error is a lifeboat errc):
+///   (join_wait_atom) -> void                 once joined, or the join's error
+///   (insert_atom, key, value) -> void        errc::already_exists if present
+///   (get_start_atom, key, int64_t timeout_ms) -> uint64_t handle
+///        starts a blocking get; collect it exactly once with
+///   (get_wait_atom, uint64_t handle) -> std::string   errc::timeout / cancelled
+///   (cancel_atom, uint64_t handle)           completes that get with errc::cancelled
+///   (try_get_atom, key) -> (bool found, std::string value)
+///   (get_prefix_atom, prefix) -> std::map<std::string, std::string>
+///   (erase_prefix_atom, prefix) -> void
+///   (barrier_atom, name, int64_t timeout_ms, std::vector<int32_t> participants) -> void
+///        participants empty: every rank; errc::peer_error / peer_lost when a
+///        participant fails, errc::timeout, errc::cancelled
+///   (peer_send_atom, int32_t to_rank, channel, payload)   to_rank -1: everyone
+///   (report_atom, int32_t code, message)     broadcast as a peer_failure
+///   (subscribe_atom, caf::actor)             the actor receives peer_message
+///        and peer_failure
+///   (leave_atom) -> void                     clean leave; idempotent
+caf::actor spawn_coordination_agent(caf::actor_system& sys, agent_config cfg);
+
+}  // namespace lifeboat

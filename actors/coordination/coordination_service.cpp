@@ -1,0 +1,210 @@
+#include "actors/coordination/coordination_service.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include <caf/io/broker.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/network/multiplexer.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/coordination/broker_subscribers.hpp"
+#include "actors/coordination/coordination_auth.hpp"
+#include "actors/coordination/coordination_frame.hpp"
+#include "actors/coordination/coordination_state.hpp"
+#include "messages/log.hpp"
+#include "messages/wire.hpp"
+
+namespace lifeboat {
+
+namespace {
+
+constexpr const char* component = "coordination_service";
+
+int64_t steady_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct service_actor_state {
+  std::unique_ptr<coordination_state> logic;
+  std::map<conn_id, frame_splitter> readers;
+  std::vector<caf::actor> subscribers;
+  // Due times of the ticks already in flight; a new one is sent only when the
+  // state's next deadline comes before all of them.
+  std::multiset<int64_t> ticks;
+  static inline const char* name = "coordination_service";
+};
+
+using service_broker = caf::io::stateful_broker<service_actor_state>;
+
+caf::io::connection_handle handle_of(conn_id conn) {
+  return caf::io::connection_handle::from_int(conn);
+}
+
+void schedule_tick(service_broker* self) {
+  auto due = self->state.logic->next_deadline_ms();
+  if (!due) return;
+  auto& ticks = self->state.ticks;
+  if (!ticks.empty() && *ticks.begin() <= *due) return;
+  ticks.insert(*due);
+  auto delay = std::max<int64_t>(*due - steady_now_ms(), 0);
+  self->delayed_send(self, std::chrono::milliseconds(delay), tick_atom::value, *due);
+}
+
+// Carries out what the state asked for: frames first, so a refusal reaches
+// the peer before its connection closes (close is graceful).
+void apply_output(service_broker* self) {
+  auto out = self->state.logic->take_output();
+  for (auto& [conn, env] : out.frames)
+    if (self->state.readers.count(conn) > 0) write_frame(self, handle_of(conn), env);
+  for (auto conn : out.closes) {
+    self->state.readers.erase(conn);
+    self->close(handle_of(conn));
+  }
+  for (auto& ev : out.events)
+    for (auto& sub : self->state.subscribers) self->send(sub, ev);
+  schedule_tick(self);
+}
+
+void drop_connection(service_broker* self, conn_id conn, const std::string& why) {
+  log(log_level::warning, component, "closing connection ", conn, " from ",
+      self->remote_addr(handle_of(conn)), ": ", why);
+  self->state.readers.erase(conn);
+  self->close(handle_of(conn));
+  self->state.logic->on_disconnect(conn, steady_now_ms());
+  apply_output(self);
+}
+
+caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
+                            service_config cfg) {
+  self->state.logic = std::make_unique<coordination_state>(coordination_state::config{
+      cfg.world_size, cfg.token, static_cast<int64_t>(cfg.heartbeat_timeout.count()),
+      static_cast<int64_t>(cfg.join_bound.count())});
+  self->add_doorman(std::move(doorman));
+  close_on_exit_forget_on_down(self, self->state.subscribers);
+  return {
+      [self](const caf::io::new_connection_msg& msg) {
+        auto conn = msg.handle.id();
+        self->state.readers.emplace(conn, frame_splitter{});
+        self->configure_read(msg.handle, caf::io::receive_policy::at_most(frame_read_bytes));
+        self->state.logic->on_connect(conn, make_join_nonce(), steady_now_ms());
+        apply_output(self);
+      },
+      [self](const caf::io::new_data_msg& msg) {
+        auto conn = msg.handle.id();
+        auto i = self->state.readers.find(conn);
+        if (i == self->state.readers.end()) return;
+        i->second.append(msg.buf.data(), msg.buf.size());
+        // One read may hold several frames; a frame may close the connection
+        // (a refused join), which drops its reader: look it up each time.
+        for (wire::Envelope env;; env.Clear()) {
+          i = self->state.readers.find(conn);
+          if (i == self->state.readers.end()) return;
+          switch (i->second.next(env)) {
+            case frame_splitter::status::need_more:
+              return;
+            case frame_splitter::status::oversized:
+              drop_connection(
+                  self, conn,
+                  "frame larger than the limit of " + std::to_string(max_frame_bytes) + " bytes");
+              return;
+            case frame_splitter::status::malformed:
+              drop_connection(self, conn, "frame is not a coordination envelope");
+              return;
+            case frame_splitter::status::frame:
+              self->state.logic->on_frame(conn, env, steady_now_ms());
+              apply_output(self);
+              break;
+          }
+        }
+      },
+      [self](const caf::io::connection_closed_msg& msg) {
+        auto conn = msg.handle.id();
+        self->state.readers.erase(conn);
+        self->state.logic->on_disconnect(conn, steady_now_ms());
+        apply_output(self);
+      },
+      [self](const caf::io::acceptor_closed_msg&) {
+        log(log_level::error, component, "listening socket closed");
+      },
+      [self](tick_atom, int64_t due) {
+        auto& ticks = self->state.ticks;
+        if (auto i = ticks.find(due); i != ticks.end()) ticks.erase(i);
+        self->state.logic->on_tick(steady_now_ms());
+        apply_output(self);
+      },
+      [self](workers_atom) { return self->state.logic->workers(steady_now_ms()); },
+      [self](snapshot_atom, const std::string& prefix) {
+        return self->state.logic->snapshot(prefix);
+      },
+      [self](subscribe_atom, const caf::actor& subscriber) {
+        self->monitor(subscriber);
+        self->state.subscribers.push_back(subscriber);
+        // A late subscriber hears of the ranks already here first: one that
+        // waits for every worker to leave must not take the first departure
+        // it sees for the last.
+        for (auto& ev : self->state.logic->present_workers()) self->send(subscriber, ev);
+      },
+      [self](exited_atom, int32_t rank, uint32_t generation, const std::string& how) {
+        self->state.logic->on_process_exit(rank, generation, how);
+        apply_output(self);
+      },
+      [self](reset_atom) {
+        log(log_level::info, component, "reset: dropping all state");
+        self->state.logic->reset();
+        apply_output(self);
+      },
+      [self](status_atom) {
+        wire::ActorStatus st;
+        st.set_name(service_actor_state::name);
+        st.set_state("running");
+        st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
+        // The service's step is the furthest any worker reported, and its
+        // phase the cluster's: a coordinator has neither of its own, and on
+        // rank 0 the step resolver answers first with the worker's own (the
+        // endpoint keeps the first).
+        int64_t furthest = 0;
+        for (auto& w : self->state.logic->workers(steady_now_ms())) {
+          furthest = std::max(furthest, w.step());
+          *st.add_workers() = w;
+        }
+        st.set_step(furthest);
+        st.set_phase(to_string(self->state.logic->cluster_phase()));
+        (*st.mutable_metrics())["coordination_connections"] =
+            static_cast<double>(self->state.logic->connections());
+        (*st.mutable_metrics())["coordination_generation"] =
+            static_cast<double>(self->state.logic->generation());
+        return st;
+      },
+  };
+}
+
+}  // namespace
+
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::actor_system& sys,
+                                                                          service_config cfg) {
+  if (cfg.world_size < 1)
+    return make_error(errc::invalid_config, "coordination service: world size must be >= 1");
+  if (cfg.join_bound.count() <= 0)
+    return make_error(errc::invalid_config, "coordination service: join bound must be > 0");
+  if (cfg.heartbeat_timeout.count() <= 0)
+    return make_error(errc::invalid_config, "coordination service: heartbeat timeout must be > 0");
+  // The socket is opened here rather than inside the broker so that the bound
+  // port (port 0 picks a free one) can be returned to the caller.
+  auto doorman = sys.middleman().backend().new_tcp_doorman(cfg.port, cfg.host.c_str(), true);
+  if (!doorman)
+    return make_error(errc::unavailable, "coordination service: cannot listen on " + cfg.host +
+                                             ":" + std::to_string(cfg.port) + ": " +
+                                             sys.render(doorman.error()));
+  auto port = (*doorman)->port();
+  auto actor = sys.middleman().spawn_broker(service_actor, std::move(*doorman), std::move(cfg));
+  log(log_level::info, component, "listening on port ", port);
+  return std::make_pair(caf::actor{actor}, port);
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/coordination/connection_limits.hpp"
+#include "actors/coordination/coordination_atoms.hpp"
+#include "actors/coordination/coordination_events.hpp"
+
+namespace lifeboat {
+
+/// Where and for whom the coordination service listens.
+struct service_config {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port
+  int world_size = 1;
+  std::string token;
+  std::chrono::milliseconds heartbeat_timeout{10000};
+  /// A connection not joined within this is closed (connection_limits).
+  std::chrono::milliseconds join_bound{unjoined_connection_bound_ms};
+};
+
+/// Starts the job's coordination service: a broker listening on
+/// cfg.host:cfg.port for agents (framed protobuf, see messages/coordination.proto)
+/// whose logic is coordination_state. Returns the actor and the bound port.
+/// Its bounds: those of coordination_state, and frames of at most
+/// max_frame_bytes (a larger one closes the connection, with a log line).
+///
+/// Local interface (messages from actors in the hosting process):
+///   (workers_atom) -> std::vector<wire::WorkerInfo>     one row per rank
+///   (snapshot_atom, std::string prefix) -> std::map<std::string, std::string>
+///   (subscribe_atom, caf::actor) -> void                 the subscriber then
+///        receives every membership_event (joined, left, lost, error), first
+///        those of the ranks already here (coordination_state::present_workers)
+///   (exited_atom, int32_t rank, uint32_t generation, std::string how) -> void
+///        a launcher reaped that rank's process; one that never joined is lost
+///        (coordination_state::on_process_exit)
+///   (reset_atom) -> void                                 drops all state, closes
+///        every connection (a new generation)
+///   (status_atom) -> wire::ActorStatus                   name "coordination_service",
+///        `workers`, the furthest step they reported and the cluster's phase
+///        (coordination_state::cluster_phase) filled
+/// An exit message closes the listening socket and every connection.
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::actor_system& sys,
+                                                                          service_config cfg);
+
+}  // namespace lifeboat

@@ -1,0 +1,189 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/coordination/connection_limits.hpp"
+#include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/phase.hpp"
+#include "actors/preemption/progress_tracker.hpp"
+#include "messages/coordination.pb.h"
+#include "messages/errors.hpp"
+#include "messages/status.pb.h"
+
+namespace lifeboat {
+
+/// What the service must do after an input: frames to write (in order), then
+/// connections to close, and membership events for local subscribers.
+struct coordination_output {
+  std::vector<std::pair<conn_id, wire::Envelope>> frames;
+  std::vector<conn_id> closes;
+  std::vector<membership_event> events;
+};
+
+/// Collapses repeated '/' and strips a trailing '/': "a//b/" -> "a/b".
+std::string normalize_key(const std::string& key);
+
+/// Collapses repeated '/' but keeps a trailing one, so "a/" does not match "ab".
+std::string normalize_prefix(const std::string& prefix);
+
+/// The coordination service's logic without sockets, actors or clocks: every
+/// input carries the current time (ms, any monotonic origin) and every effect
+/// is queued in an output that the caller takes with take_output(), so tests
+/// drive it directly.
+///
+/// A connection is first greeted with a nonce (on_connect) and may then only
+/// send a JoinRequest; anything else, or a refused join, closes it. A join whose
+/// incarnation is above the current generation starts a new generation (all
+/// key-value, barrier and membership state is dropped and the old generation's
+/// connections are closed); a join below it is refused as stale.
+///
+/// Bounds (connection_limits): a connection not joined within
+/// config::join_bound_ms is closed; beyond config::max_unjoined connections
+/// waiting to join, a new one is closed at accept (no Hello); a joined
+/// connection with max_pending_requests_per_connection blocking requests
+/// pending gets errc::invalid_argument for the next one.
+class coordination_state {
+ public:
+  struct config {
+    int32_t world_size = 1;
+    std::string token;
+    int64_t heartbeat_timeout_ms = 10000;
+    int64_t join_bound_ms = unjoined_connection_bound_ms;
+    size_t max_unjoined = max_unjoined_connections;
+  };
+
+  explicit coordination_state(config cfg);
+
+  /// A connection was accepted; queues the Hello carrying `nonce`, or closes
+  /// it when max_unjoined connections already wait to join.
+  void on_connect(conn_id conn, std::string nonce, int64_t now_ms);
+
+  /// A whole frame arrived on `conn`. A heartbeat that shows its rank hung
+  /// (progress_tracker) fails that rank as if it had reported errc::hung
+  /// "hang: no step completed for S s (peers at step N, its last step M)".
+  void on_frame(conn_id conn, const wire::Envelope& env, int64_t now_ms);
+
+  /// `conn` closed (by the peer, or because its bytes were not frames). A joined
+  /// worker that had not left is lost.
+  void on_disconnect(conn_id conn, int64_t now_ms);
+
+  /// The process of `rank` in `generation` ended (its launcher reaped it;
+  /// `how` says how). A rank that had not joined is lost at once: no
+  /// connection of its will close to tell, and its peers, waiting for it in a
+  /// barrier, fail now instead of at their timeouts. A rank that joined is
+  /// left to its connection (a clean leave stays a leave). A report of an
+  /// older generation changes nothing; one of a newer starts it, as its first
+  /// join would.
+  void on_process_exit(int32_t rank, uint32_t generation, const std::string& how);
+
+  /// Closes connections not joined within the join bound, expires blocking
+  /// gets, barrier waits and heartbeats due at `now_ms`.
+  void on_tick(int64_t now_ms);
+
+  /// The earliest time on_tick has something to do, if any.
+  std::optional<int64_t> next_deadline_ms() const;
+
+  /// Drops every key, barrier and worker, fails pending requests with
+  /// errc::cancelled and closes every connection; the generation is kept.
+  void reset();
+
+  coordination_output take_output();
+
+  /// One row per rank: step and phase from the last heartbeat, ms since it,
+  /// state (joining, alive, left, lost, error), step times and straggler.
+  std::vector<wire::WorkerInfo> workers(int64_t now_ms) const;
+
+  /// The events a subscriber that arrives now would have heard from the ranks
+  /// still here: joined for a live rank, error (without its message, which
+  /// is not kept) for one that reported an error and has not gone.
+  std::vector<membership_event> present_workers() const;
+
+  /// Every key starting with `prefix` (normalised) and its value.
+  std::map<std::string, std::string> snapshot(const std::string& prefix) const;
+
+  /// The job's phase as far as the service can tell, for a coordinator that
+  /// has no step resolver of its own: exiting once a worker of this
+  /// generation left, was lost or failed (a worker leaves only to exit);
+  /// otherwise the furthest phase (in DESIGN's order) a worker's heartbeat
+  /// reported, and at least notice_received once one recorded a notice
+  /// (notice_key_prefix), which a heartbeat may not have carried yet.
+  phase cluster_phase() const;
+
+  uint32_t generation() const { return generation_; }
+  size_t connections() const { return conns_.size(); }
+  const config& cfg() const { return cfg_; }
+
+ private:
+  enum class rank_state { joining, alive, left, lost, error };
+
+  struct worker {
+    rank_state state = rank_state::joining;
+    conn_id conn = 0;  // 0: no live connection
+    int64_t step = 0;
+    int64_t last_heartbeat_ms = -1;
+    std::optional<phase> reported_phase;  // from the last heartbeat that named one
+  };
+
+  struct connection {
+    std::string nonce;
+    int32_t rank = -1;  // -1 until joined, again after a leave
+  };
+
+  struct waiter {
+    conn_id conn;
+    uint64_t id;
+    int64_t deadline_ms;
+  };
+
+  struct barrier {
+    std::vector<int32_t> participants;
+    std::map<int32_t, waiter> arrived;
+  };
+
+  static const char* to_string(rank_state x);
+
+  void on_join(conn_id conn, const wire::JoinRequest& req, int64_t now_ms);
+  void on_request(conn_id conn, int32_t rank, const wire::Envelope& env, int64_t now_ms);
+  void on_insert(conn_id conn, const wire::KvInsert& req);
+  void on_get(conn_id conn, const wire::KvGet& req, int64_t now_ms);
+  void on_barrier(conn_id conn, int32_t rank, const wire::BarrierRequest& req, int64_t now_ms);
+  void on_error_report(int32_t rank, const wire::ErrorReport& req);
+  void on_heartbeat(int32_t rank, const wire::Heartbeat& hb, int64_t now_ms);
+  void declare_hung(const progress_tracker::hang& h);
+  void on_send(int32_t rank, const wire::PeerSend& req);
+  void on_leave(conn_id conn, int32_t rank, const wire::Leave& req);
+  void on_cancel(conn_id conn, uint64_t id);
+
+  void refuse(conn_id conn, errc code, const std::string& why);
+  void drop_unjoined(conn_id conn, const std::string& why);
+  bool admit_blocking(conn_id conn, uint64_t id, const std::string& what);
+  void start_generation(uint32_t generation);
+  void mark_lost(int32_t rank, const std::string& why);
+  void emit_event(int32_t rank, int32_t kind, int32_t code = 0, std::string message = {});
+  void drop_requests_of(conn_id conn);
+  void fail_barriers_with(int32_t rank, errc code, const std::string& why);
+  void broadcast_failure(int32_t rank, int32_t code, const std::string& message, bool lost);
+  void send_frame(conn_id conn, wire::Envelope env);
+  void reply(conn_id conn, uint64_t id, errc code = errc::ok, const std::string& why = {});
+  void close(conn_id conn);
+
+  config cfg_;
+  uint32_t generation_ = 0;
+  std::map<conn_id, connection> conns_;
+  connection_limits limits_;
+  std::vector<worker> workers_;
+  std::map<std::string, std::string> kv_;
+  std::multimap<std::string, waiter> getters_;
+  std::map<std::string, barrier> barriers_;
+  progress_tracker progress_;
+  std::optional<int32_t> first_failure_rank_;  // of this generation: the one broadcast
+  int64_t next_straggler_check_ms_ = 0;
+  coordination_output out_;
+};
+
+}  // namespace lifeboat

@@ -1,0 +1,74 @@
+#include "actors/preemption/checkpoint_writer.hpp"
+
+#include <caf/event_based_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/coordination/coordination_client.hpp"
+#include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/protocol.hpp"
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+#include "messages/preemption.pb.h"
+#include "messages/wire.hpp"
+
+namespace lifeboat {
+
+const char* checkpoint_writer_state::name = "checkpoint_writer";
+
+caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* self,
+                                coordination_client* client, caf::actor resolver,
+                                bool commit_rank) {
+  self->state.client = client;
+  self->state.resolver = std::move(resolver);
+  self->state.commit_rank = commit_rank;
+  return {
+      [=](saving_atom, int64_t step) {
+        self->state.saving_step = step;
+        self->send(self->state.resolver, saving_atom::value, step);
+      },
+      [=](saved_atom, int64_t step, bool final_save, const wire::CheckpointInfo& info,
+          double seconds) {
+        auto& st = self->state;
+        st.saving_step = -1;
+        ++st.saves;
+        st.seconds_total += seconds;
+        st.last = info;
+        self->send(st.resolver, ckpt_time_atom::value, seconds);
+        if (!st.commit_rank) return;
+        // The commit rank's save returns only after the manifest is durable
+        // and every rank passed the barrier: the save is committed.
+        wire::ProtocolMessage msg;
+        msg.mutable_committed()->set_step(step);
+        msg.mutable_committed()->set_final_save(final_save);
+        st.client->send(every_rank, protocol_channel, msg.SerializeAsString());
+      },
+      [=](save_failed_atom, int64_t step, const std::string& error) {
+        auto& st = self->state;
+        st.saving_step = -1;
+        ++st.failures;
+        auto text = "checkpoint save at step " + std::to_string(step) + " failed: " + error;
+        log(log_level::error, "checkpoint_writer", text);
+        st.client->report_error(static_cast<int32_t>(errc::io_error), text);
+      },
+      [=](committed_atom, const wire::SaveCommitted& committed) {
+        log(log_level::info, "checkpoint_writer", "checkpoint at step ", committed.step(),
+            " committed", committed.final_save() ? " (final)" : "");
+      },
+      [=](status_atom) {
+        auto& st = self->state;
+        wire::ActorStatus out;
+        out.set_name(checkpoint_writer_state::name);
+        out.set_state(st.saving_step >= 0 ? "saving step " + std::to_string(st.saving_step)
+                                          : "idle");
+        out.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
+        *out.mutable_last_checkpoint() = st.last;
+        (*out.mutable_metrics())["saves_total"] = static_cast<double>(st.saves);
+        (*out.mutable_metrics())["save_failures_total"] = static_cast<double>(st.failures);
+        (*out.mutable_metrics())["save_seconds_total"] = st.seconds_total;
+        (*out.mutable_metrics())["last_checkpoint_bytes"] = static_cast<double>(st.last.bytes());
+        return out;
+      },
+  };
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,80 @@
+#include "actors/preemption/exit_controller.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <caf/event_based_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/coordination/coordination_client.hpp"
+#include "actors/preemption/protocol.hpp"
+#include "messages/log.hpp"
+#include "messages/preemption.pb.h"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
+
+namespace lifeboat {
+
+const char* exit_controller_state::name = "exit_controller";
+
+namespace {
+
+using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
+
+}  // namespace
+
+void exit_process(int code) {
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
+                              exit_controller_config cfg, step_gate* gate) {
+  self->state.gate = gate;
+  self->state.restart_code = cfg.restart_code;
+  return {
+      [=](const peer_failure& failure) {
+        auto& st = self->state;
+        if (!st.reason.empty()) return;
+        auto who = "rank " + std::to_string(failure.rank);
+        st.failed = true;
+        st.reason = who + (failure.lost ? " lost: " : " failed: ") + failure.message;
+        log(log_level::error, "exit_controller", st.reason);
+        st.gate->fail(failure.rank, failure.message, failure.lost);
+        // This rank's own training thread is stuck: waiting for it to raise
+        // is pointless, and where it is stuck is what a person needs.
+        if (failure.rank == cfg.rank && failure.code == static_cast<int32_t>(errc::hung)) {
+          log(log_level::error, "exit_controller", "this rank is hung (", failure.message,
+              "); the stack of its training thread follows");
+          if (cfg.dump_stacks) cfg.dump_stacks();
+          self->delayed_send(self, cfg.hung_exit_delay, watchdog_atom::value, failure_exit_code);
+          return;
+        }
+        self->delayed_send(self, cfg.failure_exit_bound, watchdog_atom::value, failure_exit_code);
+      },
+      [=](committed_atom, const wire::SaveCommitted& committed) {
+        auto& st = self->state;
+        if (!committed.final_save() || !st.reason.empty()) return;
+        st.reason = "checkpoint at step " + std::to_string(committed.step()) +
+                    " committed; exiting with restart code " + std::to_string(st.restart_code);
+        log(log_level::info, "exit_controller", st.reason);
+        st.gate->allow_exit(st.restart_code);
+        self->delayed_send(self, cfg.commit_exit_bound, watchdog_atom::value, st.restart_code);
+      },
+      [=](watchdog_atom, int code) {
+        log(log_level::error, "exit_controller", "the trainer did not exit in time (",
+            self->state.reason, "); exiting with code ", code);
+        exit_process(code);
+      },
+      [=](status_atom) {
+        wire::ActorStatus st;
+        st.set_name(exit_controller_state::name);
+        st.set_state(self->state.reason.empty() ? "waiting" : "exiting: " + self->state.reason);
+        st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
+        (*st.mutable_metrics())["errors_total"] = self->state.failed ? 1.0 : 0.0;
+        return st;
+      },
+  };
+}
+
+}  // namespace lifeboat

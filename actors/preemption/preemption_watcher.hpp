@@ -1,0 +1,60 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/coordination/coordination_events.hpp"
+
+namespace lifeboat {
+
+/// For a controller or coordinator process (not a worker): watches the
+/// coordination service it hosts, like the reference's PreemptionWatcher,
+/// for any platform. Backed by an actor that follows the service's
+/// membership events; every call is thread-safe.
+class preemption_watcher {
+ public:
+  preemption_watcher(caf::actor_system& sys, caf::actor service);
+  ~preemption_watcher();
+
+  preemption_watcher(const preemption_watcher&) = delete;
+  preemption_watcher& operator=(const preemption_watcher&) = delete;
+
+  /// Empty until some worker got a notice; then which rank, the reason, the
+  /// source and the deadline of the earliest one.
+  std::string preemption_message() const;
+
+  /// Returns true when every worker that joined has left or was lost, false
+  /// after `timeout`. Workers that never joined are not waited for.
+  bool block_until_worker_exit(std::chrono::milliseconds timeout);
+
+  /// Where the failure of `generation` (the workers' LIFEBOAT_RESTART_COUNT)
+  /// began: the first error a worker reported ("rank R failed: MESSAGE") or
+  /// the first worker lost ("rank R was lost: WHY"), whichever the service
+  /// saw first. Waits up to `wait` for it; empty when none came.
+  std::string failure_message(uint32_t generation, std::chrono::milliseconds wait) const;
+
+  /// The shared view the watcher actor keeps up to date.
+  struct view {
+    std::mutex mtx;
+    std::condition_variable cv;
+    std::map<int32_t, bool> present;                // rank -> joined and not yet gone
+    std::optional<membership_event> first_failure;  // of the latest generation that had one
+    bool stopped = false;
+  };
+
+ private:
+  caf::actor_system& sys_;
+  caf::actor service_;
+  caf::actor actor_;
+  std::shared_ptr<view> view_;
+};
+
+}  // namespace lifeboat

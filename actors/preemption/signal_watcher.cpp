@@ -1,0 +1,80 @@
+#include "actors/preemption/signal_watcher.hpp"
+
+#include <caf/io/middleman.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/preemption/protocol.hpp"
+#include "messages/log.hpp"
+#include "messages/preemption.pb.h"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
+#include "platform/clock.hpp"
+#include "platform/signal_names.hpp"
+
+namespace lifeboat {
+
+const char* signal_watcher_state::name = "signal_watcher";
+
+namespace {
+
+using self_ptr = caf::io::stateful_broker<signal_watcher_state>*;
+
+// A signal pipe writes one byte per signal; a read never holds more than
+// a few, and any number is fine.
+constexpr size_t max_signals_per_read = 64;
+
+void on_signal(self_ptr self, int signo) {
+  auto& st = self->state;
+  if (++st.received > 1) {
+    log(log_level::info, "signal_watcher", signal_name(signo),
+        " received again; the first notice stands");
+    return;
+  }
+  wire::Notice notice;
+  notice.set_source("signal:" + signal_name(signo));
+  notice.set_reason(signal_name(signo) + " received");
+  auto now = unix_now_ms();
+  notice.set_received_unix_ms(now);
+  notice.set_deadline_unix_ms(now + st.grace_period_ms);
+  self->send(st.resolver, notice_atom::value, notice);
+}
+
+}  // namespace
+
+caf::behavior signal_watcher(self_ptr self, int reader_fd, int64_t grace_period_ms,
+                             caf::actor resolver) {
+  auto& st = self->state;
+  st.resolver = std::move(resolver);
+  st.grace_period_ms = grace_period_ms;
+  st.watching = reader_fd >= 0;
+  if (reader_fd >= 0) {
+    auto hdl = self->add_scribe(reader_fd);
+    self->configure_read(hdl, caf::io::receive_policy::at_most(max_signals_per_read));
+  }
+  return {
+      [=](const caf::io::new_data_msg& msg) {
+        for (auto byte : msg.buf) on_signal(self, static_cast<unsigned char>(byte));
+      },
+      // The pipe is gone: the process is shutting down.
+      [=](const caf::io::connection_closed_msg&) {},
+      [=](status_atom) {
+        wire::ActorStatus st;
+        st.set_name(signal_watcher_state::name);
+        st.set_state(!self->state.watching      ? "inactive"
+                     : self->state.received > 0 ? "notified"
+                                                : "watching");
+        st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
+        (*st.mutable_metrics())["signals_received_total"] =
+            static_cast<double>(self->state.received);
+        return st;
+      },
+  };
+}
+
+caf::actor spawn_signal_watcher(caf::actor_system& sys, int reader_fd, int64_t grace_period_ms,
+                                caf::actor resolver) {
+  return sys.middleman().spawn_broker(signal_watcher, reader_fd, grace_period_ms,
+                                      std::move(resolver));
+}
+
+}  // namespace lifeboat

@@ -1,0 +1,374 @@
+#include "actors/status/status_endpoint.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string_view>
+
+#include <google/protobuf/util/json_util.h>
+#include <caf/actor_cast.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/status/status_metrics.hpp"
+#include "actors/status/status_page.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat {
+
+namespace {
+
+constexpr const char* json_type = "application/json";
+constexpr const char* html_type = "text/html; charset=utf-8";
+constexpr const char* text_type = "text/plain; charset=utf-8";
+constexpr const char* allowed_method = "GET";
+constexpr const char* running_state = "running";
+constexpr const char* requests_metric = "status_requests_total";
+constexpr const char* bad_requests_metric = "status_bad_requests_total";
+constexpr const char* read_timeouts_metric = "status_read_timeouts_total";
+constexpr const char* rejected_metric = "status_rejected_connections_total";
+
+// Names of every 64-bit integer field reachable from `type`: proto3's JSON
+// mapping prints those as strings, the status contract wants numbers.
+void collect_int64_fields(const google::protobuf::Descriptor* type,
+                          std::set<const google::protobuf::Descriptor*>& seen,
+                          std::set<std::string>& names) {
+  if (!seen.insert(type).second) return;
+  for (int i = 0; i < type->field_count(); ++i) {
+    const auto* field = type->field(i);
+    switch (field->cpp_type()) {
+      case google::protobuf::FieldDescriptor::CPPTYPE_INT64:
+      case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
+        names.insert(field->name());
+        break;
+      case google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE:
+        collect_int64_fields(field->message_type(), seen, names);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+const std::set<std::string>& status_int64_fields() {
+  static const std::set<std::string> names = [] {
+    std::set<const google::protobuf::Descriptor*> seen;
+    std::set<std::string> out;
+    collect_int64_fields(wire::Status::descriptor(), seen, out);
+    return out;
+  }();
+  return names;
+}
+
+bool is_integer(std::string_view text) {
+  if (!text.empty() && text.front() == '-') text.remove_prefix(1);
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c) != 0; });
+}
+
+// Rewrites `"key":"123"` to `"key":123` for the given keys. Strings are
+// scanned with their escapes, so text inside other strings is never touched.
+std::string unquote_integer_values(const std::string& json, const std::set<std::string>& keys) {
+  std::string out;
+  out.reserve(json.size());
+  std::string key;
+  bool value_expected = false;
+  for (std::size_t i = 0; i < json.size();) {
+    char c = json[i];
+    if (c != '"') {
+      if (c == ':') {
+        value_expected = true;
+      } else if (!std::isspace(static_cast<unsigned char>(c))) {
+        value_expected = false;
+      }
+      out += c;
+      ++i;
+      continue;
+    }
+    auto end = i + 1;
+    while (end < json.size() && json[end] != '"') end += json[end] == '\\' ? 2 : 1;
+    std::string_view token{json.data() + i + 1, std::min(end, json.size()) - i - 1};
+    if (value_expected && keys.count(key) > 0 && is_integer(token)) {
+      out += token;
+    } else {
+      out.append(json, i, end + 1 - i);
+      if (!value_expected) key = std::string{token};
+    }
+    value_expected = false;
+    i = end + 1;
+  }
+  return out;
+}
+
+std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
+
+std::string unhealthy_actors(const std::vector<wire::ActorStatus>& answers) {
+  std::string out;
+  for (const auto& answer : answers) {
+    if (status_endpoint_state::healthy({answer})) continue;
+    out += " " + answer.name() + "=" + answer.state();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string status_to_json(const wire::Status& status) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  // Printing a message we built ourselves cannot fail.
+  google::protobuf::util::MessageToJsonString(status, &json, options);
+  return unquote_integer_values(json, status_int64_fields());
+}
+
+status_endpoint_state::status_endpoint_state(int rank, int world_size)
+    : rank_(rank), world_size_(world_size) {}
+
+void status_endpoint_state::observe(const caf::actor_addr& addr) {
+  if (!addr || std::find(observed_.begin(), observed_.end(), addr) != observed_.end()) return;
+  observed_.push_back(addr);
+}
+
+void status_endpoint_state::learn_name(const caf::actor_addr& addr, const std::string& name) {
+  names_[addr.id()] = name;
+}
+
+wire::ActorStatus status_endpoint_state::missing_answer(const caf::actor_addr& addr,
+                                                        const char* state) const {
+  wire::ActorStatus out;
+  auto i = names_.find(addr.id());
+  out.set_name(i != names_.end() ? i->second : "actor#" + std::to_string(addr.id()));
+  out.set_state(state);
+  return out;
+}
+
+status_endpoint_state::route status_endpoint_state::classify(const std::string& method,
+                                                             const std::string& target) {
+  if (method != allowed_method) return route::method_not_allowed;
+  auto path = path_of(target);
+  if (path == "/status") return route::status;
+  if (path == "/metrics") return route::metrics;
+  if (path == "/healthz") return route::healthz;
+  if (path == "/") return route::page;
+  return route::not_found;
+}
+
+bool status_endpoint_state::needs_answers(route r) {
+  return r == route::status || r == route::metrics || r == route::healthz;
+}
+
+wire::Status status_endpoint_state::merge(const std::vector<wire::ActorStatus>& answers) const {
+  wire::Status out;
+  out.set_rank(rank_);
+  out.set_world_size(world_size_);
+  out.set_phase(default_phase);
+  out.mutable_last_checkpoint();
+  bool have_step = false;
+  bool have_phase = false;
+  bool have_checkpoint = false;
+  bool have_workers = false;
+  for (const auto& answer : answers) {
+    if (answer.has_step() && !have_step) {
+      out.set_step(answer.step());
+      have_step = true;
+    }
+    if (answer.has_phase() && !have_phase) {
+      out.set_phase(answer.phase());
+      have_phase = true;
+    }
+    if (answer.has_last_checkpoint() && !have_checkpoint) {
+      *out.mutable_last_checkpoint() = answer.last_checkpoint();
+      have_checkpoint = true;
+    }
+    if (answer.workers_size() > 0 && !have_workers) {
+      *out.mutable_workers() = answer.workers();
+      have_workers = true;
+    }
+    auto* summary = out.add_actors();
+    summary->set_name(answer.name());
+    summary->set_state(answer.state());
+    summary->set_mailbox(answer.mailbox());
+  }
+  out.set_healthy(healthy(answers));
+  return out;
+}
+
+bool status_endpoint_state::healthy(const std::vector<wire::ActorStatus>& answers) {
+  return std::none_of(answers.begin(), answers.end(), [](const wire::ActorStatus& answer) {
+    const auto& state = answer.state();
+    return state == unresponsive_state || state == down_state || state == error_state;
+  });
+}
+
+status_http_reply status_endpoint_state::render(
+    route r, const std::vector<wire::ActorStatus>& answers) const {
+  switch (r) {
+    case route::status:
+      return {200, json_type, status_to_json(merge(answers)), {}};
+    case route::metrics:
+      return {200, prometheus_content_type, render_metrics(merge(answers), answers), {}};
+    case route::healthz:
+      if (healthy(answers)) return {200, text_type, "ok\n", {}};
+      return {503, text_type, "unhealthy:" + unhealthy_actors(answers) + "\n", {}};
+    case route::page:
+      return {200, html_type, status_page_html(), {}};
+    case route::method_not_allowed:
+      return {405, text_type, "only GET is allowed\n", {{"Allow", allowed_method}}};
+    case route::not_found:
+      break;
+  }
+  return {404, text_type, "not found; try /, /status, /metrics or /healthz\n", {}};
+}
+
+wire::ActorStatus status_endpoint_state::own_status(int64_t mailbox,
+                                                    const status_http_stats& stats) const {
+  wire::ActorStatus out;
+  out.set_name(status_endpoint_name);
+  out.set_state(running_state);
+  out.set_mailbox(mailbox);
+  auto& metrics = *out.mutable_metrics();
+  metrics[requests_metric] = static_cast<double>(stats.requests);
+  metrics[bad_requests_metric] = static_cast<double>(stats.bad_requests);
+  metrics[read_timeouts_metric] = static_cast<double>(stats.timeouts);
+  metrics[rejected_metric] = static_cast<double>(stats.rejected_connections);
+  return out;
+}
+
+namespace {
+
+struct endpoint_actor_state {
+  std::unique_ptr<status_endpoint_state> logic;
+  std::chrono::milliseconds ask_timeout{status_endpoint_config::default_ask_timeout};
+  // Destroyed with the state when the actor terminates, which stops and
+  // joins the HTTP thread; it holds only a weak reference to this actor.
+  std::shared_ptr<status_http_server> server;
+  static inline const char* name = status_endpoint_name;
+};
+
+using endpoint_actor = caf::stateful_actor<endpoint_actor_state>;
+
+wire::ActorStatus own_answer(endpoint_actor* self) {
+  return self->state.logic->own_status(static_cast<int64_t>(self->mailbox().size()),
+                                       self->state.server->stats());
+}
+
+// Asks every observed actor for its status at once and calls `done` with all
+// answers (stand-ins for the silent ones) plus the endpoint's own, after the
+// last answer or ask_timeout, whichever comes first.
+void gather(endpoint_actor* self, std::function<void(std::vector<wire::ActorStatus>)> done) {
+  struct round {
+    std::vector<wire::ActorStatus> answers;
+    std::size_t outstanding = 0;
+    std::function<void(std::vector<wire::ActorStatus>)> done;
+  };
+  auto& logic = *self->state.logic;
+  auto targets = logic.observed();
+  auto shared = std::make_shared<round>();
+  shared->answers.resize(targets.size());
+  shared->outstanding = targets.size() + 1;
+  shared->done = std::move(done);
+  auto settle = [self, shared] {
+    if (--shared->outstanding > 0) return;
+    shared->answers.push_back(own_answer(self));
+    shared->done(std::move(shared->answers));
+  };
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    auto addr = targets[i];
+    auto target = caf::actor_cast<caf::actor>(addr);
+    if (!target) {
+      shared->answers[i] = logic.missing_answer(addr, status_endpoint_state::down_state);
+      settle();
+      continue;
+    }
+    self->request(target, self->state.ask_timeout, status_atom::value)
+        .then(
+            [self, shared, settle, addr, i](wire::ActorStatus& answer) {
+              self->state.logic->learn_name(addr, answer.name());
+              shared->answers[i] = std::move(answer);
+              settle();
+            },
+            [self, shared, settle, addr, i](caf::error& err) {
+              auto state = err == caf::sec::request_receiver_down
+                               ? status_endpoint_state::down_state
+                               : status_endpoint_state::unresponsive_state;
+              shared->answers[i] = self->state.logic->missing_answer(addr, state);
+              settle();
+            });
+  }
+  settle();
+}
+
+caf::behavior endpoint_behavior(endpoint_actor* self, status_endpoint_config cfg,
+                                std::vector<caf::actor_addr> observed,
+                                std::shared_ptr<status_http_server> server) {
+  self->state.logic = std::make_unique<status_endpoint_state>(cfg.rank, cfg.world_size);
+  for (const auto& addr : observed) self->state.logic->observe(addr);
+  self->state.ask_timeout = cfg.ask_timeout;
+  self->state.server = std::move(server);
+  // The I/O thread reaches this actor through a weak address only, so the
+  // server never keeps the actor (or the actor system) alive.
+  self->state.server->serve([addr = self->address()](const status_http_request& req, uint64_t id) {
+    auto endpoint = caf::actor_cast<caf::actor>(addr);
+    if (!endpoint) return false;
+    caf::anon_send(endpoint, http_request_atom::value, id, req.method, req.target);
+    return true;
+  });
+  return {
+      [self](http_request_atom, uint64_t id, const std::string& method, const std::string& target) {
+        auto r = status_endpoint_state::classify(method, target);
+        if (!status_endpoint_state::needs_answers(r)) {
+          self->state.server->complete(id, self->state.logic->render(r, {}));
+          return;
+        }
+        gather(self, [self, id, r](std::vector<wire::ActorStatus> answers) {
+          self->state.server->complete(id, self->state.logic->render(r, answers));
+        });
+      },
+      [self](status_atom) { return own_answer(self); },
+      [self](caf::add_atom, const caf::actor& target) {
+        self->state.logic->observe(target.address());
+      },
+  };
+}
+
+}  // namespace
+
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_system& sys,
+                                                                     status_endpoint_config cfg) {
+  auto server = status_http_server::bind(cfg.port, cfg.limits, cfg.host);
+  if (!server) return std::move(server.error());
+  auto port = (*server)->port();
+  auto cfg_host = cfg.host;
+  std::vector<caf::actor_addr> observed;
+  for (const auto& target : cfg.observed) observed.push_back(target.address());
+  cfg.observed.clear();
+  auto endpoint = sys.spawn(endpoint_behavior, std::move(cfg), std::move(observed),
+                            std::shared_ptr<status_http_server>{std::move(*server)});
+  log(log_level::info, status_endpoint_component, "status endpoint listening on ", cfg_host, ":",
+      port);
+  return std::make_pair(std::move(endpoint), port);
+}
+
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
+    caf::actor_system& sys, const caf::actor& service, int world_size, uint16_t port) {
+  status_endpoint_config cfg;
+  cfg.rank = coordinator_status_rank;
+  cfg.world_size = world_size;
+  cfg.port = port;
+  cfg.observed.push_back(service);
+  return spawn_status_endpoint(sys, std::move(cfg));
+}
+
+void stop_status_endpoint(caf::actor& endpoint) {
+  if (!endpoint) return;
+  caf::anon_send_exit(endpoint, caf::exit_reason::user_shutdown);
+  endpoint = nullptr;
+}
+
+}  // namespace lifeboat
