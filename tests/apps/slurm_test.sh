@@ -2,11 +2,12 @@
 # A real SLURM cluster of one node, this machine: Debian's munged, slurmctld
 # and slurmd started here as daemons with a slurm.conf of the test's own (its
 # own ports, key and state under a scratch directory in the build tree). It
-# submits the README's batch script (2 tasks, srun of lifeboat-demo, which
-# reads SLURM_PROCID, SLURM_NTASKS, SLURM_JOB_NODELIST and SLURM_JOB_ID), sends
-# `scancel --signal=TERM`, and checks that both workers save at one agreed
-# step and exit 42, that the script's `scontrol requeue` starts the job again
-# (SLURM_RESTART_COUNT=1) from that checkpoint, and that it finishes with the
+# submits a batch script like the README's (2 tasks, srun of lifeboat-demo,
+# which reads SLURM_PROCID, SLURM_NTASKS, SLURM_JOB_NODELIST, SLURM_JOB_ID and
+# SLURM_RESTART_COUNT, and requeues itself on exit 42), preempts it with
+# `scancel --signal=TERM`, then its requeued run with `--signal=USR1`, and
+# checks that each time both workers save at one agreed step and exit 42 and
+# the job runs again from that checkpoint, and that it finishes with the
 # digests of an uninterrupted run. Every daemon it started is stopped.
 # Exits 77 (skipped) where SLURM or munge is absent, not root, or a daemon
 # does not come up.
@@ -161,29 +162,46 @@ wait_job() {
     fail "job $job never showed '$what': $(scontrol show job "$job" | head -n 5)"
 }
 
-wait_lines "runtime: joined the coordination service" 2
-scancel --signal=TERM "$job"
-wait_lines "job-script: srun exited" 1
-grep -q "job-script: srun exited 42 restart=0" "$dir/job.out" || fail "srun did not exit 42"
-agreed=$(grep -o "agreed to save at step [0-9]*" "$dir/job.out" | sort -u)
-[[ $(grep -c "agreed to save at step" "$dir/job.out") -eq 2 && $(wc -l <<<"$agreed") -eq 1 ]] ||
-  fail "the two workers did not agree on one step: $agreed"
-step=${agreed##* }
-[[ $(grep -c "committed; exiting with restart code 42" "$dir/job.out") -eq 2 ]] ||
-  fail "not both workers exited with the restart code after the commit"
-[[ -f $dir/ckpt/$(printf 'step-%012d' "$step")/MANIFEST ]] || fail "no committed checkpoint of step $step"
+# Run `run` of the job (SLURM_RESTART_COUNT=run) gets `signal` from scancel
+# once both workers joined: both save at one agreed step, exit 42, and the
+# script requeues the job. Sets `step` to the agreed step.
+preempt() {
+  local signal=$1 run=$2
+  wait_lines "runtime: joined the coordination service" $((2 * (run + 1)))
+  scancel --signal="$signal" "$job"
+  wait_lines "job-script: srun exited" $((run + 1))
+  grep -q "job-script: srun exited 42 restart=$run" "$dir/job.out" ||
+    fail "srun did not exit 42 after SIG$signal"
+  local agreed
+  agreed=$(grep -o "agreed to save at step [0-9]*" "$dir/job.out" | tail -n 2 | sort -u)
+  [[ $(grep -c "agreed to save at step" "$dir/job.out") -eq $((2 * (run + 1))) &&
+    $(wc -l <<<"$agreed") -eq 1 ]] || fail "the two workers did not agree on one step: $agreed"
+  step=${agreed##* }
+  [[ $(grep -c "committed; exiting with restart code 42" "$dir/job.out") -eq $((2 * (run + 1))) ]] ||
+    fail "not both workers exited with the restart code after SIG$signal"
+  [[ -f $dir/ckpt/$(printf 'step-%012d' "$step")/MANIFEST ]] ||
+    fail "no committed checkpoint of step $step"
+  # `scontrol requeue` holds the job for a while (its BeginTime); this test
+  # starts it at once instead of waiting that out.
+  wait_job "Restarts=$((run + 1))"
+  wait_job "JobState=PENDING"
+  scontrol update jobid="$job" StartTime=now
+}
 
-# `scontrol requeue` holds the job for a while (its BeginTime); this test
-# starts it at once instead of waiting that out.
-wait_job "Restarts=1"
-wait_job "JobState=PENDING"
-scontrol update jobid="$job" StartTime=now
-wait_lines "job-script: srun exited" 2
-grep -q "job-script: srun exited 0 restart=1" "$dir/job.out" || fail "the requeued job did not finish"
-[[ $(grep -c "lifeboat-demo: rank=[01] resumed at step $step" "$dir/job.out") -eq 2 ]] ||
-  fail "the requeued workers did not resume at step $step"
+# scancel's default signal, then SLURM's usual notice before a time limit
+# (--signal=USR1@N sends it the same way, to every task).
+preempt TERM 0
+first_step=$step
+preempt USR1 1
+wait_lines "job-script: srun exited" 3
+grep -q "job-script: srun exited 0 restart=2" "$dir/job.out" || fail "the requeued job did not finish"
+for resumed in "$first_step" "$step"; do
+  [[ $(grep -c "lifeboat-demo: rank=[01] resumed at step $resumed" "$dir/job.out") -eq 2 ]] ||
+    fail "the requeued workers did not resume at step $resumed"
+done
 digests=$(grep "^lifeboat-demo: rank=.* step=$steps digest=" "$dir/job.out" | sort)
 [[ $digests == "$expected" ]] || fail "digests differ: got '$digests', want '$expected'"
 wait_job "JobState=COMPLETED"
 job=""
-echo "slurm_test: passed (job saved at step $step, requeued, resumed, digests equal)"
+echo "slurm_test: passed (saved at step $first_step after SIGTERM and $step after SIGUSR1," \
+  "requeued twice, digests equal)"
