@@ -120,22 +120,9 @@ std::vector<std::vector<std::string>> namespaced_job(const network_namespaces& n
   auto service = std::to_string(first_port + 4 * round);
   auto control = std::to_string(first_port + 4 * round + 2);
   std::vector<std::vector<std::string>> out;
-  for (int k = 0; k < hosts; ++k) {
-    std::vector<std::string> argv{launch,
-                                  "--nnodes",
-                                  std::to_string(hosts),
-                                  "--node-rank",
-                                  std::to_string(k),
-                                  "--coordinator",
-                                  network_namespaces::address(0) + ":" + service,
-                                  "--control-port",
-                                  control,
-                                  "--nproc",
-                                  std::to_string(per_host),
-                                  "--"};
-    for (auto& a : demo_command(dir)) argv.push_back(a);
-    out.push_back(net.in_host(k, argv));
-  }
+  for (int k = 0; k < hosts; ++k)
+    out.push_back(
+        net.launcher(launch, k, hosts, per_host, service, control, {}, demo_command(dir)));
   return out;
 }
 

@@ -25,12 +25,12 @@ namespace {
 
 using namespace lifeboat::test;
 
-constexpr int nodes = 3;
-constexpr int per_node = 2;
-constexpr int workers = nodes * per_node;
 // Long enough (600 steps of 5 ms) that the cut lands in training after a
 // restart from the step of the first notice.
 constexpr int64_t steps = 600;
+constexpr int nodes = 3;
+constexpr int per_node = 2;
+constexpr int workers = nodes * per_node;
 constexpr const char* token = "multi-node-partition-test";
 // termination_config's default heartbeat_timeout: a peer silent this long is
 // lost, on both sides of a cut.

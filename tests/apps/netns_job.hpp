@@ -32,21 +32,8 @@ inline std::vector<std::string> netns_job_env(const std::string& token) {
 inline std::vector<std::string> netns_launcher(const network_namespaces& net, int k, int nodes,
                                                int per_node, const std::vector<std::string>& flags,
                                                const std::vector<std::string>& command) {
-  std::vector<std::string> argv{LIFEBOAT_LAUNCH,
-                                "--nnodes",
-                                std::to_string(nodes),
-                                "--node-rank",
-                                std::to_string(k),
-                                "--coordinator",
-                                network_namespaces::address(0) + ":" + netns_service_port,
-                                "--control-port",
-                                netns_control_port,
-                                "--nproc",
-                                std::to_string(per_node)};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  return net.in_host(k, argv);
+  return net.launcher(LIFEBOAT_LAUNCH, k, nodes, per_node, netns_service_port, netns_control_port,
+                      flags, command);
 }
 
 /// The launchers of one job and their logs, started together.

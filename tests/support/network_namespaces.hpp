@@ -65,6 +65,31 @@ class network_namespaces {
     return out;
   }
 
+  /// The argv of node k's `launch` (lifeboat-launch) of a job of `nodes`
+  /// nodes with `per_node` workers each, in host k, node 0's service on host
+  /// 0's address at `service_port`: `flags` go before "--", `command` after.
+  std::vector<std::string> launcher(const std::string& launch, int k, int nodes, int per_node,
+                                    const std::string& service_port,
+                                    const std::string& control_port,
+                                    const std::vector<std::string>& flags,
+                                    const std::vector<std::string>& command) const {
+    std::vector<std::string> argv{launch,
+                                  "--nnodes",
+                                  std::to_string(nodes),
+                                  "--node-rank",
+                                  std::to_string(k),
+                                  "--coordinator",
+                                  address(0) + ":" + service_port,
+                                  "--control-port",
+                                  control_port,
+                                  "--nproc",
+                                  std::to_string(per_node)};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    return in_host(k, argv);
+  }
+
   /// Cuts host k off (its bridge port down: its own interface stays up but
   /// loses the carrier, so its sockets see no error, only silence), or joins
   /// it again. True when `ip` did it.
