@@ -25,9 +25,13 @@ using namespace std::chrono_literals;
 
 // A launcher sends a heartbeat at least this often; one silent for the bound
 // is taken for lost (its machine died or the network between them broke,
-// where no connection end ever arrives).
+// where no connection end ever arrives). The bound is three times the
+// workers' heartbeat timeout (10 s): a shorter cut fails the generation
+// through the workers, who exit 3 on both sides of it, and the launchers,
+// still linked once the network is back, restart it within --max-restarts;
+// only a longer silence ends the job.
 constexpr auto heartbeat_interval = 1s;
-constexpr auto silence_bound = 10s;
+constexpr auto silence_bound = 30s;
 // A blocked send (a peer that stopped reading) fails after this.
 constexpr auto send_timeout = silence_bound;
 // A peer that connected must complete its greeting within this.

@@ -285,6 +285,7 @@ void worker_runtime::start_cluster() {
       max_heartbeat_interval, heartbeat_timeout / heartbeats_per_timeout);
   agent.join_timeout = join_timeout;
   agent.rejoin_bound = heartbeat_timeout;
+  agent.service_silence_bound = heartbeat_timeout;
   agent.step_source = [this] { return completed_step_.load(std::memory_order_relaxed); };
   agent.phase_source = [this] { return std::string{to_string(phase_.get())}; };
   agent.blocked_source = [this] { return blocked_ms_.load(std::memory_order_relaxed); };

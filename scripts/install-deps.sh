@@ -8,6 +8,8 @@ packages=(
   libcaf-dev libprotobuf-dev protobuf-compiler libboost-dev libxxhash-dev libssl-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev python3-dev
   curl procps ccache python3-torch python3-numpy
+  # tests/apps/slurm_test.sh starts a one-node SLURM cluster of its own.
+  munge slurmctld slurmd slurm-client
 )
 # Browser for the status page screenshot test; optional for building.
 if [[ "${LIFEBOAT_WITH_BROWSER:-1}" == "1" ]]; then

@@ -57,6 +57,7 @@ struct agent_actor_state {
   int64_t last_step = 0;  // the step source's value when last sampled
   std::chrono::steady_clock::time_point last_step_seen;  // when it last changed
   bool stall_told = false;  // a heartbeat said the step is past the hang timeout
+  std::chrono::steady_clock::time_point last_heard;  // when the service last sent a frame
   bool left = false;
   caf::error join_error;  // set once joining failed for good
   std::string challenge;  // this connection's nonce for the service to answer
@@ -335,6 +336,7 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
         return;
       }
       st.joined = true;
+      st.last_heard = std::chrono::steady_clock::now();
       log(log_level::debug, component, "joined generation ", env.join_reply().generation());
       finish_join(self, caf::none);
       self->send(self, tick_atom::value);
@@ -353,6 +355,9 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
       notify(self, caf::make_message(peer_message{d.from_rank(), d.channel(), d.payload()}));
       return;
     }
+    case wire::Envelope::kHeartbeat:
+      // The service's answer to a heartbeat: its arrival is all it says.
+      return;
     case wire::Envelope::kFailure: {
       auto& f = env.failure();
       notify(self, caf::make_message(peer_failure{f.rank(), f.code(), f.message(), f.lost()}));
@@ -365,7 +370,7 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
   }
 }
 
-void on_connection_lost(agent_broker* self, const char* why) {
+void on_connection_lost(agent_broker* self, const std::string& why) {
   auto& st = self->state;
   st.connected = false;
   if (st.left || st.join_error) return;
@@ -419,6 +424,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
       [self](const caf::io::new_data_msg& msg) {
         auto& st = self->state;
         if (!st.connected || msg.handle != st.hdl) return;
+        st.last_heard = std::chrono::steady_clock::now();
         st.reader.append(msg.buf.data(), msg.buf.size());
         // One read may hold several frames; one may end the connection.
         for (wire::Envelope env; st.connected && msg.handle == st.hdl; env.Clear()) {
@@ -460,6 +466,18 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
       [self](tick_atom) {
         auto& st = self->state;
         if (!st.joined) return;
+        // Cut off from the service, this worker must stop (and commit
+        // nothing) as its peers do when the service declares it lost.
+        auto silent = std::chrono::steady_clock::now() - st.last_heard;
+        if (silent >= st.cfg.service_silence_bound) {
+          self->close(st.hdl);
+          on_connection_lost(
+              self, "nothing heard from it for " +
+                        std::to_string(
+                            std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()) +
+                        " ms");
+          return;
+        }
         send_heartbeat(self);
         self->delayed_send(self, st.cfg.heartbeat_interval, tick_atom::value);
       },

@@ -34,6 +34,10 @@ struct agent_config {
   /// means it is gone (its host died during start-up): retry this long at
   /// most, not until join_timeout, then fail the join with errc::peer_lost.
   std::chrono::milliseconds rejoin_bound{10000};
+  /// Once joined, a service from which nothing arrived for this long (it
+  /// answers every heartbeat) is lost, reported as a closed connection is: a
+  /// network partition closes no connection, it only falls silent.
+  std::chrono::milliseconds service_silence_bound{10000};
   /// Read at each heartbeat, in the agent's thread; must be thread-safe.
   std::function<int64_t()> step_source;
   /// The worker's phase (DESIGN's names), read and sent like the step.

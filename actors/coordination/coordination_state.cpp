@@ -323,6 +323,11 @@ void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, i
   auto& w = workers_[static_cast<size_t>(rank)];
   w.last_heartbeat_ms = now_ms;
   w.step = hb.step();
+  // The answer tells the worker this service still hears it: without it, a
+  // worker cut off by a partition would wait on a service that is silent.
+  wire::Envelope answer;
+  answer.mutable_heartbeat();
+  send_frame(w.conn, std::move(answer));
   // A phase this service does not know (a newer worker's) is left out.
   if (auto reported = phase_from_string(hb.phase())) w.reported_phase = reported;
   progress_.on_heartbeat(rank, hb.step(), hb.blocked_ms(), w.reported_phase == phase::saving,

@@ -227,6 +227,65 @@ TEST_F(client_test, a_service_gone_after_its_greeting_is_lost_within_the_rejoin_
   EXPECT_NE(describe(client->error()).find("lost the coordination service"), std::string::npos);
 }
 
+// A service that accepts the join and then falls silent, as one behind a
+// network partition does (the connection stays open, nothing arrives): the
+// agent reports it lost after service_silence_bound and closes the connection,
+// and a blocking call fails at once instead of waiting out its timeout.
+TEST_F(client_test, a_service_that_falls_silent_after_the_join_is_lost) {
+  held_port listener;
+  bool closed_by_agent = false;
+  std::thread service{[fd = listener.fd(), &closed_by_agent] {
+    int conn = ::accept(fd, nullptr, nullptr);
+    if (conn < 0) return;
+    // Bounded reads: an agent that never gives up must not hang the test.
+    timeval bound{5, 0};
+    ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    wire::Envelope hello;
+    hello.mutable_hello()->set_protocol_version(coordination_protocol_version);
+    hello.mutable_hello()->set_nonce(make_join_nonce());
+    write_frame_to(conn, hello);
+    frame_splitter split;
+    if (auto join = read_frame_from(conn, split)) {
+      wire::Envelope reply;
+      reply.mutable_join_reply()->set_ok(true);
+      reply.mutable_join_reply()->set_proof(service_proof(
+          fixture_token, join->join().nonce(), join->join().rank(), join->join().world_size(), 0));
+      write_frame_to(conn, reply);
+      // Heartbeats come in and are never answered, until the agent hangs up.
+      while (read_frame_from(conn, split)) {
+      }
+      // End of file, not the bounded read's timeout.
+      char byte = 0;
+      closed_by_agent = ::recv(conn, &byte, 1, MSG_DONTWAIT) == 0;
+    }
+    ::close(conn);
+  }};
+  auto cfg = agent_cfg(0);
+  cfg.port = listener.port();
+  cfg.service_silence_bound = std::chrono::milliseconds(300);
+  auto client = coordination_client::connect(sys, cfg);
+  ASSERT_TRUE(client) << describe(client.error());
+  auto start = std::chrono::steady_clock::now();
+  auto v = (*client)->get("never", std::chrono::seconds(30));
+  service.join();
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error(), make_error(errc::unavailable)) << describe(v.error());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(closed_by_agent);
+}
+
+// The real service answers every heartbeat: a joined agent with the same
+// short silence bound stays joined for many times that bound.
+TEST_F(client_test, the_service_answers_heartbeats_so_a_quiet_job_is_not_lost) {
+  auto cfg = agent_cfg(0);
+  cfg.service_silence_bound = std::chrono::milliseconds(300);
+  auto client = coordination_client::connect(sys, cfg);
+  ASSERT_TRUE(client) << describe(client.error());
+  auto v = (*client)->get("never", std::chrono::milliseconds(1500));
+  ASSERT_FALSE(v);
+  EXPECT_EQ(v.error(), make_error(errc::timeout)) << describe(v.error());
+}
+
 // Something at the service's address that speaks the protocol and says ok to
 // every join, but does not know the token: the worker must not follow it.
 TEST_F(client_test, join_is_refused_when_the_service_cannot_prove_the_token) {

@@ -253,6 +253,11 @@ TEST_F(state_test, heartbeats_carry_each_workers_phase) {
     hb.mutable_heartbeat()->set_step(5);
     hb.mutable_heartbeat()->set_phase(phase);
     request(conn, hb);
+    // Each heartbeat is answered, so that a worker behind a partition
+    // notices that this service fell silent.
+    ASSERT_EQ(out.frames.size(), 1u);
+    EXPECT_EQ(out.frames[0].first, conn);
+    EXPECT_TRUE(out.frames[0].second.has_heartbeat());
   };
   EXPECT_EQ(st.workers(now)[0].phase(), "");
   beat(1, "training");
