@@ -8,6 +8,7 @@ packages=(
   libcaf-dev libprotobuf-dev protobuf-compiler libboost-dev libxxhash-dev libssl-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev python3-dev
   curl procps ccache python3-torch python3-numpy
+  clang libclang-rt-14-dev
 )
 # Browser for the status page screenshot test; optional for building.
 if [[ "${LIFEBOAT_WITH_BROWSER:-1}" == "1" ]]; then
