@@ -4,13 +4,17 @@ JOBS      ?= $(shell nproc)
 BUILD     ?= build
 ASAN      ?= build-asan
 TSAN      ?= build-tsan
+FUZZ      ?= build-fuzz
+# make fuzz runs every fuzz target this long (seconds); make test, a few seconds.
+FUZZ_SECONDS      ?= 60
+FUZZ_TEST_SECONDS ?= 3
 # Line tables only (-g1): backtraces keep file and line, and the build is
 # about 20% faster than with full debug information.
 CMAKE_GEN := -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 CTEST     := ctest --output-on-failure --timeout 300 -j $(JOBS)
 SOURCES    = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null)
 
-.PHONY: deps build test test-plain test-asan test-tsan bench demo format format-check clean
+.PHONY: deps build test test-plain test-asan test-tsan test-fuzz fuzz fuzz-build bench demo format format-check clean
 
 deps:
 	@scripts/install-deps.sh
@@ -19,7 +23,7 @@ build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_GEN)
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: test-plain test-asan test-tsan
+test: test-plain test-asan test-tsan test-fuzz
 
 test-plain: build
 	cd $(BUILD) && $(CTEST)
@@ -39,6 +43,19 @@ test-tsan: deps
 	cmake --build $(TSAN) -j $(JOBS)
 	cd $(TSAN) && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/scripts/tsan.supp" $(CTEST) -LE no-sanitize -E '$(TSAN_SKIP)'
 
+# The parsers of bytes from outside, fuzzed with libFuzzer under AddressSanitizer
+# and UndefinedBehaviorSanitizer: clang, in a build directory of its own that
+# holds only the parsers' libraries and tests/fuzz's targets.
+fuzz-build: deps
+	cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DLIFEBOAT_FUZZ=ON -DLIFEBOAT_BUILD_TESTS=OFF -DLIFEBOAT_BUILD_BENCH=OFF
+	cmake --build $(FUZZ) -j $(JOBS)
+
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ) $(FUZZ_SECONDS)
+
+test-fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ) $(FUZZ_TEST_SECONDS)
+
 bench: build
 	scripts/bench.sh $(BUILD)
 
@@ -52,4 +69,4 @@ format-check: deps
 	clang-format --dry-run --Werror $(SOURCES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(TSAN)
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(FUZZ)

@@ -127,10 +127,16 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
                       const wire::ChunkTable& chunks, const state_registry& registry,
                       staging_pool& pool, bool& touched) {
   auto data_path = join_path(step_dir, index.data_file());
+  // Sizes and offsets come from files a writer of the checkpoint directory
+  // controls: negative ones, or sums that wrap around, must not pass the
+  // checks below (fuzz_shard_index found a chunk size of -1 that made the
+  // plan read past the end of an empty chunk table).
+  if (index.data_bytes() < 0 || chunks.chunk_size() <= 0)
+    return corrupt_file(data_path, "chunk table does not cover the file");
   const auto total = static_cast<uint64_t>(index.data_bytes());
   const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
-  if (chunk_size == 0 ||
-      static_cast<uint64_t>(chunks.checksums_size()) != (total + chunk_size - 1) / chunk_size)
+  if (static_cast<uint64_t>(chunks.checksums_size()) !=
+      total / chunk_size + (total % chunk_size != 0 ? 1 : 0))
     return corrupt_file(data_path, "chunk table does not cover the file");
   uint64_t device_bytes = 0;
   for (auto& buf : index.buffers())
@@ -152,7 +158,7 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
     auto& mine = registry.buffers()[static_cast<size_t>(i)];
     auto offset = static_cast<uint64_t>(saved.offset());
     auto size = static_cast<uint64_t>(saved.size());
-    if (offset + size > total)
+    if (saved.offset() < 0 || saved.size() < 0 || size > total || offset > total - size)
       return corrupt_file(data_path, "buffer '" + saved.name() + "' lies past the end");
     char* dst = nullptr;
     switch (mine.kind) {

@@ -40,3 +40,20 @@ if(LIFEBOAT_SANITIZE)
   add_compile_definitions(LIFEBOAT_SANITIZED=1)
   set(LIFEBOAT_SANITIZE_SUMMARY "${LIFEBOAT_SANITIZE}")
 endif()
+
+# libFuzzer (make fuzz): coverage instrumentation plus AddressSanitizer and
+# UndefinedBehaviorSanitizer on every object; the fuzz targets link the
+# libFuzzer runtime (-fsanitize=fuzzer) themselves.
+if(LIFEBOAT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "LIFEBOAT_FUZZ needs clang (-DCMAKE_CXX_COMPILER=clang++)")
+  endif()
+  if(LIFEBOAT_SANITIZE)
+    message(FATAL_ERROR "LIFEBOAT_FUZZ brings its own sanitizers; leave LIFEBOAT_SANITIZE empty")
+  endif()
+  set(LIFEBOAT_FUZZ_SANITIZERS -fsanitize=address,undefined -fno-sanitize-recover=undefined
+                               -fno-omit-frame-pointer)
+  add_compile_options(-fsanitize=fuzzer-no-link ${LIFEBOAT_FUZZ_SANITIZERS} -O1 -g1)
+  add_link_options(${LIFEBOAT_FUZZ_SANITIZERS})
+  add_compile_definitions(LIFEBOAT_SANITIZED=1)
+endif()

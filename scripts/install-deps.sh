@@ -10,6 +10,8 @@ packages=(
   curl procps ccache python3-torch python3-numpy
   # tests/apps/slurm_test.sh starts a one-node SLURM cluster of its own.
   munge slurmctld slurmd slurm-client
+  # libFuzzer (clang's -fsanitize=fuzzer) for tests/fuzz.
+  clang libclang-rt-14-dev
 )
 # Browser for the status page screenshot test; optional for building.
 if [[ "${LIFEBOAT_WITH_BROWSER:-1}" == "1" ]]; then

@@ -108,5 +108,27 @@ TEST_F(shard_reader_test, a_truncated_data_file_fails_the_cheap_check) {
   EXPECT_NE(describe(err).find(path), std::string::npos);
 }
 
+// Sizes in an index or manifest come from whoever could write the checkpoint
+// directory: negative ones, and offsets whose sum with a size wraps around,
+// are corrupt, never a read outside the chunk table or the buffers (found by
+// tests/fuzz's fuzz_shard_index).
+TEST_F(shard_reader_test, negative_chunk_sizes_and_wrapping_offsets_are_corrupt) {
+  std::vector<char> loaded(5000);
+  std::string user;
+  state_registry reg;
+  register_target(reg, loaded, user);
+  bool touched = false;
+  wire::ChunkTable no_chunks;
+  no_chunks.set_chunk_size(-1);
+  auto err = load_shard(dir_.path(), index_, no_chunks, reg, *pool_, touched);
+  EXPECT_EQ(err, make_error(errc::corrupt)) << describe(err);
+  auto wrapping = index_;
+  // As unsigned, offset + size is 0: inside the file, had the sum been trusted.
+  wrapping.mutable_buffers(0)->set_offset(-wrapping.buffers(0).size());
+  err = load_shard(dir_.path(), wrapping, manifest_.shards(0).chunks(), reg, *pool_, touched);
+  EXPECT_EQ(err, make_error(errc::corrupt)) << describe(err);
+  EXPECT_FALSE(touched);
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

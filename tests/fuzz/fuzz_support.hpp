@@ -1,0 +1,76 @@
+#pragma once
+
+// What several fuzz targets share: a scratch directory for the file parsers
+// and quiet logging (a log line per input would dominate the run time).
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "messages/log.hpp"
+
+namespace lifeboat::fuzz {
+
+/// Warnings and errors about the malformed inputs are expected by the
+/// thousand; only a crash matters.
+inline void quiet_logging() { set_log_level(log_level::error); }
+
+/// A directory private to this fuzzing process, made once (in /dev/shm when
+/// it exists: every input is written to a file). libFuzzer ends the process
+/// with exit(), so the directory is left for the OS's temporary cleanup; its
+/// files are overwritten by every input, so it never grows.
+inline const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    std::string pattern = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    pattern += "/lifeboat-fuzz-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    return pattern;
+  }();
+  return dir;
+}
+
+/// Replaces `dir`/`name` with `bytes` (no fsync: nothing here must survive).
+inline void put_file(const std::string& dir, const std::string& name, const std::string& bytes) {
+  auto path = dir + "/" + name;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (done != bytes.size()) throw std::runtime_error("short write to " + path);
+}
+
+/// Takes inputs apart: the first bytes choose, the rest is data.
+class input {
+ public:
+  input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+
+  uint8_t byte() { return size_ > 0 ? (--size_, *data_++) : 0; }
+
+  std::string take(size_t n) {
+    n = n < size_ ? n : size_;
+    std::string out(reinterpret_cast<const char*>(data_), n);
+    data_ += n;
+    size_ -= n;
+    return out;
+  }
+
+  std::string rest() { return take(size_); }
+
+  bool empty() const { return size_ == 0; }
+
+ private:
+  const uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace lifeboat::fuzz
