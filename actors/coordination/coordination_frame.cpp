@@ -29,7 +29,11 @@ std::optional<wire::Envelope> decode_frame_body(const char* data, size_t size) {
 
 void write_frame(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                  const wire::Envelope& env) {
-  auto bytes = encode_frame(env);
+  write_bytes(self, hdl, encode_frame(env));
+}
+
+void write_bytes(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
+                 const std::vector<char>& bytes) {
   self->write(hdl, bytes.size(), bytes.data());
   self->flush(hdl);
 }

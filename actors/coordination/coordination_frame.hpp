@@ -32,6 +32,11 @@ std::optional<wire::Envelope> decode_frame_body(const char* data, size_t size);
 void write_frame(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                  const wire::Envelope& env);
 
+/// Writes bytes already encoded (encode_frame) and flushes them: one
+/// encoding for many connections.
+void write_bytes(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
+                 const std::vector<char>& bytes);
+
 /// How many bytes a broker connection asks for at most per read. Protocol
 /// frames are far smaller, so one read takes a frame, or all that arrived
 /// together, in one system call (reading a header, then exactly its body,

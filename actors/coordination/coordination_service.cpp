@@ -15,6 +15,7 @@
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/coordination_frame.hpp"
 #include "actors/coordination/coordination_state.hpp"
+#include "actors/coordination/worker_listing.hpp"
 #include "messages/log.hpp"
 #include "messages/wire.hpp"
 
@@ -60,8 +61,21 @@ void schedule_tick(service_broker* self) {
 // the peer before its connection closes (close is graceful).
 void apply_output(service_broker* self) {
   auto out = self->state.logic->take_output();
-  for (auto& [conn, env] : out.frames)
-    if (self->state.readers.count(conn) > 0) write_frame(self, handle_of(conn), env);
+  auto& readers = self->state.readers;
+  auto run = out.broadcasts.begin();
+  for (size_t i = 0; i < out.frames.size();) {
+    // A broadcast is encoded once for all its connections.
+    if (run != out.broadcasts.end() && run->first == i) {
+      auto bytes = encode_frame(out.frames[i].second);
+      for (auto end = i + run->count; i < end; ++i)
+        if (readers.count(out.frames[i].first) > 0)
+          write_bytes(self, handle_of(out.frames[i].first), bytes);
+      ++run;
+      continue;
+    }
+    auto& [conn, env] = out.frames[i++];
+    if (readers.count(conn) > 0) write_frame(self, handle_of(conn), env);
+  }
   for (auto conn : out.closes) {
     self->state.readers.erase(conn);
     self->close(handle_of(conn));
@@ -169,11 +183,10 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
         // rank 0 the step resolver answers first with the worker's own (the
         // endpoint keeps the first).
         int64_t furthest = 0;
-        for (auto& w : self->state.logic->workers(steady_now_ms())) {
-          furthest = std::max(furthest, w.step());
-          *st.add_workers() = w;
-        }
+        auto rows = self->state.logic->workers(steady_now_ms());
+        for (auto& w : rows) furthest = std::max(furthest, w.step());
         st.set_step(furthest);
+        list_workers(std::move(rows), st);
         st.set_phase(to_string(self->state.logic->cluster_phase()));
         (*st.mutable_metrics())["coordination_connections"] =
             static_cast<double>(self->state.logic->connections());

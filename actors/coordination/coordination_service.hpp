@@ -44,7 +44,9 @@ struct service_config {
 ///   (reset_atom) -> void                                 drops all state, closes
 ///        every connection (a new generation)
 ///   (status_atom) -> wire::ActorStatus                   name "coordination_service",
-///        `workers`, the furthest step they reported and the cluster's phase
+///        `workers` (every rank, or beyond status_workers_listed_max those
+///        that need a look, with counts per state: worker_listing.hpp), the
+///        furthest step they reported and the cluster's phase
 ///        (coordination_state::cluster_phase) filled
 /// An exit message closes the listening socket and every connection.
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::actor_system& sys,

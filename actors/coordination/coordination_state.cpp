@@ -139,6 +139,7 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   w.state = rank_state::alive;
   w.conn = conn;
   w.last_heartbeat_ms = now_ms;
+  heartbeat_due_.lower_to(now_ms + cfg_.heartbeat_timeout_ms);
   progress_.set_hang_timeout_ms(req.hang_timeout_ms());
   progress_.forget(req.rank());
   conns_[conn].rank = req.rank();
@@ -262,6 +263,7 @@ void coordination_state::on_get(conn_id conn, const wire::KvGet& req, int64_t no
   }
   if (!admit_blocking(conn, req.id(), "get of key " + key)) return;
   getters_.emplace(key, waiter{conn, req.id(), now_ms + req.timeout_ms()});
+  request_due_.lower_to(now_ms + req.timeout_ms());
 }
 
 void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::BarrierRequest& req,
@@ -307,13 +309,13 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
           "barrier " + req.name() + ": participants differ from the other arrivals'");
     return;
   }
-  if (!b.arrived
-           .emplace(rank, waiter{conn, req.id(), now_ms + std::max<int64_t>(req.timeout_ms(), 0)})
-           .second) {
+  auto due = now_ms + std::max<int64_t>(req.timeout_ms(), 0);
+  if (!b.arrived.emplace(rank, waiter{conn, req.id(), due}).second) {
     reply(conn, req.id(), errc::invalid_argument,
           "barrier " + req.name() + ": " + rank_text(rank) + " is already waiting");
     return;
   }
+  request_due_.lower_to(due);
   if (b.arrived.size() < b.participants.size()) return;
   for (auto& [r, w] : b.arrived) reply(w.conn, w.id);
   barriers_.erase(req.name());
@@ -382,11 +384,7 @@ void coordination_state::on_send(int32_t rank, const wire::PeerSend& req) {
   d->set_channel(req.channel());
   d->set_payload(req.payload());
   if (req.to_rank() == every_rank || req.to_rank() == every_other_rank) {
-    for (size_t r = 0; r < workers_.size(); ++r) {
-      auto conn = workers_[r].conn;
-      if (conn != 0 && addressed_to(req.to_rank(), static_cast<int32_t>(r), rank))
-        send_frame(conn, out);
-    }
+    send_to_ranks(out, [&](int32_t r) { return addressed_to(req.to_rank(), r, rank); });
     return;
   }
   if (req.to_rank() < 0 || req.to_rank() >= cfg_.world_size ||
@@ -455,11 +453,22 @@ void coordination_state::on_process_exit(int32_t rank, uint32_t generation,
 void coordination_state::on_tick(int64_t now_ms) {
   for (auto conn : limits_.take_expired(now_ms))
     drop_unjoined(conn, "not joined within " + std::to_string(limits_.join_bound_ms()) + " ms");
+  if (request_due_.reached(now_ms)) expire_requests(now_ms);
+  if (heartbeat_due_.reached(now_ms)) sweep_heartbeats(now_ms);
+}
+
+// Answers the blocking requests due, then sets the next due time exactly.
+void coordination_state::expire_requests(int64_t now_ms) {
+  std::optional<int64_t> next;
+  auto keep = [&](int64_t due) {
+    if (!next || due < *next) next = due;
+  };
   for (auto i = getters_.begin(); i != getters_.end();) {
     if (i->second.deadline_ms <= now_ms) {
       reply(i->second.conn, i->second.id, errc::timeout, "key " + i->first);
       i = getters_.erase(i);
     } else {
+      keep(i->second.deadline_ms);
       ++i;
     }
   }
@@ -470,17 +479,28 @@ void coordination_state::on_tick(int64_t now_ms) {
         reply(i->second.conn, i->second.id, errc::timeout, "barrier " + b->first);
         i = arrived.erase(i);
       } else {
+        keep(i->second.deadline_ms);
         ++i;
       }
     }
     b = arrived.empty() ? barriers_.erase(b) : std::next(b);
   }
+  request_due_.reset(next);
+}
+
+// One sweep over every rank when the oldest heartbeat may be overdue, not a
+// timer per rank; the next sweep is due when the oldest heartbeat left is.
+// A heartbeat only moves its rank's due time later, so none is missed.
+void coordination_state::sweep_heartbeats(int64_t now_ms) {
   for (size_t r = 0; r < workers_.size(); ++r) {
     auto& w = workers_[r];
     if (w.conn != 0 && now_ms - w.last_heartbeat_ms >= cfg_.heartbeat_timeout_ms)
       mark_lost(static_cast<int32_t>(r),
                 "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms");
   }
+  heartbeat_due_.reset();
+  for (auto& w : workers_)
+    if (w.conn != 0) heartbeat_due_.lower_to(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
 }
 
 std::optional<int64_t> coordination_state::next_deadline_ms() const {
@@ -488,11 +508,8 @@ std::optional<int64_t> coordination_state::next_deadline_ms() const {
   auto consider = [&](int64_t t) {
     if (!result || t < *result) result = t;
   };
-  for (auto& [key, w] : getters_) consider(w.deadline_ms);
-  for (auto& [name, b] : barriers_)
-    for (auto& [r, w] : b.arrived) consider(w.deadline_ms);
-  for (auto& w : workers_)
-    if (w.conn != 0) consider(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
+  if (auto due = request_due_.due_ms()) consider(*due);
+  if (auto due = heartbeat_due_.due_ms()) consider(*due);
   if (auto join_due = limits_.next_deadline_ms()) consider(*join_due);
   return result;
 }
@@ -514,6 +531,8 @@ void coordination_state::reset() {
   workers_.assign(workers_.size(), worker{});
   progress_.reset();
   first_failure_rank_.reset();
+  heartbeat_due_.reset();
+  request_due_.reset();
 }
 
 void coordination_state::start_generation(uint32_t generation) {
@@ -555,6 +574,11 @@ void coordination_state::drop_unjoined(conn_id conn, const std::string& why) {
 // when one arrives costs a pass over the pending ones, which a worker keeps
 // few of.
 bool coordination_state::admit_blocking(conn_id conn, uint64_t id, const std::string& what) {
+  // A connection waits in each barrier once at most (one rank, one arrival):
+  // while the gets and barriers are fewer than the limit, so are its
+  // requests, and the pass is skipped (each of 1,024 arrivals at a barrier
+  // paid a pass over all the others').
+  if (getters_.size() + barriers_.size() < max_pending_requests_per_connection) return true;
   size_t pending = 0;
   for (auto& [key, w] : getters_) pending += w.conn == conn ? 1 : 0;
   for (auto& [name, b] : barriers_)
@@ -619,8 +643,17 @@ void coordination_state::broadcast_failure(int32_t rank, int32_t code, const std
   f->set_code(code);
   f->set_message(message);
   f->set_lost(lost);
-  for (auto& w : workers_)
-    if (w.conn != 0) send_frame(w.conn, env);
+  send_to_ranks(env, [](int32_t) { return true; });
+}
+
+template <class Pred>
+void coordination_state::send_to_ranks(const wire::Envelope& env, Pred to) {
+  auto first = out_.frames.size();
+  for (size_t r = 0; r < workers_.size(); ++r)
+    if (workers_[r].conn != 0 && to(static_cast<int32_t>(r)))
+      out_.frames.emplace_back(workers_[r].conn, env);
+  if (out_.frames.size() - first > 1)
+    out_.broadcasts.push_back({first, out_.frames.size() - first});
 }
 
 void coordination_state::send_frame(conn_id conn, wire::Envelope env) {

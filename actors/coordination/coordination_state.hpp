@@ -9,6 +9,7 @@
 
 #include "actors/coordination/connection_limits.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/coordination/deadline_floor.hpp"
 #include "actors/preemption/phase.hpp"
 #include "actors/preemption/progress_tracker.hpp"
 #include "messages/coordination.pb.h"
@@ -21,6 +22,13 @@ namespace lifeboat {
 /// connections to close, and membership events for local subscribers.
 struct coordination_output {
   std::vector<std::pair<conn_id, wire::Envelope>> frames;
+  /// Runs of `frames`, [first, first + count), that carry one envelope to
+  /// many connections (a broadcast): the service encodes it once.
+  struct run {
+    size_t first;
+    size_t count;
+  };
+  std::vector<run> broadcasts;
   std::vector<conn_id> closes;
   std::vector<membership_event> events;
 };
@@ -169,6 +177,11 @@ class coordination_state {
   void fail_barriers_with(int32_t rank, errc code, const std::string& why);
   void broadcast_failure(int32_t rank, int32_t code, const std::string& message, bool lost);
   void send_frame(conn_id conn, wire::Envelope env);
+  // Queues `env` to every joined rank that `to` accepts, as one broadcast run.
+  template <class Pred>
+  void send_to_ranks(const wire::Envelope& env, Pred to);
+  void sweep_heartbeats(int64_t now_ms);
+  void expire_requests(int64_t now_ms);
   void reply(conn_id conn, uint64_t id, errc code = errc::ok, const std::string& why = {});
   void close(conn_id conn);
 
@@ -183,6 +196,11 @@ class coordination_state {
   progress_tracker progress_;
   std::optional<int32_t> first_failure_rank_;  // of this generation: the one broadcast
   int64_t next_straggler_check_ms_ = 0;
+  // When to look for overdue heartbeats and expired requests: the service
+  // asks for the next deadline after every frame, and a scan of every rank
+  // then made each heartbeat cost O(world size).
+  deadline_floor heartbeat_due_;
+  deadline_floor request_due_;
   coordination_output out_;
 };
 

@@ -72,10 +72,17 @@ void progress_tracker::reset() {
 }
 
 std::optional<progress_tracker::hang> progress_tracker::find_hang(int32_t rank) const {
-  auto timeout = hang_timeout_ms();
-  if (timeout == 0 || rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return std::nullopt;
+  if (configured_timeout_ms_ == 0 || rank < 0 || static_cast<size_t>(rank) >= ranks_.size())
+    return std::nullopt;
   auto& p = ranks_[static_cast<size_t>(rank)];
-  if (!p.followed || p.saving || p.step_age_ms < timeout) return std::nullopt;
+  // This runs at every heartbeat, and the adaptive timeout is a pass over
+  // every rank's step times: a step younger than any timeout can be needs
+  // neither it nor the pass over the peers' steps below.
+  auto at_least = configured_timeout_ms_ == adaptive_hang_timeout ? adaptive_hang_floor_ms
+                                                                  : configured_timeout_ms_;
+  if (!p.followed || p.saving || p.step_age_ms < at_least) return std::nullopt;
+  auto timeout = hang_timeout_ms();
+  if (p.step_age_ms < timeout) return std::nullopt;
   int64_t peers_step = -1;
   for (size_t q = 0; q < ranks_.size(); ++q)
     if (q != static_cast<size_t>(rank) && ranks_[q].followed)
