@@ -10,7 +10,10 @@ namespace lifeboat {
 /// absent rank and dropped: the leader's query would never arrive.
 /// 3: the worker challenges the service too (JoinRequest.nonce) and refuses a
 /// JoinReply without a valid proof, which a version-2 service never sends.
-constexpr uint32_t coordination_protocol_version = 3;
+/// 4: the service answers every Heartbeat with one, and a worker that hears
+/// nothing for its heartbeat timeout takes the service for lost; a version-3
+/// service never answers, so its version-4 workers would give it up.
+constexpr uint32_t coordination_protocol_version = 4;
 
 /// Bytes of the random challenge the service sends on every connection.
 constexpr size_t coordination_nonce_bytes = 32;

@@ -19,11 +19,15 @@ namespace lifeboat::test {
 /// child_process runs a path, not a name looked up in PATH.
 constexpr const char* ip_command = "/usr/sbin/ip";
 
-/// A TCP sender backs its retransmissions off to at most this while a link is
+/// A TCP sender backs its retransmissions off to at most 1 s while a link is
 /// cut (Linux 6.15's net.ipv4.tcp_rto_max_ms; the default is 120 s), so that a
-/// connection that outlived a cut carries data again soon after the link
-/// is back instead of at the next doubled timeout.
-constexpr const char* retransmission_cap = "net.ipv4.tcp_rto_max_ms=1000";
+/// connection that outlived a cut carries data again soon after the link is
+/// back instead of at the next doubled timeout. The kernel gives a connection
+/// up after tcp_retries2 retransmissions' worth of that backoff: 60 of them
+/// keep it for about a minute (15, the default, would end it after about 13 s,
+/// before a test has seen the cut's effects and restored the link).
+constexpr const char* retransmission_settings =
+    "net.ipv4.tcp_rto_max_ms=1000 net.ipv4.tcp_retries2=60";
 
 class network_namespaces {
  public:
@@ -43,7 +47,7 @@ class network_namespaces {
             run("ip -n " + bridge() + " link set " + port(k) + " up");
       // Older kernels lack the setting; the cut tests then rely on the
       // default backoff.
-      run("ip netns exec " + host(k) + " sysctl -qw " + retransmission_cap);
+      run("ip netns exec " + host(k) + " sysctl -qw " + retransmission_settings);
     }
   }
   ~network_namespaces() {
