@@ -13,7 +13,8 @@
 //
 // Figures, each per N:
 //   join:        "join" sent to every worker process until the last worker
-//                joined (the first join, then one after each reset);
+//                joined: the first join ("join ms"), and the slowest of it and
+//                the joins after each reset ("join max");
 //   agreement:   a notice handed to rank N/2's resolver until every worker
 //                but the leader took the commit (the leader takes it as it
 //                sends it);
@@ -25,8 +26,12 @@
 //                over a window with nothing but heartbeats, per second;
 //   memory:      the service's RSS joined - its RSS before any worker came;
 //   silent death: the last rank's process is stopped (SIGSTOP: its socket
-//                stays open) until every other worker heard it was lost,
-//                beside the heartbeat timeout;
+//                stays open) until every other worker heard it was lost; its
+//                last heartbeat came up to an interval before the stop, so
+//                this is the timeout less up to one interval, plus the time
+//                the sweep and the broadcast took;
+//   svc cpu ms/agree: the service's CPU time over the agreement rounds, per
+//                round (heartbeats included: a few ms/s);
 //   /status:     one status request to the service (workers listed, bytes).
 #include <algorithm>
 #include <csignal>
