@@ -53,7 +53,11 @@ std::vector<int32_t> ranks_below(int32_t n) {
 // The service on the fixture's actor system, the workers on one of their own.
 class simulated_workers_test : public service_fixture {
  protected:
-  void SetUp() override { start_service(scale_world_size, heartbeat_timeout); }
+  void SetUp() override {
+    // The service's and the workers' sockets share this process: over 512.
+    if (auto err = sim::raise_fd_limit()) GTEST_SKIP() << describe(err);
+    start_service(scale_world_size, heartbeat_timeout);
+  }
 
   void TearDown() override {
     group.reset();
