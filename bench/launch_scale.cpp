@@ -1,5 +1,6 @@
 #include "bench/launch_scale.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -52,9 +53,14 @@ void run_launch_scale() {
   if (!launcher.started()) throw bench_error("cannot start lifeboat-launch");
   std::map<int, pid_t> pids;
   int joined = 0;
+  std::string last;
   while (joined < launch_workers) {
     auto line = launcher.read_line(line_bound);
-    if (!line) throw bench_error("lifeboat-launch: only " + std::to_string(joined) + " joined");
+    if (!line)
+      throw bench_error("lifeboat-launch: only " + std::to_string(joined) + " workers joined (" +
+                        (launcher.at_eof() ? "it exited" : "no line for a while") +
+                        "); its last line: " + last);
+    last = *line;
     if (line->find(joined_marker) != std::string::npos) ++joined;
     int rank = 0;
     int pid = 0;
@@ -81,8 +87,8 @@ void run_launch_scale() {
   std::printf("\n%d lifeboat-demo workers under lifeboat-launch (--state-mb 0 --step-ms %s)\n",
               launch_workers, demo_step_ms);
   std::printf("start (launcher to every worker joined): %.0f ms\n", started_ms);
-  std::printf("SIGTERM to every worker exited:           %.0f ms (launcher exit %d)\n", exited_ms,
-              *code);
+  std::printf("SIGTERM to every worker exited:           %.0f ms (launcher exit code %d)\n",
+              exited_ms, WIFEXITED(*code) ? WEXITSTATUS(*code) : -1);
   std::printf("one worker's RSS (rank 1, no trainer state): %.1f MiB, target <= %.0f MiB: %s\n",
               rss_mib, worker_rss_target_mib, rss_mib <= worker_rss_target_mib ? "met" : "NOT met");
   std::map<std::string, int> by_name;

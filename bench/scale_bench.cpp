@@ -13,7 +13,8 @@
 //
 // Figures, each per N:
 //   join:        "join" sent to every worker process until the last worker
-//                joined (the first join, then one after each reset);
+//                joined: the first join ("join ms"), and the slowest of it and
+//                the joins after each reset ("join max");
 //   agreement:   a notice handed to rank N/2's resolver until every worker
 //                but the leader took the commit (the leader takes it as it
 //                sends it);
@@ -25,8 +26,12 @@
 //                over a window with nothing but heartbeats, per second;
 //   memory:      the service's RSS joined - its RSS before any worker came;
 //   silent death: the last rank's process is stopped (SIGSTOP: its socket
-//                stays open) until every other worker heard it was lost,
-//                beside the heartbeat timeout;
+//                stays open) until every other worker heard it was lost; its
+//                last heartbeat came up to an interval before the stop, so
+//                this is the timeout less up to one interval, plus the time
+//                the sweep and the broadcast took;
+//   svc cpu ms/agree: the service's CPU time over the agreement rounds, per
+//                round (heartbeats included: a few ms/s);
 //   /status:     one status request to the service (workers listed, bytes).
 #include <algorithm>
 #include <csignal>
@@ -95,11 +100,17 @@ struct cluster_result {
   std::vector<double> join_ms, agreement_ms, barrier_ms, error_ms;
   double heartbeat_cpu_ms_per_s = 0, idle_rss_kib = 0, joined_rss_kib = 0;
   double silent_death_ms = 0;
+  double service_cpu_ms_per_agreement = 0;
   long status_workers = 0, status_bytes = 0;
 };
 
 double ms_between(int64_t from_ns, int64_t to_ns) {
   return static_cast<double>(to_ns - from_ns) / 1e6;
+}
+
+// Where a run is, on stderr: a long one shows its progress.
+void progress(int n, const char* what) {
+  std::fprintf(stderr, "scale_bench: N = %d: %s\n", n, what);
 }
 
 cluster_result run_cluster(const std::string& self, int n) {
@@ -139,6 +150,7 @@ cluster_result run_cluster(const std::string& self, int n) {
   auto start = lb::steady_ns();
   r.join_ms.push_back(ms_between(start, latest(all("join", "joined"))));
   r.joined_rss_kib = lb::rss_kib(service.pid());
+  progress(n, "joined; heartbeats only");
 
   auto cpu_before = lb::cpu_ns(service.pid());
   auto window_start = lb::steady_ns();
@@ -146,12 +158,19 @@ cluster_result run_cluster(const std::string& self, int n) {
   r.heartbeat_cpu_ms_per_s = static_cast<double>(lb::cpu_ns(service.pid()) - cpu_before) /
                              static_cast<double>(lb::steady_ns() - window_start) * 1e3;
 
+  progress(n, "agreements");
+  // Only heartbeats and the rounds reach the service meanwhile (arming
+  // stays inside the worker processes): its CPU time per round.
+  auto agreement_cpu = lb::cpu_ns(service.pid());
   for (int round = 0; round < agreement_rounds; ++round) {
     all("arm", "armed");
     owner.send("notice " + std::to_string(chosen));
     auto t0 = lb::parse_ns(owner.expect("noticed"));
     r.agreement_ms.push_back(ms_between(t0, latest(all("commits", "commits"))));
   }
+  r.service_cpu_ms_per_agreement =
+      static_cast<double>(lb::cpu_ns(service.pid()) - agreement_cpu) / 1e6 / agreement_rounds;
+  progress(n, "barriers");
   for (int round = 0; round < barrier_rounds; ++round) {
     auto times = all("barrier scale/" + std::to_string(round), "barrier");
     int64_t entry = 0, exit = 0;
@@ -165,6 +184,7 @@ cluster_result run_cluster(const std::string& self, int n) {
   service.send("status");
   auto status = service.expect("status");
   std::sscanf(status.c_str(), "%ld %ld", &r.status_workers, &r.status_bytes);
+  progress(n, "errors");
   for (int round = 0; round < error_rounds; ++round) {
     all("arm", "armed");
     owner.send("report " + std::to_string(chosen));
@@ -177,6 +197,7 @@ cluster_result run_cluster(const std::string& self, int n) {
     r.join_ms.push_back(ms_between(start, latest(all("rejoin", "joined"))));
   }
   all("arm", "armed");
+  progress(n, "silent death");
   sims.back()->kill(SIGSTOP);
   auto stopped = lb::steady_ns();
   std::vector<std::string> answers;
@@ -196,37 +217,39 @@ void verdict(const char* what, double value, const char* op, double target, cons
               met ? "met" : "NOT met");
 }
 
-void print_results(const std::vector<cluster_result>& results) {
+void print_header() {
   std::printf(
-      "\nscale_bench: one coordination service; N simulated workers in %d processes plus the "
+      "scale_bench: one coordination service; N simulated workers in %d processes plus the "
       "last rank alone; heartbeats every %d ms, timeout %d ms; %d agreement, %d barrier, %d "
       "error rounds\n",
       sim_processes, heartbeat_ms, heartbeat_timeout_ms, agreement_rounds, barrier_rounds,
       error_rounds);
-  std::printf("%5s %8s %8s %9s %9s %9s %9s %11s %8s %8s %9s %9s %8s\n", "N", "join ms", "join max",
-              "agree p50", "agree p99", "barr p50", "error p50", "hb cpu ms/s", "rss MiB",
-              "KiB/wkr", "silent ms", "status wk", "status B");
-  for (auto& r : results)
-    std::printf("%5d %8.1f %8.1f %9.2f %9.2f %9.2f %9.2f %11.2f %8.1f %8.2f %9.0f %9ld %8ld\n", r.n,
-                r.join_ms.front(), *std::max_element(r.join_ms.begin(), r.join_ms.end()),
-                lb::percentile(r.agreement_ms, 0.5), lb::percentile(r.agreement_ms, 0.99),
-                lb::percentile(r.barrier_ms, 0.5), lb::percentile(r.error_ms, 0.5),
-                r.heartbeat_cpu_ms_per_s, r.joined_rss_kib / 1024.0,
-                (r.joined_rss_kib - r.idle_rss_kib) / r.n, r.silent_death_ms, r.status_workers,
-                r.status_bytes);
-  for (auto& r : results) {
-    if (r.n != target_n) continue;
-    verdict("notice-to-agreement p50 at 1024", lb::percentile(r.agreement_ms, 0.5),
-            "<=", agreement_p50_target_ms, "ms");
-    verdict("notice-to-agreement p99 at 1024", lb::percentile(r.agreement_ms, 0.99),
-            "<=", agreement_p99_target_ms, "ms");
-    verdict("error broadcast p50 at 1024", lb::percentile(r.error_ms, 0.5),
-            "<=", error_p50_target_ms, "ms");
-    verdict("service memory per worker at 1024", (r.joined_rss_kib - r.idle_rss_kib) / r.n,
-            "<=", memory_target_kib, "KiB");
-    verdict("heartbeat CPU of 1024 workers (share of one core)",
-            r.heartbeat_cpu_ms_per_s / 1000.0 * 100, "<", heartbeat_target_share * 100, "%");
-  }
+  std::printf("%5s %8s %8s %9s %9s %9s %9s %11s %8s %8s %9s %9s %8s %16s\n", "N", "join ms",
+              "join max", "agree p50", "agree p99", "barr p50", "error p50", "hb cpu ms/s",
+              "rss MiB", "KiB/wkr", "silent ms", "status wk", "status B", "svc cpu ms/agree");
+  std::fflush(stdout);
+}
+
+void print_row(const cluster_result& r) {
+  std::printf("%5d %8.1f %8.1f %9.2f %9.2f %9.2f %9.2f %11.2f %8.1f %8.2f %9.0f %9ld %8ld %16.2f\n",
+              r.n, r.join_ms.front(), *std::max_element(r.join_ms.begin(), r.join_ms.end()),
+              lb::percentile(r.agreement_ms, 0.5), lb::percentile(r.agreement_ms, 0.99),
+              lb::percentile(r.barrier_ms, 0.5), lb::percentile(r.error_ms, 0.5),
+              r.heartbeat_cpu_ms_per_s, r.joined_rss_kib / 1024.0,
+              (r.joined_rss_kib - r.idle_rss_kib) / r.n, r.silent_death_ms, r.status_workers,
+              r.status_bytes, r.service_cpu_ms_per_agreement);
+  std::fflush(stdout);
+  if (r.n != target_n) return;
+  verdict("notice-to-agreement p50 at 1024", lb::percentile(r.agreement_ms, 0.5),
+          "<=", agreement_p50_target_ms, "ms");
+  verdict("notice-to-agreement p99 at 1024", lb::percentile(r.agreement_ms, 0.99),
+          "<=", agreement_p99_target_ms, "ms");
+  verdict("error broadcast p50 at 1024", lb::percentile(r.error_ms, 0.5), "<=", error_p50_target_ms,
+          "ms");
+  verdict("service memory per worker at 1024", (r.joined_rss_kib - r.idle_rss_kib) / r.n,
+          "<=", memory_target_kib, "KiB");
+  verdict("heartbeat CPU of 1024 workers (share of one core)",
+          r.heartbeat_cpu_ms_per_s / 1000.0 * 100, "<", heartbeat_target_share * 100, "%");
 }
 
 }  // namespace
@@ -239,16 +262,27 @@ int main(int argc, char** argv) {
     if (args.size() == 6 && args[0] == "--sim")
       return lb::run_sim_role(static_cast<uint16_t>(std::stoi(args[1])), std::stoi(args[2]),
                               std::stoi(args[3]), std::stoi(args[4]), std::stoi(args[5]));
-    if (!args.empty()) {
-      std::fprintf(stderr, "usage: scale_bench\n");
-      return 2;
+    if (args.size() == 1 && args[0] == "--launch") {
+      lb::run_launch_scale();
+      return 0;
+    }
+    // Sizes given: those clusters only, without the launcher's part.
+    std::vector<int> only;
+    for (auto& a : args) {
+      only.push_back(std::atoi(a.c_str()));
+      if (only.back() < 2) {
+        std::fprintf(
+            stderr,
+            "usage: scale_bench [N ...] (N >= 2 simulated workers) | scale_bench --launch\n");
+        return 2;
+      }
     }
     std::signal(SIGPIPE, SIG_IGN);
     auto self = std::filesystem::read_symlink("/proc/self/exe").string();
-    std::vector<cluster_result> results;
-    for (auto n : sizes) results.push_back(run_cluster(self, n));
-    print_results(results);
-    lb::run_launch_scale();
+    print_header();
+    for (auto n : only.empty() ? std::vector<int>(std::begin(sizes), std::end(sizes)) : only)
+      print_row(run_cluster(self, n));
+    if (only.empty()) lb::run_launch_scale();
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scale_bench: error: %s\n", e.what());

@@ -17,9 +17,9 @@ using conn_id = int64_t;
 constexpr int64_t unjoined_connection_bound_ms = 5000;
 
 /// Connections that have not joined yet, at most, at once; further ones are
-/// closed at accept. Far above any start-up burst of a job's own workers (a
-/// node's workers join within milliseconds of each other), far below what
-/// would exhaust the service's file descriptors.
+/// closed at accept. The service allows the world size where that is larger:
+/// a whole job's workers may start at once (1,024 simulated workers met this
+/// bound). Far below what would exhaust the service's file descriptors.
 constexpr size_t max_unjoined_connections = 64;
 
 /// Blocking requests (gets and barrier waits) a joined connection may have

@@ -96,9 +96,13 @@ void drop_connection(service_broker* self, conn_id conn, const std::string& why)
 
 caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
                             service_config cfg) {
+  // Every worker may be joining at once: at 1,024 the bound of 64 closed
+  // connections at accept during a start, and their agents waited out a
+  // backoff to try again. The world size is the number of legitimate ones.
   self->state.logic = std::make_unique<coordination_state>(coordination_state::config{
       cfg.world_size, cfg.token, static_cast<int64_t>(cfg.heartbeat_timeout.count()),
-      static_cast<int64_t>(cfg.join_bound.count())});
+      static_cast<int64_t>(cfg.join_bound.count()),
+      std::max(max_unjoined_connections, static_cast<size_t>(cfg.world_size))});
   self->add_doorman(std::move(doorman));
   close_on_exit_forget_on_down(self, self->state.subscribers);
   return {

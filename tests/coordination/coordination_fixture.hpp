@@ -121,11 +121,12 @@ class service_fixture : public ::testing::Test {
  protected:
   void SetUp() override { start_service(fixture_world_size); }
 
-  void start_service(int world_size) {
+  void start_service(int world_size,
+                     std::chrono::milliseconds heartbeat_timeout = fixture_heartbeat_timeout) {
     service_config cfg;
     cfg.world_size = world_size;
     cfg.token = fixture_token;
-    cfg.heartbeat_timeout = fixture_heartbeat_timeout;
+    cfg.heartbeat_timeout = heartbeat_timeout;
     auto spawned = spawn_coordination_service(sys, cfg);
     ASSERT_TRUE(spawned) << describe(spawned.error());
     service = spawned->first;

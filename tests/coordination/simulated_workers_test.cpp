@@ -15,11 +15,11 @@
 #include <caf/send.hpp>
 
 #include "actors/atoms.hpp"
-#include "actors/coordination/coordination_service.hpp"
 #include "actors/coordination/worker_listing.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
+#include "tests/coordination/coordination_fixture.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/simulated_workers.hpp"
 
@@ -31,7 +31,6 @@ using namespace std::chrono_literals;
 constexpr int32_t scale_world_size = 256;
 constexpr size_t join_threads = 32;
 constexpr size_t leave_threads = 16;
-constexpr const char* scale_token = "scale-test-token";
 // Generous bounds: a busy 2-core machine runs 256 workers' actors on one
 // thread. Each is a limit on a wait, never a pause.
 constexpr auto step_timeout = 30s;
@@ -51,30 +50,25 @@ std::vector<int32_t> ranks_below(int32_t n) {
   return ranks;
 }
 
-class simulated_workers_test : public ::testing::Test {
+// The service on the fixture's actor system, the workers on one of their own.
+class simulated_workers_test : public service_fixture {
  protected:
   void SetUp() override {
-    service_config cfg;
-    cfg.world_size = scale_world_size;
-    cfg.token = scale_token;
-    cfg.heartbeat_timeout = heartbeat_timeout;
-    auto spawned = spawn_coordination_service(service_sys, cfg);
-    ASSERT_TRUE(spawned) << describe(spawned.error());
-    service = spawned->first;
-    port = spawned->second;
+    // The service's and the workers' sockets share this process: over 512.
+    if (auto err = sim::raise_fd_limit()) GTEST_SKIP() << describe(err);
+    start_service(scale_world_size, heartbeat_timeout);
   }
 
   void TearDown() override {
     group.reset();
-    caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
-    service = nullptr;
+    service_fixture::TearDown();
   }
 
   void start_group(std::vector<int32_t> ranks) {
     sim::worker_options opts;
     opts.port = port;
     opts.world_size = scale_world_size;
-    opts.token = scale_token;
+    opts.token = fixture_token;
     opts.heartbeat_interval = heartbeat_interval;
     group = std::make_unique<sim::worker_group>(worker_sys, opts, std::move(ranks));
     auto err = group->join(join_threads);
@@ -84,7 +78,7 @@ class simulated_workers_test : public ::testing::Test {
   // The service's view: how many ranks are in `state` (its status counts
   // them; beyond status_workers_listed_max it lists only some).
   size_t ranks_in(const std::string& state) {
-    caf::scoped_actor self{service_sys};
+    caf::scoped_actor self{sys};
     size_t count = 0;
     self->request(service, 10s, status_atom::value)
         .receive(
@@ -97,12 +91,8 @@ class simulated_workers_test : public ::testing::Test {
     return count;
   }
 
-  system_config service_cfg;
-  caf::actor_system service_sys{service_cfg};
   system_config worker_cfg;
   caf::actor_system worker_sys{worker_cfg};
-  caf::actor service;
-  uint16_t port = 0;
   std::unique_ptr<sim::worker_group> group;
 };
 
@@ -125,8 +115,8 @@ TEST_F(simulated_workers_test, join_notice_agreement_barrier_and_leave_of_256) {
 TEST_F(simulated_workers_test, a_worker_killed_among_256_is_named_lost_to_every_other) {
   constexpr int32_t victim = scale_world_size - 1;
   child_process killed{{COORDINATION_WORKER, "127.0.0.1", std::to_string(port),
-                        std::to_string(victim), std::to_string(scale_world_size), scale_token, "0",
-                        std::to_string(heartbeat_interval.count())}};
+                        std::to_string(victim), std::to_string(scale_world_size), fixture_token,
+                        "0", std::to_string(heartbeat_interval.count())}};
   ASSERT_EQ(killed.read_line(line_deadline), "joined");
   start_group(ranks_below(victim));
   group->arm();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <thread>
 #include <utility>
 
@@ -105,10 +106,13 @@ struct worker_group::worker {
 
 board::board(size_t workers) : records_(workers) {}
 
+// Each waits for all workers (or all but one): the waiting thread is woken
+// only when the last of them comes, not a thousand times to count again.
 void board::commit_seen(size_t index, int64_t at_ns) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (records_[index].commit_ns == 0) records_[index].commit_ns = at_ns;
-  cv_.notify_all();
+  if (records_[index].commit_ns != 0) return;
+  records_[index].commit_ns = at_ns;
+  if (++commits_ + 1 >= records_.size()) cv_.notify_all();
 }
 
 void board::failure_seen(size_t index, int32_t rank, bool lost, int64_t at_ns) {
@@ -118,7 +122,7 @@ void board::failure_seen(size_t index, int32_t rank, bool lost, int64_t at_ns) {
   r.failure_ns = at_ns;
   r.failure_rank = rank;
   r.failure_lost = lost;
-  cv_.notify_all();
+  if (++failures_ + 1 >= records_.size()) cv_.notify_all();
 }
 
 void board::barrier_done(size_t index, int64_t entry_ns, int64_t exit_ns, bool ok) {
@@ -127,12 +131,19 @@ void board::barrier_done(size_t index, int64_t entry_ns, int64_t exit_ns, bool o
   r.barrier_entry_ns = entry_ns;
   r.barrier_exit_ns = exit_ns;
   r.barrier_ok = ok;
-  cv_.notify_all();
+  if (++barriers_ >= records_.size()) cv_.notify_all();
 }
 
 void board::clear() {
   std::lock_guard<std::mutex> guard{mtx_};
   records_.assign(records_.size(), record{});
+  commits_ = failures_ = barriers_ = 0;
+}
+
+void board::clear_barriers() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& r : records_) r.barrier_entry_ns = r.barrier_exit_ns = 0;
+  barriers_ = 0;
 }
 
 std::optional<int64_t> board::await_commits(size_t except, std::chrono::milliseconds timeout) {
@@ -189,6 +200,23 @@ std::optional<board::barrier_times> board::await_barrier(std::chrono::millisecon
   };
   if (!cv_.wait_for(guard, timeout, all) || !ok) return std::nullopt;
   return times;
+}
+
+std::string board::failures_seen() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::map<std::pair<int32_t, bool>, size_t> seen;
+  size_t none = 0;
+  for (auto& r : records_) {
+    if (r.failure_ns == 0)
+      ++none;
+    else
+      ++seen[{r.failure_rank, r.failure_lost}];
+  }
+  std::string out;
+  for (auto& [what, count] : seen)
+    out += "rank " + std::to_string(what.first) + (what.second ? " (lost)" : " (error)") + " by " +
+           std::to_string(count) + " workers, ";
+  return out + std::to_string(none) + " saw none";
 }
 
 worker_group::worker_group(caf::actor_system& sys, worker_options opts, std::vector<int32_t> ranks)
@@ -273,6 +301,7 @@ void worker_group::report_error(int32_t rank, int32_t code, const std::string& m
 }
 
 void worker_group::enter_barrier(const std::string& name, std::chrono::milliseconds timeout) {
+  board_.clear_barriers();
   for (auto& w : workers_)
     caf::anon_send(w->recorder, enter_atom::value, name, static_cast<int64_t>(timeout.count()));
 }

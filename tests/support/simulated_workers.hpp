@@ -46,6 +46,9 @@ class board {
   /// Forgets the commits, failures and barriers seen so far.
   void clear();
 
+  /// Forgets the barriers seen so far (before the next one starts).
+  void clear_barriers();
+
   /// Waits until every worker but `except` saw a commit / a failure of
   /// `rank` (with `lost` as given) / the end of its barrier; the latest
   /// time one did, or nullopt at the timeout (or a barrier failed).
@@ -57,6 +60,10 @@ class board {
     int64_t last_exit_ns = 0;
   };
   std::optional<barrier_times> await_barrier(std::chrono::milliseconds timeout);
+
+  /// The failures seen, for an error message: "rank R (lost) by K workers, ...",
+  /// and how many saw none.
+  std::string failures_seen();
 
  private:
   struct record {
@@ -72,6 +79,9 @@ class board {
   std::mutex mtx_;
   std::condition_variable cv_;
   std::vector<record> records_;
+  size_t commits_ = 0;
+  size_t failures_ = 0;
+  size_t barriers_ = 0;
 };
 
 /// Many coordination workers in one process, each running the code a real
