@@ -7,7 +7,9 @@
 #   - the demo's own steps per second (both ranks, from the launcher's
 #     /rates over the window), the training the pages look at;
 #   - handler_bench (the per-step hot path and notice to agreement), beside
-#     it on the same host.
+#     it on the same host (left out with HANDLER_BENCH=0).
+# Then the pages are closed and the steps measured again: load on the host
+# from elsewhere shows as a difference between the two runs without pages.
 # Usage: bench/status_page_bench.sh [BUILD_DIR] [WINDOW_S]
 set -euo pipefail
 build=${1:-build}
@@ -18,7 +20,8 @@ launcher=""
 browsers=()
 cleanup() {
   for pid in "${browsers[@]}"; do kill "$pid" 2>/dev/null || true; done
-  [[ -n "$launcher" ]] && kill -INT "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
+  # SIGTERM: a background job of a script ignores SIGINT.
+  [[ -n "$launcher" ]] && kill -TERM "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
   rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -50,8 +53,10 @@ measure() {
   echo "-- $1"
   sleep "$window"
   echo "demo steps per second over ${window} s: $(steps_per_s)"
-  "$build/bench/handler_bench" --benchmark_min_time=0.2 2>/dev/null |
-    grep -E '^(hot path|notice to agreement)'
+  if [[ "${HANDLER_BENCH:-1}" != 0 ]]; then
+    "$build/bench/handler_bench" --benchmark_min_time=0.2 2>/dev/null |
+      grep -E '^(hot path|notice to agreement N)'
+  fi
 }
 
 measure "no page open"
@@ -61,4 +66,9 @@ for target in "$port" "$worker_port"; do
     "http://127.0.0.1:$target/" >/dev/null 2>&1 &
   browsers+=($!)
 done
+sleep 10  # the browsers' start is no part of the page's cost
 measure "the coordinator's and rank 0's pages open in headless Chromium"
+for pid in "${browsers[@]}"; do kill "$pid"; done
+browsers=()
+sleep 5
+measure "no page open, again"

@@ -23,19 +23,17 @@ void job_history_state::on_steps(double unix_ms, const std::vector<wire::WorkerI
   for (const auto& w : workers) {
     // A rank not training (joining, gone) or without a heartbeat yet (step
     // 0 after a restart) has no rate, and the next sample starts afresh.
-    if (w.state() != alive_state || w.step() == 0) {
-      s.rates[w.rank()] = 0;
-      last_step_.erase(w.rank());
-      continue;
-    }
-    auto previous = last_step_.find(w.rank());
+    auto& recent = recent_[w.rank()];
+    if (w.state() != alive_state || w.step() == 0 ||
+        (!recent.empty() && w.step() < recent.back().second))
+      recent.clear();
     double rate = 0;
-    if (previous != last_step_.end() && unix_ms > previous->second.first &&
-        w.step() >= previous->second.second)
-      rate = static_cast<double>(w.step() - previous->second.second) * ms_per_second /
-             (unix_ms - previous->second.first);
+    if (!recent.empty() && unix_ms > recent.front().first)
+      rate = static_cast<double>(w.step() - recent.front().second) * ms_per_second /
+             (unix_ms - recent.front().first);
     s.rates[w.rank()] = rate;
-    last_step_[w.rank()] = {unix_ms, w.step()};
+    if (w.state() == alive_state && w.step() != 0) recent.emplace_back(unix_ms, w.step());
+    if (recent.size() > rate_window) recent.pop_front();
   }
   if (samples_.size() == max_rate_samples) samples_.pop_front();
   samples_.push_back(std::move(s));

@@ -24,11 +24,15 @@ class job_history_state {
   /// Events are kept for this many generations (restarts), the newest.
   static constexpr std::size_t max_generations = 8;
   static constexpr std::size_t max_checkpoints = 64;
+  /// A rank's rate is taken over up to this many samples: its step moves
+  /// once a heartbeat, about as often as the samples come, so the rate of
+  /// one interval alone swings between 0 and twice the true one.
+  static constexpr std::size_t rate_window = 5;
 
   /// The workers' steps (WorkerInfo.rank, .step, .state) at `unix_ms`: each
-  /// rank's steps per second since the previous sample; 0 for a rank that is
-  /// not alive, has reported no step yet (0), whose step went back (a restart
-  /// restored an earlier one) or that has no previous sample.
+  /// rank's steps per second over its last rate_window samples; 0 for a rank
+  /// that is not alive, has reported no step yet (0), whose step went back (a
+  /// restart restored an earlier one) or that has no previous sample.
   void on_steps(double unix_ms, const std::vector<wire::WorkerInfo>& workers);
 
   /// Adds events not seen yet (by generation, rank and sequence number).
@@ -56,7 +60,8 @@ class job_history_state {
   };
 
   std::deque<sample> samples_;
-  std::map<int32_t, std::pair<double, int64_t>> last_step_;  // rank -> (unix_ms, step)
+  // rank -> its last samples (unix_ms, step), at most rate_window + 1
+  std::map<int32_t, std::deque<std::pair<double, int64_t>>> recent_;
   std::map<event_key, wire::DecisionEvent> events_;
 };
 

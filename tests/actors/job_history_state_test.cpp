@@ -43,19 +43,33 @@ wire::DecisionEvent shard(uint32_t generation, int32_t rank, uint32_t seq, doubl
   return e;
 }
 
+std::vector<double> rates_of(const wire::StepRates& r, int index) {
+  return {r.ranks(index).steps_per_s().begin(), r.ranks(index).steps_per_s().end()};
+}
+
 TEST(job_history_state, rates_show_a_straggler_and_a_restart_as_zero) {
   job_history_state h;
   h.on_steps(1000, {at(0, 100), at(1, 100)});
   h.on_steps(2000, {at(0, 150), at(1, 110)});
   h.on_steps(3000, {at(0, 20), at(1, 120)});  // rank 0 restored step 20
+  h.on_steps(4000, {at(0, 60), at(1, 130)});
   auto r = h.rates();
-  ASSERT_EQ(r.unix_ms_size(), 3);
+  ASSERT_EQ(r.unix_ms_size(), 4);
   ASSERT_EQ(r.ranks_size(), 2);
   EXPECT_EQ(r.ranks(0).rank(), 0);
-  EXPECT_EQ(std::vector<double>(r.ranks(0).steps_per_s().begin(), r.ranks(0).steps_per_s().end()),
-            (std::vector<double>{0, 50, 0}));
-  EXPECT_EQ(std::vector<double>(r.ranks(1).steps_per_s().begin(), r.ranks(1).steps_per_s().end()),
-            (std::vector<double>{0, 10, 10}));
+  EXPECT_EQ(rates_of(r, 0), (std::vector<double>{0, 50, 0, 40}));
+  EXPECT_EQ(rates_of(r, 1), (std::vector<double>{0, 10, 10, 10}));
+}
+
+TEST(job_history_state, a_rate_is_taken_over_the_window_not_one_heartbeat) {
+  job_history_state h;
+  // The step moves every other sample: 20 steps a heartbeat, 10 a second.
+  for (int i = 0; i < 8; ++i) h.on_steps(1000.0 * i, {at(0, 100 + 20 * (i / 2))});
+  auto rates = rates_of(h.rates(), 0);
+  ASSERT_EQ(rates.size(), 8u);
+  // Once the window is full (5 samples back), every rate is 8 or 12, not 0 or 20.
+  for (std::size_t i = job_history_state::rate_window; i < rates.size(); ++i)
+    EXPECT_TRUE(rates[i] == 8 || rates[i] == 12) << i << ": " << rates[i];
 }
 
 TEST(job_history_state, a_rank_without_a_heartbeat_after_a_restart_has_no_rate) {
@@ -68,8 +82,7 @@ TEST(job_history_state, a_rank_without_a_heartbeat_after_a_restart_has_no_rate) 
   h.on_steps(4000, {at(0, 90)});
   h.on_steps(5000, {at(0, 120)});
   auto r = h.rates();
-  EXPECT_EQ(std::vector<double>(r.ranks(0).steps_per_s().begin(), r.ranks(0).steps_per_s().end()),
-            (std::vector<double>{0, 0, 0, 0, 30}));
+  EXPECT_EQ(rates_of(r, 0), (std::vector<double>{0, 0, 0, 0, 30}));
 }
 
 TEST(job_history_state, keeps_at_most_max_rate_samples) {
