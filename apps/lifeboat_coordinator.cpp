@@ -17,6 +17,7 @@
 #include <caf/send.hpp>
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/preemption/preemption_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "apps/flags.hpp"
@@ -87,9 +88,12 @@ int main(int argc, char** argv) {
     return EXIT_FAILURE;
   }
   std::optional<caf::actor> endpoint;
+  // Only for the status page's row: this process has no launcher to tell.
+  std::optional<preemption_watcher> watcher;
   if (args->has("status-port")) {
-    auto spawned = spawn_coordinator_status_endpoint(sys, service->first, cfg.world_size,
-                                                     static_cast<uint16_t>(*status_port));
+    watcher.emplace(sys, service->first);
+    auto spawned = spawn_coordinator_status_endpoint(
+        sys, service->first, watcher->actor(), cfg.world_size, static_cast<uint16_t>(*status_port));
     if (!spawned) {
       write_stderr_line(streamed(program, ": ", describe(spawned.error())));
       caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
   if (endpoint) caf::anon_send_exit(*endpoint, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
   endpoint.reset();
+  watcher.reset();
   service = caf::error{};
   return EXIT_SUCCESS;
 }

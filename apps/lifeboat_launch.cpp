@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
   if (opts.status_port_base && hosts_service) {
     auto base = *opts.status_port_base;
     auto spawned = lifeboat::spawn_coordinator_status_endpoint(
-        sys, service, opts.world_size(), base == 0 ? 0 : static_cast<uint16_t>(base + opts.nproc));
+        sys, service, watcher->actor(), opts.world_size(),
+        base == 0 ? 0 : static_cast<uint16_t>(base + opts.nproc));
     if (!spawned) {
       say("cannot serve its status endpoint: " + lifeboat::describe(spawned.error()));
       stop_service();

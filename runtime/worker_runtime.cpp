@@ -16,6 +16,7 @@
 #include "actors/coordination/coordination_service.hpp"
 #include "actors/preemption/checkpoint_writer.hpp"
 #include "actors/preemption/cluster_watcher.hpp"
+#include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/exit_controller.hpp"
 #include "actors/preemption/poll_watcher.hpp"
 #include "actors/preemption/progress_tracker.hpp"
@@ -299,6 +300,9 @@ void worker_runtime::start_cluster() {
     fail_config("cannot join the coordination service at " + agent.host + ":" +
                 std::to_string(agent.port) + ": " + describe(client.error()));
   client_ = std::move(*client);
+  // The coordinator's status page shows every rank's part in a decision.
+  decision_recorder::process().configure(cluster_.rank, agent.incarnation,
+                                         publish_to_agent(client_->agent()));
   log(log_level::info, "runtime", "joined the coordination service at ", agent.host, ":",
       agent.port, " (incarnation ", agent.incarnation, ")");
 }

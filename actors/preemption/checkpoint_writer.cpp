@@ -5,6 +5,7 @@
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -24,6 +25,7 @@ caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* se
   return {
       [=](saving_atom, int64_t step) {
         self->state.saving_step = step;
+        decision_recorder::process().on_snapshot(step);
         self->send(self->state.resolver, saving_atom::value, step);
       },
       [=](saved_atom, int64_t step, bool final_save, const wire::CheckpointInfo& info,
@@ -33,6 +35,7 @@ caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* se
         ++st.saves;
         st.seconds_total += seconds;
         st.last = info;
+        decision_recorder::process().on_shard_durable(step, seconds, info.bytes());
         self->send(st.resolver, ckpt_time_atom::value, seconds);
         if (!st.commit_rank) return;
         // The commit rank's save returns only after the manifest is durable

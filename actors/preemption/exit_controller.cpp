@@ -7,6 +7,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
+#include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/log.hpp"
 #include "messages/preemption.pb.h"
@@ -58,6 +59,7 @@ caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
         st.reason = "checkpoint at step " + std::to_string(committed.step()) +
                     " committed; exiting with restart code " + std::to_string(st.restart_code);
         log(log_level::info, "exit_controller", st.reason);
+        decision_recorder::process().on_exit(committed.step());
         st.gate->allow_exit(st.restart_code);
         self->delayed_send(self, cfg.commit_exit_bound, watchdog_atom::value, st.restart_code);
       },

@@ -6,10 +6,13 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/coordination/coordination_atoms.hpp"
 #include "actors/coordination/coordination_events.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/preemption.pb.h"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
 #include "platform/clock.hpp"
 
 namespace lifeboat {
@@ -18,30 +21,8 @@ namespace {
 
 // A question to the service from a thread that is not an actor.
 constexpr auto service_ask_timeout = std::chrono::seconds{5};
-
-caf::behavior follow_membership(caf::event_based_actor* self,
-                                std::shared_ptr<preemption_watcher::view> view) {
-  return {
-      [=](const membership_event& event) {
-        std::lock_guard<std::mutex> guard{view->mtx};
-        view->present[event.rank] =
-            event.kind == membership_event::joined || event.kind == membership_event::error;
-        // Every failure after the first of a generation is its consequence:
-        // peers that learnt of it and gave up.
-        auto failure =
-            event.kind == membership_event::error || event.kind == membership_event::lost;
-        auto& first = view->first_failure;
-        if (failure && (!first || first->generation < event.generation)) first = event;
-        view->cv.notify_all();
-      },
-      [=](caf::exit_msg& msg) {
-        std::lock_guard<std::mutex> guard{view->mtx};
-        view->stopped = true;
-        view->cv.notify_all();
-        self->quit(msg.reason);
-      },
-  };
-}
+// The watcher's status row must come within the endpoint's ask timeout (500 ms).
+constexpr auto row_ask_timeout = std::chrono::milliseconds{400};
 
 std::string describe_failure(const membership_event& e) {
   auto who = "rank " + std::to_string(e.rank);
@@ -55,11 +36,96 @@ std::string describe_notice(const wire::Notice& n) {
          ", deadline in " + std::to_string(left_s) + " s)";
 }
 
+// The earliest deadline among the notices workers recorded.
+std::optional<wire::Notice> earliest_notice(const std::map<std::string, std::string>& notices) {
+  std::optional<wire::Notice> earliest;
+  for (auto& [key, value] : notices) {
+    wire::Notice n;
+    if (!n.ParseFromString(value)) continue;
+    if (!earliest || n.deadline_unix_ms() < earliest->deadline_unix_ms()) earliest = n;
+  }
+  return earliest;
+}
+
+// The watcher's row: what it would tell the launcher now.
+wire::ActorStatus watcher_status(const std::optional<wire::Notice>& notice,
+                                 preemption_watcher::view& v, int64_t mailbox) {
+  int present = 0;
+  int gone = 0;
+  {
+    std::lock_guard<std::mutex> guard{v.mtx};
+    for (auto& [rank, here] : v.present) ++(here ? present : gone);
+  }
+  wire::ActorStatus out;
+  out.set_name(preemption_watcher_name);
+  out.set_mailbox(mailbox);
+  auto& info = *out.mutable_preemption();
+  info.set_notice_rank(-1);
+  if (!notice) {
+    info.set_state(preemption_state::no_notice);
+  } else {
+    info.set_state(gone == 0     ? preemption_state::notice
+                   : present > 0 ? preemption_state::waiting
+                                 : preemption_state::exited);
+    info.set_notice_rank(notice->rank());
+    info.set_source(notice->source());
+    info.set_reason(notice->reason());
+    info.set_deadline_unix_ms(static_cast<double>(notice->deadline_unix_ms()));
+    info.set_message(describe_notice(*notice));
+  }
+  out.set_state(gone == 0 && notice ? "notice from rank " + std::to_string(notice->rank())
+                                    : info.state());
+  auto& metrics = *out.mutable_metrics();
+  metrics["workers_present"] = present;
+  metrics["notice_rank"] = info.notice_rank();
+  metrics["notice_deadline_unix_ms"] = info.deadline_unix_ms();
+  return out;
+}
+
+caf::behavior follow_membership(caf::event_based_actor* self,
+                                std::shared_ptr<preemption_watcher::view> view,
+                                caf::actor service) {
+  return {
+      [=](const membership_event& event) {
+        std::lock_guard<std::mutex> guard{view->mtx};
+        view->present[event.rank] =
+            event.kind == membership_event::joined || event.kind == membership_event::error;
+        // Every failure after the first of a generation is its consequence:
+        // peers that learnt of it and gave up.
+        auto failure =
+            event.kind == membership_event::error || event.kind == membership_event::lost;
+        auto& first = view->first_failure;
+        if (failure && (!first || first->generation < event.generation)) first = event;
+        view->cv.notify_all();
+      },
+      // The service's notices are asked for here, so that a slow answer
+      // delays only this row.
+      [=](status_atom) {
+        auto rp = self->make_response_promise<wire::ActorStatus>();
+        auto mailbox = static_cast<int64_t>(self->mailbox().size());
+        self->request(service, row_ask_timeout, snapshot_atom::value,
+                      std::string{notice_key_prefix})
+            .then(
+                [=](const std::map<std::string, std::string>& kv) mutable {
+                  rp.deliver(watcher_status(earliest_notice(kv), *view, mailbox));
+                },
+                [=](caf::error&) mutable { rp.deliver(watcher_status({}, *view, mailbox)); });
+        return rp;
+      },
+      [=](caf::exit_msg& msg) {
+        std::lock_guard<std::mutex> guard{view->mtx};
+        view->stopped = true;
+        view->cv.notify_all();
+        self->quit(msg.reason);
+      },
+  };
+}
+
 }  // namespace
 
 preemption_watcher::preemption_watcher(caf::actor_system& sys, caf::actor service)
     : sys_(sys), service_(std::move(service)), view_(std::make_shared<view>()) {
-  actor_ = sys_.spawn(follow_membership, view_);
+  actor_ = sys_.spawn(follow_membership, view_, service_);
   caf::anon_send(service_, subscribe_atom::value, actor_);
 }
 
@@ -76,12 +142,7 @@ std::string preemption_watcher::preemption_message() const {
         .receive([&](std::map<std::string, std::string>& kv) { notices = std::move(kv); },
                  [&](caf::error&) {});
   }
-  std::optional<wire::Notice> earliest;
-  for (auto& [key, value] : notices) {
-    wire::Notice n;
-    if (!n.ParseFromString(value)) continue;
-    if (!earliest || n.deadline_unix_ms() < earliest->deadline_unix_ms()) earliest = n;
-  }
+  auto earliest = earliest_notice(notices);
   return earliest ? describe_notice(*earliest) : std::string{};
 }
 

@@ -15,6 +15,19 @@
 
 namespace lifeboat {
 
+/// The name of the watcher's row in the coordinator's status.
+constexpr const char* preemption_watcher_name = "preemption_watcher";
+
+/// The states of the watcher's row (PreemptionInfo.state): no worker
+/// recorded a notice; one did and every worker that joined is still here;
+/// some have exited and others not yet; every one has exited.
+namespace preemption_state {
+constexpr const char* no_notice = "no notice";
+constexpr const char* notice = "notice";
+constexpr const char* waiting = "waiting for workers to exit";
+constexpr const char* exited = "workers exited";
+}  // namespace preemption_state
+
 /// For a controller or coordinator process (not a worker): watches the
 /// coordination service it hosts, like the reference's PreemptionWatcher,
 /// for any platform. Backed by an actor that follows the service's
@@ -40,6 +53,12 @@ class preemption_watcher {
   /// the first worker lost ("rank R was lost: WHY"), whichever the service
   /// saw first. Waits up to `wait` for it; empty when none came.
   std::string failure_message(uint32_t generation, std::chrono::milliseconds wait) const;
+
+  /// The watcher's actor, for the coordinator's status endpoint to observe:
+  /// it answers (status_atom) -> wire::ActorStatus named preemption_watcher_name,
+  /// whose state is one of the preemption_state names and whose `preemption`
+  /// holds the earliest notice. Valid while this watcher lives.
+  caf::actor actor() const { return actor_; }
 
   /// The shared view the watcher actor keeps up to date.
   struct view {

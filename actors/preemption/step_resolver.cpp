@@ -10,6 +10,7 @@
 #include "actors/coordination/coordination_atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/log.hpp"
 #include "messages/status.pb.h"
@@ -69,6 +70,7 @@ void log_new_agreement(self_ptr self) {
   auto& logic = *st.logic;
   if (logic.agreements() == st.logged_agreements) return;
   st.logged_agreements = logic.agreements();
+  decision_recorder::process().on_agreement(logic.agreed_step(), logic.deadline_ms() == 0);
   log(log_level::info, "step_resolver", "agreed to save at step ", logic.agreed_step(),
       logic.agreed_final()       ? " (final)"
       : logic.deadline_ms() == 0 ? " (backup)"
@@ -146,9 +148,10 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
       [=](notice_atom, const wire::Notice& notice) {
         auto& st = self->state;
         log_taken("a notice of its own");
-        // The protocol goes first: the log line and the record are not on the
+        // The protocol goes first: the log line and the records are not on the
         // way to the decision, and the agent sends in order.
         send_out(self, st.logic->on_local_notice(notice, unix_now_ms()));
+        decision_recorder::process().on_notice();
         arm_final_save_timer(self);
         log(log_level::info, "step_resolver", "notice from ", notice.source(), ": ",
             notice.reason());
@@ -166,7 +169,11 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
       },
       [=](const wire::ProtocolMessage& msg) {
         log_taken(body_name(msg));
-        dispatch(self, self->state.logic->on_message(msg, unix_now_ms()));
+        // dispatch's two halves, with the record of the message between
+        // them: a report is recorded before the agreement it completes.
+        send_out(self, self->state.logic->on_message(msg, unix_now_ms()));
+        decision_recorder::process().on_message(msg);
+        log_new_agreement(self);
         arm_final_save_timer(self);
       },
       [=](const peer_failure&) { self->state.logic->on_failure(); },

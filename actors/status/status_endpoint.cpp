@@ -14,6 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/status/job_history.hpp"
 #include "actors/status/status_metrics.hpp"
 #include "actors/status/status_page.hpp"
 #include "messages/log.hpp"
@@ -190,6 +191,8 @@ wire::Status status_endpoint_state::merge(const std::vector<wire::ActorStatus>& 
       *out.mutable_workers() = answer.workers();
       have_workers = true;
     }
+    if (answer.has_preemption() && !out.has_preemption())
+      *out.mutable_preemption() = answer.preemption();
     auto* summary = out.add_actors();
     summary->set_name(answer.name());
     summary->set_state(answer.state());
@@ -248,6 +251,7 @@ struct endpoint_actor_state {
   // Destroyed with the state when the actor terminates, which stops and
   // joins the HTTP thread; it holds only a weak reference to this actor.
   std::shared_ptr<status_http_server> server;
+  caf::actor history;
   static inline const char* name = status_endpoint_name;
 };
 
@@ -311,6 +315,8 @@ caf::behavior endpoint_behavior(endpoint_actor* self, status_endpoint_config cfg
   for (const auto& addr : observed) self->state.logic->observe(addr);
   self->state.ask_timeout = cfg.ask_timeout;
   self->state.server = std::move(server);
+  self->state.history = cfg.history;
+  if (cfg.history) self->link_to(cfg.history);
   // The I/O thread reaches this actor through a weak address only, so the
   // server never keeps the actor (or the actor system) alive.
   self->state.server->serve([addr = self->address()](const status_http_request& req, uint64_t id) {
@@ -321,6 +327,12 @@ caf::behavior endpoint_behavior(endpoint_actor* self, status_endpoint_config cfg
   });
   return {
       [self](http_request_atom, uint64_t id, const std::string& method, const std::string& target) {
+        if (auto view = history_view_of(method, target)) {
+          answer_history(self, self->state.history, *view, [self, id](status_http_reply reply) {
+            self->state.server->complete(id, std::move(reply));
+          });
+          return;
+        }
         auto r = status_endpoint_state::classify(method, target);
         if (!status_endpoint_state::needs_answers(r)) {
           self->state.server->complete(id, self->state.logic->render(r, {}));
@@ -356,13 +368,19 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_
 }
 
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
-    caf::actor_system& sys, const caf::actor& service, int world_size, uint16_t port) {
+    caf::actor_system& sys, const caf::actor& service, const caf::actor& watcher, int world_size,
+    uint16_t port) {
   status_endpoint_config cfg;
   cfg.rank = coordinator_status_rank;
   cfg.world_size = world_size;
   cfg.port = port;
   cfg.observed.push_back(service);
-  return spawn_status_endpoint(sys, std::move(cfg));
+  if (watcher) cfg.observed.push_back(watcher);
+  auto history = spawn_job_history(sys, service);
+  cfg.history = history;
+  auto spawned = spawn_status_endpoint(sys, std::move(cfg));
+  if (!spawned) caf::anon_send_exit(history, caf::exit_reason::user_shutdown);
+  return spawned;
 }
 
 void stop_status_endpoint(caf::actor& endpoint) {

@@ -108,6 +108,14 @@ std::string render_metrics(const wire::Status& merged,
   add(out, "last_checkpoint_bytes", "Bytes this worker wrote for the last checkpoint.",
       static_cast<double>(ckpt.bytes()));
   add(out, "last_checkpoint_seconds", "Seconds the last checkpoint took.", ckpt.seconds());
+  if (merged.has_preemption()) {
+    const auto& p = merged.preemption();
+    add(out, "preemption_state",
+        "1 for the coordinator's preemption watcher state, with the earliest notice's rank and "
+        "source.",
+        1,
+        {{"state", p.state()}, {"rank", std::to_string(p.notice_rank())}, {"source", p.source()}});
+  }
   for (const auto& actor : merged.actors()) {
     add(out, "actor_mailbox", "Messages waiting in the actor's mailbox.",
         static_cast<double>(actor.mailbox()), {{"actor", actor.name()}});

@@ -1,13 +1,16 @@
 #include "actors/status/status_page.hpp"
 
+#include "actors/status/status_page_charts.hpp"
+
 namespace lifeboat {
 
 namespace {
 
-// One static document: styles, markup and the script that renders /status.
-// Every value from the JSON goes through textContent, never innerHTML, so an
-// actor or path name can not inject markup.
-constexpr const char* page = R"html(<!DOCTYPE html>
+// One static document: styles, markup and the script that renders /status,
+// with the pictures' sections and script (status_page_charts.cpp) between
+// its parts. Every value from the JSON goes through textContent, never
+// innerHTML, so an actor or path name can not inject markup.
+constexpr const char* page_top = R"html(<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -27,6 +30,11 @@ constexpr const char* page = R"html(<!DOCTYPE html>
   .ok { color: #17803d; } .warn { color: #b25e00; } .bad { color: #c0262d; }
   #error { color: #c0262d; margin-top: 12px; }
   .muted { color: #5b6b7c; }
+  .chart { background: #fff; border: 1px solid #d5dde6; border-radius: 6px; display: block; }
+  .chart .tick { font-size: 11px; fill: #5b6b7c; }
+  .chart .legend { font-size: 12px; fill: #1d2733; }
+  .chart .event { font-size: 10px; fill: #1d2733; }
+  #preemption_message { margin-top: 8px; }
 </style>
 </head>
 <body>
@@ -36,13 +44,18 @@ constexpr const char* page = R"html(<!DOCTYPE html>
   <div class="card"><div class="label">step</div><div class="value" id="step">?</div></div>
   <div class="card"><div class="label">health</div><div class="value" id="health">?</div></div>
   <div class="card"><div class="label">last checkpoint</div><div class="value" id="checkpoint">?</div></div>
+  <div class="card" id="preemption_card"><div class="label">preemption watcher</div><div class="value" id="preemption">?</div></div>
 </div>
+<div class="muted" id="preemption_message"></div>
 <div id="error"></div>
 <h2>Actors</h2>
 <table id="actors"><thead><tr><th>name</th><th>state</th><th>mailbox</th></tr></thead><tbody></tbody></table>
 <h2>Workers</h2>
 <table id="workers"><thead><tr><th>rank</th><th>step</th><th>last heartbeat</th><th>state</th><th>phase</th></tr></thead><tbody></tbody></table>
 <p class="muted" id="no_workers">Workers are listed on the coordinator.</p>
+)html";
+
+constexpr const char* page_middle = R"html(
 <p class="muted">Updated every second from <a href="/status">/status</a> &middot; <a href="/metrics">/metrics</a> &middot; <a href="/healthz">/healthz</a>. Last update: <span id="updated">never</span></p>
 <script>
 "use strict";
@@ -108,6 +121,12 @@ function render(s) {
     cell(row, w.state, stateClass(w.state));
     cell(row, w.phase, w.phase ? stateClass(w.phase) : "");
   });
+  // Only a coordinator has a preemption watcher.
+  const p = s.preemption;
+  document.getElementById("preemption_card").style.display = p ? "" : "none";
+  document.getElementById("preemption").textContent = p ? p.state : "";
+  document.getElementById("preemption").className = "value " + (p && p.notice_rank >= 0 ? "warn" : "ok");
+  document.getElementById("preemption_message").textContent = p && p.message ? "notice: " + p.message : "";
   document.getElementById("workers").style.display = s.workers.length ? "" : "none";
   document.getElementById("no_workers").style.display = s.workers.length ? "none" : "";
   document.getElementById("error").textContent = "";
@@ -127,6 +146,11 @@ async function refresh() {
 refresh();
 setInterval(refresh, 1000);
 </script>
+<script>
+"use strict";
+)html";
+
+constexpr const char* page_bottom = R"html(</script>
 </body>
 </html>
 )html";
@@ -134,7 +158,8 @@ setInterval(refresh, 1000);
 }  // namespace
 
 const std::string& status_page_html() {
-  static const std::string html{page};
+  static const std::string html = std::string{page_top} + status_page_chart_sections() +
+                                  page_middle + status_page_chart_script() + page_bottom;
   return html;
 }
 

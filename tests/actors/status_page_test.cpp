@@ -12,6 +12,7 @@
 
 #include "tests/actors/status_endpoint_fixture.hpp"
 #include "tests/actors/status_test_support.hpp"
+#include "tests/support/headless_chromium.hpp"
 
 namespace lifeboat {
 namespace {
@@ -21,25 +22,10 @@ namespace fs = std::filesystem;
 
 // Chromium starts slowly on a loaded machine; this bounds a hung one.
 constexpr auto browser_timeout = 90s;
-constexpr const char* browser_name = "chromium";
 // Keeps the screenshot there instead of in a temporary directory.
 constexpr const char* screenshot_dir_env = "LIFEBOAT_STATUS_SCREENSHOT_DIR";
 // A blank 1200x800 page compresses to a few KiB; the rendered page is larger.
 constexpr std::uintmax_t min_screenshot_bytes = 20 * 1024;
-
-std::string find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    auto end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    fs::path candidate = fs::path{dirs.substr(start, end - start)} / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    start = end + 1;
-  }
-  return {};
-}
 
 TEST(status_page, renders_everything_through_text_content) {
   const auto& html = status_page_html();
@@ -54,10 +40,8 @@ TEST(status_page, renders_everything_through_text_content) {
 class status_page_browser_test : public test::status_endpoint_fixture {
  protected:
   void SetUp() override {
-    chromium_ = find_in_path(browser_name);
-    if (chromium_.empty())
-      GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium): the status "
-                      "page was NOT checked in a browser";
+    chromium_ = test::find_in_path(test::chromium_name);
+    if (chromium_.empty()) GTEST_SKIP() << test::chromium_missing;
     char templ[] = "/tmp/lifeboat-status-page-XXXXXX";
     ASSERT_NE(::mkdtemp(templ), nullptr);
     tmp_ = templ;
@@ -72,21 +56,8 @@ class status_page_browser_test : public test::status_endpoint_fixture {
 
   // Runs headless Chromium with a fresh profile on the page plus `extra`.
   test::process_result browse(std::vector<std::string> extra) {
-    std::vector<std::string> argv{
-        chromium_,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--user-data-dir=" + (tmp_ / ("profile" + std::to_string(runs_++))).string(),
-        "--window-size=1200,800",
-        "--virtual-time-budget=3000"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    argv.push_back(url_);
+    auto profile = tmp_ / ("profile" + std::to_string(runs_++));
+    auto argv = test::chromium_command(chromium_, profile.string(), url_, extra);
     return test::run_process(argv, browser_timeout);
   }
 

@@ -45,10 +45,8 @@ std::map<int, uint16_t> status_ports(const output_log& log) {
 TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   scratch_dir dir{"apps-status"};
   // Training outlasts the test, which ends it with a SIGTERM to the launcher.
-  std::vector<std::string> command{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers),
-                                   "--status-port", "0",       "--"};
-  for (auto& arg : endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt")) command.push_back(arg);
-  child_process run{command, true, environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  child_process run{status_job_command(LIFEBOAT_LAUNCH, LIFEBOAT_DEMO, dir / "ckpt", workers), true,
+                    environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
   output_log log{run};
   // The endpoint starts after the worker joined and restored, when its actors run.
   ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
@@ -110,10 +108,7 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   // The launcher's own endpoint (BASE 0: a free port) has a row per worker,
   // both alive, with the steps their heartbeats carry.
   // It listens before any worker starts, so its line was read already.
-  uint16_t launcher_port = 0;
-  for (const auto& l : log.lines())
-    if (l.rfind("lifeboat status_endpoint: status endpoint listening on", 0) == 0)
-      launcher_port = listening_port(l);
+  auto launcher_port = launcher_status_port(log);
   ASSERT_NE(launcher_port, 0) << log.text();
   std::string raw;
   auto view = fetch_status(launcher_port, &raw);

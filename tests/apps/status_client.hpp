@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "messages/status.pb.h"
 #include "platform/http_client.hpp"
@@ -55,6 +56,27 @@ inline std::optional<wire::Status> await_step_past(uint16_t port, int64_t step,
     latest = fetch_status(port);
   }
   return latest;
+}
+
+/// lifeboat-launch (`launch`) running `nproc` endless lifeboat-demo workers
+/// (`demo`, saving under `checkpoint_dir`), each with a status endpoint on a
+/// free port (--status-port 0), the launcher's own too.
+inline std::vector<std::string> status_job_command(const std::string& launch,
+                                                   const std::string& demo,
+                                                   const std::string& checkpoint_dir, int nproc) {
+  std::vector<std::string> command{launch,          "--nproc", std::to_string(nproc),
+                                   "--status-port", "0",       "--"};
+  for (auto& arg : endless_demo_command(demo, checkpoint_dir)) command.push_back(arg);
+  return command;
+}
+
+/// The port of the launcher's own endpoint from its listening line (it has
+/// no "[rank R]"); 0 before that line was read.
+inline uint16_t launcher_status_port(const output_log& log) {
+  for (const auto& l : log.lines())
+    if (l.rfind("lifeboat status_endpoint: status endpoint listening on", 0) == 0)
+      return listening_port(l);
+  return 0;
 }
 
 /// A demo worker's start-up as its output and endpoint tell it: `platform_line`,

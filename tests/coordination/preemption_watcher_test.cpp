@@ -6,8 +6,13 @@
 #include <chrono>
 #include <string>
 
+#include <caf/scoped_actor.hpp>
+
+#include "actors/atoms.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/preemption.pb.h"
+#include "messages/status.pb.h"
+#include "messages/wire.hpp"
 #include "platform/clock.hpp"
 #include "tests/coordination/coordination_fixture.hpp"
 
@@ -129,6 +134,51 @@ TEST_F(watcher_test, the_failure_message_names_where_each_generations_failure_be
   caf::anon_send_exit(c->agent(), caf::exit_reason::kill);
   EXPECT_EQ(watcher.failure_message(1, exit_bound),
             "rank 2 was lost: connection closed without leave");
+}
+
+// The watcher's row on the coordinator's status page.
+wire::ActorStatus row_of(caf::actor_system& sys, const preemption_watcher& watcher) {
+  wire::ActorStatus out;
+  caf::scoped_actor self{sys};
+  self->request(watcher.actor(), exit_bound, status_atom::value)
+      .receive([&](wire::ActorStatus& st) { out = std::move(st); },
+               [&](caf::error& err) { ADD_FAILURE() << to_string(err); });
+  return out;
+}
+
+TEST_F(watcher_test, its_status_row_follows_the_notice_and_the_exits) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  auto row = row_of(sys, watcher);
+  EXPECT_EQ(row.name(), preemption_watcher_name);
+  EXPECT_EQ(row.state(), preemption_state::no_notice);
+  EXPECT_EQ(row.preemption().notice_rank(), -1);
+  EXPECT_EQ(row.preemption().message(), "");
+
+  ASSERT_FALSE(record_notice(*b, 1, "signal:SIGTERM", 600'000));
+  row = row_of(sys, watcher);
+  EXPECT_EQ(row.state(), "notice from rank 1");
+  EXPECT_EQ(row.preemption().state(), preemption_state::notice);
+  EXPECT_EQ(row.preemption().notice_rank(), 1);
+  EXPECT_EQ(row.preemption().source(), "signal:SIGTERM");
+  EXPECT_GT(row.preemption().deadline_unix_ms(), static_cast<double>(unix_now_ms()));
+  EXPECT_EQ(row.preemption().message(), watcher.preemption_message());
+  EXPECT_EQ(row.metrics().at("workers_present"), 2);
+
+  // The membership event reaches the watcher alongside the leave's reply:
+  // asked until it tells, within the bound.
+  ASSERT_FALSE(a->leave());
+  auto until = std::chrono::steady_clock::now() + exit_bound;
+  do {
+    row = row_of(sys, watcher);
+  } while (row.state() != preemption_state::waiting && std::chrono::steady_clock::now() < until);
+  EXPECT_EQ(row.state(), preemption_state::waiting);
+  EXPECT_EQ(row.metrics().at("workers_present"), 1);
+  ASSERT_FALSE(b->leave());
+  ASSERT_TRUE(watcher.block_until_worker_exit(exit_bound));
+  EXPECT_EQ(row_of(sys, watcher).state(), preemption_state::exited);
 }
 
 TEST_F(watcher_test, without_any_worker_it_waits_for_one) {
