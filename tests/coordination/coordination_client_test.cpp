@@ -1,5 +1,6 @@
 #include "actors/coordination/coordination_client.hpp"
 
+#include <functional>
 #include <thread>
 
 #include "actors/coordination/coordination_auth.hpp"
@@ -41,6 +42,33 @@ std::optional<wire::Envelope> read_frame_from(int fd, frame_splitter& split) {
 void write_frame_to(int fd, const wire::Envelope& env) {
   auto bytes = encode_frame(env);
   [[maybe_unused]] auto written = ::write(fd, bytes.data(), bytes.size());
+}
+
+// A peer playing the service's part up to the join: takes one connection on
+// `listener`, bounds its reads by 5 s (an agent that wrongly keeps the
+// connection open must not hang the test), greets, reads the JoinRequest and
+// says ok with proof(request) as its proof (none when empty). Returns the
+// connection, or -1 when no connection or no join came.
+int answer_join(int listener, frame_splitter& split,
+                const std::function<std::string(const wire::JoinRequest&)>& proof) {
+  int conn = ::accept(listener, nullptr, nullptr);
+  if (conn < 0) return conn;
+  timeval bound{5, 0};
+  ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+  wire::Envelope hello;
+  hello.mutable_hello()->set_protocol_version(coordination_protocol_version);
+  hello.mutable_hello()->set_nonce(make_join_nonce());
+  write_frame_to(conn, hello);
+  auto join = read_frame_from(conn, split);
+  if (!join) {
+    ::close(conn);
+    return -1;
+  }
+  wire::Envelope reply;
+  reply.mutable_join_reply()->set_ok(true);
+  if (auto p = proof(join->join()); !p.empty()) reply.mutable_join_reply()->set_proof(p);
+  write_frame_to(conn, reply);
+  return conn;
 }
 
 // What an impostor at the service's address puts in its JoinReply's proof.
@@ -235,29 +263,17 @@ TEST_F(client_test, a_service_that_falls_silent_after_the_join_is_lost) {
   held_port listener;
   bool closed_by_agent = false;
   std::thread service{[fd = listener.fd(), &closed_by_agent] {
-    int conn = ::accept(fd, nullptr, nullptr);
-    if (conn < 0) return;
-    // Bounded reads: an agent that never gives up must not hang the test.
-    timeval bound{5, 0};
-    ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
-    wire::Envelope hello;
-    hello.mutable_hello()->set_protocol_version(coordination_protocol_version);
-    hello.mutable_hello()->set_nonce(make_join_nonce());
-    write_frame_to(conn, hello);
     frame_splitter split;
-    if (auto join = read_frame_from(conn, split)) {
-      wire::Envelope reply;
-      reply.mutable_join_reply()->set_ok(true);
-      reply.mutable_join_reply()->set_proof(service_proof(
-          fixture_token, join->join().nonce(), join->join().rank(), join->join().world_size(), 0));
-      write_frame_to(conn, reply);
-      // Heartbeats come in and are never answered, until the agent hangs up.
-      while (read_frame_from(conn, split)) {
-      }
-      // End of file, not the bounded read's timeout.
-      char byte = 0;
-      closed_by_agent = ::recv(conn, &byte, 1, MSG_DONTWAIT) == 0;
+    int conn = answer_join(fd, split, [](const wire::JoinRequest& join) {
+      return service_proof(fixture_token, join.nonce(), join.rank(), join.world_size(), 0);
+    });
+    if (conn < 0) return;
+    // Heartbeats come in and are never answered, until the agent hangs up.
+    while (read_frame_from(conn, split)) {
     }
+    // End of file, not the bounded read's timeout.
+    char byte = 0;
+    closed_by_agent = ::recv(conn, &byte, 1, MSG_DONTWAIT) == 0;
     ::close(conn);
   }};
   auto cfg = agent_cfg(0);
@@ -293,28 +309,15 @@ TEST_F(client_test, join_is_refused_when_the_service_cannot_prove_the_token) {
        {impostor_proof::missing, impostor_proof::random, impostor_proof::reflected_worker_mac}) {
     held_port impostor;
     std::thread server{[fd = impostor.fd(), kind] {
-      int conn = ::accept(fd, nullptr, nullptr);
-      if (conn < 0) return;
-      // Bounded reads: an agent that wrongly accepts the join keeps the
-      // connection open, and the test must still end to report it.
-      timeval bound{5, 0};
-      ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
-      wire::Envelope hello;
-      hello.mutable_hello()->set_protocol_version(coordination_protocol_version);
-      hello.mutable_hello()->set_nonce(make_join_nonce());
-      write_frame_to(conn, hello);
       frame_splitter split;
-      if (auto join = read_frame_from(conn, split)) {
-        wire::Envelope reply;
-        reply.mutable_join_reply()->set_ok(true);
-        if (kind == impostor_proof::random)
-          reply.mutable_join_reply()->set_proof(make_join_nonce());
-        if (kind == impostor_proof::reflected_worker_mac)
-          reply.mutable_join_reply()->set_proof(join->join().mac());
-        write_frame_to(conn, reply);
-        // Keeps the connection open until the agent closes it.
-        read_frame_from(conn, split);
-      }
+      int conn = answer_join(fd, split, [kind](const wire::JoinRequest& join) {
+        if (kind == impostor_proof::random) return make_join_nonce();
+        if (kind == impostor_proof::reflected_worker_mac) return join.mac();
+        return std::string{};
+      });
+      if (conn < 0) return;
+      // Keeps the connection open until the agent closes it.
+      read_frame_from(conn, split);
       ::close(conn);
     }};
     auto cfg = agent_cfg(0);
