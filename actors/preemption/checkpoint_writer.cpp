@@ -16,9 +16,9 @@ namespace lifeboat {
 const char* checkpoint_writer_state::name = "checkpoint_writer";
 
 caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* self,
-                                coordination_client* client, caf::actor resolver,
+                                std::shared_ptr<coordination_client> client, caf::actor resolver,
                                 bool commit_rank) {
-  self->state.client = client;
+  self->state.client = std::move(client);
   self->state.resolver = std::move(resolver);
   self->state.commit_rank = commit_rank;
   return {

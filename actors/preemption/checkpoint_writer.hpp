@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -26,9 +27,12 @@ class coordination_client;
 ///   (save_failed_atom, int64_t step, std::string error)
 ///   (committed_atom, wire::SaveCommitted)                      from the cluster watcher
 ///   (status_atom) -> wire::ActorStatus
+///
+/// Lifetime: it shares the client with the runtime, so the client stays
+/// while a commit is still in its mailbox. Thread-safety: an actor.
 struct checkpoint_writer_state {
   static const char* name;
-  coordination_client* client = nullptr;
+  std::shared_ptr<coordination_client> client;
   caf::actor resolver;
   bool commit_rank = false;
   int64_t saving_step = -1;
@@ -42,6 +46,7 @@ using saved_atom = caf::atom_constant<caf::atom("saved")>;
 using save_failed_atom = caf::atom_constant<caf::atom("savefailed")>;
 
 caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* self,
-                                coordination_client* client, caf::actor resolver, bool commit_rank);
+                                std::shared_ptr<coordination_client> client, caf::actor resolver,
+                                bool commit_rank);
 
 }  // namespace lifeboat

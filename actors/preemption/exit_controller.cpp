@@ -29,8 +29,8 @@ void exit_process(int code) {
 }
 
 caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
-                              exit_controller_config cfg, step_gate* gate) {
-  self->state.gate = gate;
+                              exit_controller_config cfg, std::shared_ptr<step_gate> gate) {
+  self->state.gate = std::move(gate);
   self->state.restart_code = cfg.restart_code;
   return {
       [=](const peer_failure& failure) {
@@ -58,8 +58,15 @@ caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
         st.reason = "checkpoint at step " + std::to_string(committed.step()) +
                     " committed; exiting with restart code " + std::to_string(st.restart_code);
         log(log_level::info, "exit_controller", st.reason);
+        st.committed = true;
         st.gate->allow_exit(st.restart_code);
         self->delayed_send(self, cfg.commit_exit_bound, watchdog_atom::value, st.restart_code);
+      },
+      [=](exit_now_atom, bool failed) {
+        // The restart code only after the commit, and never when the trainer
+        // itself says it failed (its own failure may not have come back yet).
+        exit_process(!failed && self->state.committed ? self->state.restart_code
+                                                      : failure_exit_code);
       },
       [=](watchdog_atom, int code) {
         log(log_level::error, "exit_controller", "the trainer did not exit in time (",

@@ -56,7 +56,7 @@ class writer_test : public service_fixture {
     }
     clients_[0]->subscribe(worker0_);
     clients_[1]->subscribe(worker1_);
-    writer_ = sys.spawn(checkpoint_writer, clients_[rank].get(), caf::actor{resolver_}, rank == 0);
+    writer_ = sys.spawn(checkpoint_writer, clients_[rank], caf::actor{resolver_}, rank == 0);
   }
 
   void TearDown() override {
@@ -65,7 +65,7 @@ class writer_test : public service_fixture {
     service_fixture::TearDown();
   }
 
-  std::unique_ptr<coordination_client> clients_[2];
+  std::shared_ptr<coordination_client> clients_[2];
   caf::scoped_actor resolver_{sys};
   caf::scoped_actor worker0_{sys};
   caf::scoped_actor worker1_{sys};
