@@ -14,6 +14,8 @@ namespace lifeboat {
 /// resolver and the exit controller. Messages:
 ///   (peer_message), (peer_failure)   from the coordination agent
 ///   (status_atom) -> wire::ActorStatus
+/// Lifetime: holds only actor handles; worker_actors spawns and stops it.
+/// Thread-safety: an actor on the middleman's I/O thread.
 struct cluster_watcher_state {
   static const char* name;
   caf::actor resolver;

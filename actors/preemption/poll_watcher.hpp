@@ -23,6 +23,11 @@ class notice_source;
 /// Runs one notice source (termination_watcher_fn, a cloud metadata server, a
 /// trigger file) on a thread of its own, so a slow or hanging source never
 /// stalls an actor. Polls every `interval`; errors are logged with backoff.
+///
+/// Lifetime: owns its source and its thread; the destructor stops the thread
+/// (waiting for a poll in progress). Owned by the poll watcher's state.
+/// Thread-safety: request_acknowledge and the counters may be called from
+/// any thread; the source is used on the poller's thread only.
 class source_poller {
  public:
   source_poller(std::unique_ptr<notice_source> source, std::chrono::milliseconds interval,
@@ -68,6 +73,9 @@ using acknowledged_atom = caf::atom_constant<caf::atom("acked")>;
 ///   (acknowledge_atom) -> void                         from the runtime
 ///   (acknowledged_atom, std::string poller)            from its pollers
 ///   (status_atom) -> wire::ActorStatus
+/// Lifetime: `sources` is read while the actor initialises only (its spawner
+/// waits for that, see worker_actors::spawn); it owns the pollers from then
+/// on. Thread-safety: an actor.
 struct poll_watcher_state {
   static const char* name;
   caf::actor resolver;
