@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
+#include <type_traits>
 
 #include <caf/scoped_actor.hpp>
 
@@ -82,7 +83,7 @@ void worker_actors::spawn(worker_actors_config cfg, std::shared_ptr<step_gate> g
   // An actor initialises on a scheduler thread after spawn returns, and the
   // poll watcher takes the sources (in `cfg`, which goes at the end of this
   // call) there. It answers a status request only once it is initialised.
-  await_started(sys, poll_watcher_);
+  await_started(sys, caf::actor_cast<caf::actor>(poll_watcher_));
   cluster_watcher_ =
       spawn_cluster_watcher(sys, cluster_watcher_peers{resolver_, writer_, exit_controller_});
   client_->subscribe(cluster_watcher_);
@@ -102,8 +103,12 @@ void worker_actors::start_status_endpoint(int rank, int world_size,
   cfg.world_size = world_size;
   cfg.port = status.port;
   cfg.host = status.host;
-  cfg.observed = {signal_watcher_, poll_watcher_, cluster_watcher_,
-                  resolver_,       writer_,       exit_controller_};
+  cfg.observed = {signal_watcher_,
+                  caf::actor_cast<caf::actor>(poll_watcher_),
+                  cluster_watcher_,
+                  resolver_,
+                  caf::actor_cast<caf::actor>(writer_),
+                  caf::actor_cast<caf::actor>(exit_controller_)};
   if (service_) cfg.observed.push_back(service_);
   auto endpoint = spawn_status_endpoint(*system_, cfg);
   if (endpoint)
@@ -165,11 +170,18 @@ void worker_actors::stop() {
   // middleman's thread, which a blocking leave there would stall.
   if (client_) client_->leave();
   std::vector<caf::actor> running;
-  for (auto* hdl : {&signal_watcher_, &poll_watcher_, &cluster_watcher_, &resolver_, &writer_,
-                    &exit_controller_, &status_endpoint_, &service_}) {
-    if (*hdl) running.push_back(std::move(*hdl));
-    *hdl = nullptr;
-  }
+  auto take = [&running](auto& hdl) {
+    if (hdl) running.push_back(caf::actor_cast<caf::actor>(std::move(hdl)));
+    hdl = std::decay_t<decltype(hdl)>{};
+  };
+  take(signal_watcher_);
+  take(poll_watcher_);
+  take(cluster_watcher_);
+  take(resolver_);
+  take(writer_);
+  take(exit_controller_);
+  take(status_endpoint_);
+  take(service_);
   // Every actor ends before the client and the system go, so that none is
   // left acting on a client that has left (the writer's commit after the
   // last backup save, say). Their shares keep the client and the gate alive

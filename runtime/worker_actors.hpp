@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/preemption/exit_controller.hpp"
+#include "actors/preemption/interfaces.hpp"
 #include "actors/preemption/step_resolver.hpp"
 #include "checkpoint/async_saver.hpp"
 #include "checkpoint/barrier.hpp"
@@ -95,9 +96,9 @@ class worker_actors {
 
   const caf::actor& service() const { return service_; }
   const std::shared_ptr<coordination_client>& client() const { return client_; }
-  const caf::actor& writer() const { return writer_; }
-  const caf::actor& poll_watcher() const { return poll_watcher_; }
-  const caf::actor& exit_controller() const { return exit_controller_; }
+  const checkpoint_writer_actor& writer() const { return writer_; }
+  const poll_watcher_actor& poll_watcher() const { return poll_watcher_; }
+  const exit_controller_actor& exit_controller() const { return exit_controller_; }
 
   /// After the final commit: lets the notice sources tell the platform that
   /// this worker is done (bounded), before it leaves.
@@ -122,11 +123,11 @@ class worker_actors {
   // Declared after the barrier it uses: it goes first.
   std::unique_ptr<checkpoint::async_saver> saver_;
   caf::actor resolver_;
-  caf::actor writer_;
-  caf::actor exit_controller_;
+  checkpoint_writer_actor writer_;
+  exit_controller_actor exit_controller_;
   caf::actor cluster_watcher_;
   caf::actor signal_watcher_;
-  caf::actor poll_watcher_;
+  poll_watcher_actor poll_watcher_;
   caf::actor status_endpoint_;
 };
 

@@ -5,9 +5,10 @@
 #include <string>
 
 #include <caf/actor.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
+#include "actors/preemption/interfaces.hpp"
 #include "messages/status.pb.h"
 
 namespace lifeboat {
@@ -21,7 +22,8 @@ class coordination_client;
 /// status endpoint, feeds the measured save time to the step resolver, and on
 /// the commit rank tells every worker that the save is committed (which is
 /// what lets the exit controllers exit). A failed save is reported to every
-/// worker as this worker's error. Messages:
+/// worker as this worker's error. Its interface is checkpoint_writer_actor
+/// (interfaces.hpp):
 ///   (saving_atom, int64_t step)                                the trainer began a save
 ///   (saved_atom, int64_t step, bool final, CheckpointInfo, double seconds)  durable / committed
 ///   (save_failed_atom, int64_t step, std::string error)
@@ -42,11 +44,8 @@ struct checkpoint_writer_state {
   double seconds_total = 0;
 };
 
-using saved_atom = caf::atom_constant<caf::atom("saved")>;
-using save_failed_atom = caf::atom_constant<caf::atom("savefailed")>;
-
-caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* self,
-                                std::shared_ptr<coordination_client> client, caf::actor resolver,
-                                bool commit_rank);
+checkpoint_writer_actor::behavior_type checkpoint_writer(
+    checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
+    std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank);
 
 }  // namespace lifeboat

@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <caf/event_based_actor.hpp>
-
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/preemption/protocol.hpp"
@@ -17,19 +15,14 @@ namespace lifeboat {
 
 const char* exit_controller_state::name = "exit_controller";
 
-namespace {
-
-using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
-
-}  // namespace
-
 void exit_process(int code) {
   std::fflush(nullptr);
   std::_Exit(code);
 }
 
-caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
-                              exit_controller_config cfg, std::shared_ptr<step_gate> gate) {
+exit_controller_actor::behavior_type exit_controller(
+    exit_controller_actor::stateful_pointer<exit_controller_state> self, exit_controller_config cfg,
+    std::shared_ptr<step_gate> gate) {
   self->state.gate = std::move(gate);
   self->state.restart_code = cfg.restart_code;
   return {
@@ -73,7 +66,7 @@ caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
             self->state.reason, "); exiting with code ", code);
         exit_process(code);
       },
-      [=](status_atom) {
+      [=](status_atom) -> wire::ActorStatus {
         wire::ActorStatus st;
         st.set_name(exit_controller_state::name);
         st.set_state(self->state.reason.empty() ? "waiting" : "exiting: " + self->state.reason);

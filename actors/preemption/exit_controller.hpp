@@ -5,9 +5,10 @@
 #include <memory>
 #include <string>
 
-#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
+#include "actors/preemption/interfaces.hpp"
 #include "actors/preemption/step_gate.hpp"
 #include "messages/errors.hpp"
 
@@ -23,10 +24,12 @@ namespace lifeboat {
 ///     naming the peer ("rank N"), and ends it with code 3 when asked;
 ///   - if the trainer does not ask in time (stuck in a collective with a
 ///     dead peer), it ends the process itself after a bounded wait.
-/// It never ends it with the restart code before the commit. Messages:
+/// It never ends it with the restart code before the commit. Its interface
+/// is exit_controller_actor (interfaces.hpp):
 ///   (peer_failure)                               from the cluster watcher
 ///   (committed_atom, wire::SaveCommitted)        from the cluster watcher
 ///   (exit_now_atom, bool failed)                 from the training thread
+///   (watchdog_atom, int code)                    from itself
 ///   (status_atom) -> wire::ActorStatus
 ///
 /// Lifetime: it shares the gate with the runtime. Thread-safety: an actor.
@@ -38,11 +41,6 @@ struct exit_controller_state {
   bool failed = false;
   bool committed = false;  // the final save is committed and no failure came before
 };
-
-/// (exit_now_atom, bool failed): the training thread is done (it left the
-/// cluster) and asks the exit controller to end the process now; `failed`:
-/// it ends after a failure, or the final commit never came.
-using exit_now_atom = caf::atom_constant<caf::atom("exitnow")>;
 
 struct exit_controller_config {
   int restart_code = 42;
@@ -61,8 +59,9 @@ struct exit_controller_config {
   std::chrono::milliseconds commit_exit_bound{30000};
 };
 
-caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
-                              exit_controller_config cfg, std::shared_ptr<step_gate> gate);
+exit_controller_actor::behavior_type exit_controller(
+    exit_controller_actor::stateful_pointer<exit_controller_state> self, exit_controller_config cfg,
+    std::shared_ptr<step_gate> gate);
 
 /// Flushes stdio and ends the process at once with `code`: everything that
 /// must be durable was fsync'd before anyone calls this.

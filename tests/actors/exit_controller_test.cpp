@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <caf/actor_system.hpp>
@@ -64,7 +65,7 @@ class exit_controller_test : public ::testing::Test {
   system_config cfg_;
   caf::actor_system sys_{cfg_};
   caf::scoped_actor self_{sys_};
-  caf::actor controller_;
+  exit_controller_actor controller_;
 };
 
 TEST_F(exit_controller_test, the_final_commit_lets_the_trainer_exit_with_the_restart_code) {
@@ -103,47 +104,53 @@ TEST_F(exit_controller_test, a_lost_peer_is_named_as_lost_and_the_first_reason_s
   EXPECT_TRUE(gate_->failure().lost);
 }
 
-// The process the trainer never ends: the watchdog ends it with `code`.
-[[noreturn]] void run_until_watchdog(bool fail) {
+// A controller over a fresh gate in a process of its own: `trainer` plays
+// the training thread, then the process waits for the controller to end it.
+[[noreturn]] void run_controller(
+    exit_controller_config ecfg,
+    const std::function<void(caf::scoped_actor&, const exit_controller_actor&, step_gate&)>&
+        trainer) {
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> action{step_gate::no_step};
   auto gate = std::make_shared<step_gate>(completed, action);
   system_config cfg;
   caf::actor_system sys{cfg};
-  exit_controller_config ecfg;
   ecfg.restart_code = restart_code;
-  ecfg.failure_exit_bound = short_bound;
-  ecfg.commit_exit_bound = short_bound;
   auto controller = sys.spawn(exit_controller, ecfg, gate);
   caf::scoped_actor self{sys};
-  if (fail)
-    self->send(controller, peer_failure{2, 1, "boom", false});
-  else
-    self->send(controller, committed_atom::value, committed(8, true));
-  // A stuck trainer: only the watchdog ends this.
+  trainer(self, controller, *gate);
   for (;;) ::pause();
+}
+
+// The process the trainer never ends: the watchdog ends it with `code`.
+[[noreturn]] void run_until_watchdog(bool fail) {
+  exit_controller_config ecfg;
+  ecfg.failure_exit_bound = short_bound;
+  ecfg.commit_exit_bound = short_bound;
+  // A stuck trainer: only the watchdog ends this.
+  run_controller(
+      ecfg, [fail](caf::scoped_actor& self, const exit_controller_actor& controller, step_gate&) {
+        if (fail)
+          self->send(controller, peer_failure{2, 1, "boom", false});
+        else
+          self->send(controller, committed_atom::value, committed(8, true));
+      });
 }
 
 // The trainer asks to exit (`failed` as it says), after the final commit
 // when `commit` is set; the controller picks the code and ends the process.
 [[noreturn]] void ask_to_exit(bool commit, bool failed) {
-  std::atomic<int64_t> completed{0};
-  std::atomic<int64_t> action{step_gate::no_step};
-  auto gate = std::make_shared<step_gate>(completed, action);
-  system_config cfg;
-  caf::actor_system sys{cfg};
   exit_controller_config ecfg;
-  ecfg.restart_code = restart_code;
   // Far beyond the test: only the request ends the process.
   ecfg.commit_exit_bound = 600s;
-  auto controller = sys.spawn(exit_controller, ecfg, gate);
-  caf::scoped_actor self{sys};
-  if (commit) {
-    self->send(controller, committed_atom::value, committed(8, true));
-    gate->await_exit(wait_bound);
-  }
-  self->send(controller, exit_now_atom::value, failed);
-  for (;;) ::pause();
+  run_controller(ecfg, [commit, failed](caf::scoped_actor& self,
+                                        const exit_controller_actor& controller, step_gate& gate) {
+    if (commit) {
+      self->send(controller, committed_atom::value, committed(8, true));
+      gate.await_exit(wait_bound);
+    }
+    self->send(controller, exit_now_atom::value, failed);
+  });
 }
 
 class exit_controller_death_test : public ::testing::Test {

@@ -69,7 +69,7 @@ class writer_test : public service_fixture {
   caf::scoped_actor resolver_{sys};
   caf::scoped_actor worker0_{sys};
   caf::scoped_actor worker1_{sys};
-  caf::actor writer_;
+  checkpoint_writer_actor writer_;
 };
 
 TEST_F(writer_test, the_commit_rank_tells_every_worker_and_the_resolver_hears_the_time) {
