@@ -4,6 +4,7 @@
 #include <string>
 
 #include "messages/errors.hpp"
+#include "platform/text_parse.hpp"
 
 namespace lifeboat {
 
@@ -12,6 +13,8 @@ namespace {
 constexpr int64_t kMsPerSecond = 1000;
 constexpr int64_t kSecondsPerMinute = 60;
 constexpr int kFractionDigits = 3;
+// The largest value of two decimal digits (an offset's hours or minutes).
+constexpr int64_t kMaxOffsetField = 99;
 
 caf::error bad_time(std::string_view text, const char* expected) {
   return make_error(errc::invalid_argument,
@@ -46,9 +49,12 @@ caf::expected<int64_t> parse_iso8601_ms(std::string_view text) {
     offset_seconds = 0;
   } else if (tail.size() == 6 && (tail[0] == '+' || tail[0] == '-') && tail[3] == ':' &&
              digits(tail.substr(1, 2)) && digits(tail.substr(4, 2))) {
-    int64_t hours = std::stoi(std::string{tail.substr(1, 2)});
-    int64_t minutes = std::stoi(std::string{tail.substr(4, 2)});
-    offset_seconds = (hours * kSecondsPerMinute + minutes) * kSecondsPerMinute;
+    // Two digits each, checked above: parse_integer cannot fail here, and
+    // nothing from a metadata server goes through a throwing std::stoi.
+    auto hours = parse_integer(tail.substr(1, 2), "timestamp offset hours", 0, kMaxOffsetField);
+    auto minutes = parse_integer(tail.substr(4, 2), "timestamp offset minutes", 0, kMaxOffsetField);
+    if (!hours || !minutes) return bad_time(text, expected);
+    offset_seconds = (*hours * kSecondsPerMinute + *minutes) * kSecondsPerMinute;
     if (tail[0] == '-') offset_seconds = -offset_seconds;
   } else {
     return bad_time(text, expected);

@@ -1,6 +1,6 @@
 #include "actors/preemption/checkpoint_writer.hpp"
 
-#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
@@ -16,17 +16,19 @@ namespace lifeboat {
 
 const char* checkpoint_writer_state::name = "checkpoint_writer";
 
-caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* self,
-                                coordination_client* client, caf::actor resolver,
-                                bool commit_rank) {
-  self->state.client = client;
+checkpoint_writer_actor::behavior_type checkpoint_writer(
+    checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
+    std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank) {
+  self->state.client = std::move(client);
   self->state.resolver = std::move(resolver);
   self->state.commit_rank = commit_rank;
   return {
       [=](saving_atom, int64_t step) {
         self->state.saving_step = step;
         decision_recorder::process().on_snapshot(step);
-        self->send(self->state.resolver, saving_atom::value, step);
+        // A typed actor sends to the untyped resolver (a broker) anonymously;
+        // the resolver never answers these.
+        caf::anon_send(self->state.resolver, saving_atom::value, step);
       },
       [=](saved_atom, int64_t step, bool final_save, const wire::CheckpointInfo& info,
           double seconds) {
@@ -36,7 +38,7 @@ caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* se
         st.seconds_total += seconds;
         st.last = info;
         decision_recorder::process().on_shard_durable(step, seconds, info.bytes());
-        self->send(st.resolver, ckpt_time_atom::value, seconds);
+        caf::anon_send(st.resolver, ckpt_time_atom::value, seconds);
         if (!st.commit_rank) return;
         // The commit rank's save returns only after the manifest is durable
         // and every rank passed the barrier: the save is committed.
@@ -57,7 +59,7 @@ caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* se
         log(log_level::info, "checkpoint_writer", "checkpoint at step ", committed.step(),
             " committed", committed.final_save() ? " (final)" : "");
       },
-      [=](status_atom) {
+      [=](status_atom) -> wire::ActorStatus {
         auto& st = self->state;
         wire::ActorStatus out;
         out.set_name(checkpoint_writer_state::name);

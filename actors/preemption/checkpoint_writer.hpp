@@ -1,12 +1,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
+#include "actors/preemption/interfaces.hpp"
 #include "messages/status.pb.h"
 
 namespace lifeboat {
@@ -20,15 +22,19 @@ class coordination_client;
 /// status endpoint, feeds the measured save time to the step resolver, and on
 /// the commit rank tells every worker that the save is committed (which is
 /// what lets the exit controllers exit). A failed save is reported to every
-/// worker as this worker's error. Messages:
+/// worker as this worker's error. Its interface is checkpoint_writer_actor
+/// (interfaces.hpp):
 ///   (saving_atom, int64_t step)                                the trainer began a save
 ///   (saved_atom, int64_t step, bool final, CheckpointInfo, double seconds)  durable / committed
 ///   (save_failed_atom, int64_t step, std::string error)
 ///   (committed_atom, wire::SaveCommitted)                      from the cluster watcher
 ///   (status_atom) -> wire::ActorStatus
+///
+/// Lifetime: it shares the client with the runtime, so the client stays
+/// while a commit is still in its mailbox. Thread-safety: an actor.
 struct checkpoint_writer_state {
   static const char* name;
-  coordination_client* client = nullptr;
+  std::shared_ptr<coordination_client> client;
   caf::actor resolver;
   bool commit_rank = false;
   int64_t saving_step = -1;
@@ -38,10 +44,8 @@ struct checkpoint_writer_state {
   double seconds_total = 0;
 };
 
-using saved_atom = caf::atom_constant<caf::atom("saved")>;
-using save_failed_atom = caf::atom_constant<caf::atom("savefailed")>;
-
-caf::behavior checkpoint_writer(caf::stateful_actor<checkpoint_writer_state>* self,
-                                coordination_client* client, caf::actor resolver, bool commit_rank);
+checkpoint_writer_actor::behavior_type checkpoint_writer(
+    checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
+    std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank);
 
 }  // namespace lifeboat

@@ -35,8 +35,9 @@ caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* s
         self->send(st.resolver, body);
         if (body.has_committed()) {
           st.last_committed_step = body.committed().step();
-          for (auto& to : {st.writer, st.exit_controller})
-            if (to) self->send(to, committed_atom::value, body.committed());
+          if (st.writer) self->send(st.writer, committed_atom::value, body.committed());
+          if (st.exit_controller)
+            self->send(st.exit_controller, committed_atom::value, body.committed());
         }
       },
       [=](const peer_failure& failure) {

@@ -6,6 +6,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/io/broker.hpp>
 
+#include "actors/preemption/interfaces.hpp"
+
 namespace lifeboat {
 
 /// Follows the coordination service for this worker: protocol messages from
@@ -14,11 +16,13 @@ namespace lifeboat {
 /// resolver and the exit controller. Messages:
 ///   (peer_message), (peer_failure)   from the coordination agent
 ///   (status_atom) -> wire::ActorStatus
+/// Lifetime: holds only actor handles; worker_actors spawns and stops it.
+/// Thread-safety: an actor on the middleman's I/O thread.
 struct cluster_watcher_state {
   static const char* name;
   caf::actor resolver;
-  caf::actor writer;
-  caf::actor exit_controller;
+  checkpoint_writer_actor writer;
+  exit_controller_actor exit_controller;
   int64_t messages = 0;
   int64_t malformed = 0;
   int64_t failures = 0;
@@ -27,8 +31,8 @@ struct cluster_watcher_state {
 
 struct cluster_watcher_peers {
   caf::actor resolver;
-  caf::actor writer;
-  caf::actor exit_controller;
+  checkpoint_writer_actor writer;
+  exit_controller_actor exit_controller;
 };
 
 caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* self,

@@ -17,6 +17,9 @@ namespace lifeboat {
 /// bound raises the median, so a few samples reach any new level. Samples up
 /// to `never_bounded_seconds` are taken as they are: so short a duration
 /// cannot make a save early, and an estimate near 0 must not pin later ones.
+///
+/// A plain value owned by its user (step_resolver_state). Thread-safety: not
+/// thread-safe.
 class duration_estimate {
  public:
   static constexpr size_t default_capacity = 7;

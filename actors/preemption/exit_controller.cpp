@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <caf/event_based_actor.hpp>
-
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/preemption/decision_recorder.hpp"
@@ -18,20 +16,15 @@ namespace lifeboat {
 
 const char* exit_controller_state::name = "exit_controller";
 
-namespace {
-
-using watchdog_atom = caf::atom_constant<caf::atom("watchdog")>;
-
-}  // namespace
-
 void exit_process(int code) {
   std::fflush(nullptr);
   std::_Exit(code);
 }
 
-caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
-                              exit_controller_config cfg, step_gate* gate) {
-  self->state.gate = gate;
+exit_controller_actor::behavior_type exit_controller(
+    exit_controller_actor::stateful_pointer<exit_controller_state> self, exit_controller_config cfg,
+    std::shared_ptr<step_gate> gate) {
+  self->state.gate = std::move(gate);
   self->state.restart_code = cfg.restart_code;
   return {
       [=](const peer_failure& failure) {
@@ -60,15 +53,22 @@ caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
                     " committed; exiting with restart code " + std::to_string(st.restart_code);
         log(log_level::info, "exit_controller", st.reason);
         decision_recorder::process().on_exit(committed.step());
+        st.committed = true;
         st.gate->allow_exit(st.restart_code);
         self->delayed_send(self, cfg.commit_exit_bound, watchdog_atom::value, st.restart_code);
+      },
+      [=](exit_now_atom, bool failed) {
+        // The restart code only after the commit, and never when the trainer
+        // itself says it failed (its own failure may not have come back yet).
+        exit_process(!failed && self->state.committed ? self->state.restart_code
+                                                      : failure_exit_code);
       },
       [=](watchdog_atom, int code) {
         log(log_level::error, "exit_controller", "the trainer did not exit in time (",
             self->state.reason, "); exiting with code ", code);
         exit_process(code);
       },
-      [=](status_atom) {
+      [=](status_atom) -> wire::ActorStatus {
         wire::ActorStatus st;
         st.set_name(exit_controller_state::name);
         st.set_state(self->state.reason.empty() ? "waiting" : "exiting: " + self->state.reason);

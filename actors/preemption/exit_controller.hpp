@@ -2,33 +2,44 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
-#include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
+#include "actors/preemption/interfaces.hpp"
 #include "actors/preemption/step_gate.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat {
 
-/// Decides how this process ends, and makes sure it does:
-///   - after the final save is committed cluster-wide it lets the trainer exit
-///     with the restart code (the trainer runs `exit_fn` if configured);
+/// The one owner of this process's end: it alone picks the exit code and
+/// the moment, and is the only caller of exit_process once the worker runs
+/// (before that, the start-up guard's). The training thread only asks.
+///   - after the final save is committed cluster-wide it lets the trainer
+///     leave (the trainer runs `exit_fn` if configured, then asks to exit)
+///     and ends the process with the restart code when asked;
 ///   - on a peer's error or a lost peer it makes `run` raise on this worker,
-///     naming the peer ("rank N"), and exits with code 3;
-///   - if the trainer does not get there (stuck in a collective with a dead
-///     peer), it exits the process itself after a bounded wait.
-/// It never exits before the commit. Messages:
+///     naming the peer ("rank N"), and ends it with code 3 when asked;
+///   - if the trainer does not ask in time (stuck in a collective with a
+///     dead peer), it ends the process itself after a bounded wait.
+/// It never ends it with the restart code before the commit. Its interface
+/// is exit_controller_actor (interfaces.hpp):
 ///   (peer_failure)                               from the cluster watcher
 ///   (committed_atom, wire::SaveCommitted)        from the cluster watcher
+///   (exit_now_atom, bool failed)                 from the training thread
+///   (watchdog_atom, int code)                    from itself
 ///   (status_atom) -> wire::ActorStatus
+///
+/// Lifetime: it shares the gate with the runtime. Thread-safety: an actor.
 struct exit_controller_state {
   static const char* name;
-  step_gate* gate = nullptr;
+  std::shared_ptr<step_gate> gate;
   int restart_code = 42;
   std::string reason;  // why the process is ending, empty while it is not
   bool failed = false;
+  bool committed = false;  // the final save is committed and no failure came before
 };
 
 struct exit_controller_config {
@@ -48,8 +59,9 @@ struct exit_controller_config {
   std::chrono::milliseconds commit_exit_bound{30000};
 };
 
-caf::behavior exit_controller(caf::stateful_actor<exit_controller_state>* self,
-                              exit_controller_config cfg, step_gate* gate);
+exit_controller_actor::behavior_type exit_controller(
+    exit_controller_actor::stateful_pointer<exit_controller_state> self, exit_controller_config cfg,
+    std::shared_ptr<step_gate> gate);
 
 /// Flushes stdio and ends the process at once with `code`: everything that
 /// must be durable was fsync'd before anyone calls this.

@@ -48,6 +48,9 @@ inline std::optional<phase> phase_from_string(std::string_view name) {
 
 /// A worker's phase as its step resolver last set it, for any thread to read:
 /// the coordination agent sends it with every heartbeat.
+/// Thread-safety: thread-safe (one atomic). Lifetime: the runtime creates it
+/// and shares it with the step resolver (step_resolver_links); the agent's
+/// heartbeat function reads it through the runtime, which outlives the agent.
 class published_phase {
  public:
   void set(phase p) { value_.store(p, std::memory_order_relaxed); }

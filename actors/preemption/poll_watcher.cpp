@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include <caf/actor_cast.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
 #include "actors/atoms.hpp"
@@ -56,7 +55,7 @@ void source_poller::loop() {
   for (;;) {
     if (acknowledge_.exchange(false)) {
       source_->acknowledge();
-      if (auto hdl = caf::actor_cast<caf::actor>(watcher_))
+      if (auto hdl = caf::actor_cast<poll_watcher_actor>(watcher_))
         caf::anon_send(hdl, acknowledged_atom::value, name_);
     }
     auto result = source_->poll(interval_);
@@ -75,7 +74,7 @@ void source_poller::loop() {
         notice.set_reason((*result)->reason);
         notice.set_deadline_unix_ms((*result)->deadline_unix_ms);
         notice.set_received_unix_ms(unix_now_ms());
-        if (auto hdl = caf::actor_cast<caf::actor>(watcher_))
+        if (auto hdl = caf::actor_cast<poll_watcher_actor>(watcher_))
           caf::anon_send(hdl, notice_atom::value, name_, notice);
       }
     }
@@ -84,9 +83,10 @@ void source_poller::loop() {
   }
 }
 
-caf::behavior poll_watcher(caf::stateful_actor<poll_watcher_state>* self,
-                           std::vector<std::unique_ptr<notice_source>>* sources,
-                           std::chrono::milliseconds interval, caf::actor resolver) {
+poll_watcher_actor::behavior_type poll_watcher(
+    poll_watcher_actor::stateful_pointer<poll_watcher_state> self,
+    std::vector<std::unique_ptr<notice_source>>* sources, std::chrono::milliseconds interval,
+    caf::actor resolver) {
   auto& st = self->state;
   st.resolver = std::move(resolver);
   for (auto& source : *sources)
@@ -98,7 +98,9 @@ caf::behavior poll_watcher(caf::stateful_actor<poll_watcher_state>* self,
         auto& st = self->state;
         st.notified_pollers.insert(poller);
         if (!st.notices.insert(notice.source()).second) return;
-        self->send(st.resolver, notice_atom::value, notice);
+        // Anonymous: a typed actor cannot name itself to the untyped resolver
+        // (a broker), which never answers a notice.
+        caf::anon_send(st.resolver, notice_atom::value, notice);
       },
       [=](acknowledge_atom) -> caf::result<void> {
         auto& st = self->state;
@@ -120,7 +122,7 @@ caf::behavior poll_watcher(caf::stateful_actor<poll_watcher_state>* self,
         for (auto& waiter : st.acknowledge_waiters) waiter.deliver(caf::unit);
         st.acknowledge_waiters.clear();
       },
-      [=](status_atom) {
+      [=](status_atom) -> wire::ActorStatus {
         auto& st = self->state;
         wire::ActorStatus out;
         out.set_name(poll_watcher_state::name);

@@ -12,9 +12,11 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/preemption/interfaces.hpp"
 
 namespace lifeboat {
 
@@ -23,6 +25,11 @@ class notice_source;
 /// Runs one notice source (termination_watcher_fn, a cloud metadata server, a
 /// trigger file) on a thread of its own, so a slow or hanging source never
 /// stalls an actor. Polls every `interval`; errors are logged with backoff.
+///
+/// Lifetime: owns its source and its thread; the destructor stops the thread
+/// (waiting for a poll in progress). Owned by the poll watcher's state.
+/// Thread-safety: request_acknowledge and the counters may be called from
+/// any thread; the source is used on the poller's thread only.
 class source_poller {
  public:
   source_poller(std::unique_ptr<notice_source> source, std::chrono::milliseconds interval,
@@ -52,22 +59,20 @@ class source_poller {
   std::thread thread_;
 };
 
-/// (acknowledge_atom) -> void: asks every source that gave a notice to
-/// acknowledge it and answers when all have.
-using acknowledge_atom = caf::atom_constant<caf::atom("ack")>;
-/// (acknowledged_atom, std::string poller): a poller's source acknowledged.
-using acknowledged_atom = caf::atom_constant<caf::atom("acked")>;
-
 /// Forwards each notice once to the step resolver (a notice without a
 /// deadline gets now + grace period there); a source that reports a
 /// different notice later (a rebalance recommendation, then the interruption)
 /// is heard again. Acknowledging tells the platform it may go ahead now
 /// (Azure), so the worker asks for it on its way out, after the final save
-/// is committed, and waits for it. Messages:
+/// is committed, and waits for it. Its interface is poll_watcher_actor
+/// (interfaces.hpp):
 ///   (notice_atom, std::string poller, wire::Notice)   from its pollers
 ///   (acknowledge_atom) -> void                         from the runtime
 ///   (acknowledged_atom, std::string poller)            from its pollers
 ///   (status_atom) -> wire::ActorStatus
+/// Lifetime: `sources` is read while the actor initialises only (its spawner
+/// waits for that, see worker_actors::spawn); it owns the pollers from then
+/// on. Thread-safety: an actor.
 struct poll_watcher_state {
   static const char* name;
   caf::actor resolver;
@@ -78,8 +83,9 @@ struct poll_watcher_state {
   std::vector<caf::response_promise> acknowledge_waiters;
 };
 
-caf::behavior poll_watcher(caf::stateful_actor<poll_watcher_state>* self,
-                           std::vector<std::unique_ptr<notice_source>>* sources,
-                           std::chrono::milliseconds interval, caf::actor resolver);
+poll_watcher_actor::behavior_type poll_watcher(
+    poll_watcher_actor::stateful_pointer<poll_watcher_state> self,
+    std::vector<std::unique_ptr<notice_source>>* sources, std::chrono::milliseconds interval,
+    caf::actor resolver);
 
 }  // namespace lifeboat

@@ -32,6 +32,8 @@ constexpr const char* exited = "workers exited";
 /// coordination service it hosts, like the reference's PreemptionWatcher,
 /// for any platform. Backed by an actor that follows the service's
 /// membership events; every call is thread-safe.
+/// Lifetime: `sys` must outlive it; the destructor stops its actor, which
+/// shares the view with it, so a late event never touches freed memory.
 class preemption_watcher {
  public:
   preemption_watcher(caf::actor_system& sys, caf::actor service);

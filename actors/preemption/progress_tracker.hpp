@@ -11,7 +11,8 @@ namespace lifeboat {
 /// clocks or sockets (every input carries the time), and says which rank is
 /// hung and which is a straggler. Heartbeats come from a worker's I/O thread,
 /// so a worker whose training thread is stuck still looks alive; its step does
-/// not. Owned by the coordination service's state; not thread-safe.
+/// not. Lifetime: owned by the coordination service's state, a plain value.
+/// Thread-safety: not thread-safe.
 ///
 /// Hung: a rank whose own heartbeat says its step has not moved for the hang
 /// timeout (the step's age, which the worker samples every 50 ms and sends

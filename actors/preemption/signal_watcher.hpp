@@ -14,6 +14,8 @@ namespace lifeboat {
 /// itself, on the middleman's I/O thread, so a signal reaches the resolver
 /// after one thread wake-up. Messages:
 ///   (status_atom) -> wire::ActorStatus
+/// Lifetime: owns the reading end it is given; worker_actors spawns and
+/// stops it. Thread-safety: an actor on the middleman's I/O thread.
 struct signal_watcher_state {
   static const char* name;
   caf::actor resolver;

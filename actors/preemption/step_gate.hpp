@@ -21,6 +21,13 @@ namespace lifeboat {
 /// reads exactly the target, the trainer stopped there only if it says so
 /// (`stopped_at_`); otherwise it has gone past, and `hold_next_step` tries
 /// the step after.
+///
+/// Thread-safety: thread-safe; the training thread calls the trainer's side,
+/// the actors (resolver, exit controller) the actors' side, the runtime both
+/// from the training thread. Lifetime: the runtime creates it and shares it
+/// with the actors (std::shared_ptr); the two atomics it is constructed with
+/// (the handler's) must outlive it, which they do since the handler stops
+/// the actors before they go.
 class step_gate {
  public:
   static constexpr int64_t no_step = std::numeric_limits<int64_t>::max();

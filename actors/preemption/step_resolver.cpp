@@ -33,7 +33,7 @@ using final_due_atom = caf::atom_constant<caf::atom("finaldue")>;
 
 void send_out(self_ptr self, std::vector<outgoing> out) {
   for (auto& msg : out)
-    self->state.client->send(msg.to, protocol_channel, msg.message.SerializeAsString());
+    self->state.links.client->send(msg.to, protocol_channel, msg.message.SerializeAsString());
 }
 
 const char* body_name(const wire::ProtocolMessage& msg) {
@@ -129,7 +129,7 @@ void arm_final_save_timer(self_ptr self) {
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = unix_now_ms();
-  st.logic->sample_completed_step(st.gate->completed_step(), now);
+  st.logic->sample_completed_step(st.links.gate->completed_step(), now);
   fire_final_save_if_due(self);
   arm_final_save_timer(self);
   dispatch(self, st.logic->on_backup_check(now));
@@ -138,11 +138,11 @@ void on_tick(self_ptr self) {
 
 }  // namespace
 
-caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step_gate* gate,
-                            coordination_client* client) {
-  self->state.logic = std::make_unique<step_resolver_state>(cfg, *gate);
-  self->state.client = client;
-  self->state.gate = gate;
+caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg,
+                            step_resolver_links links) {
+  cfg.publish_to = links.phase.get();
+  self->state.links = std::move(links);
+  self->state.logic = std::make_unique<step_resolver_state>(cfg, *self->state.links.gate);
   self->send(self, tick_atom::value);
   return {
       [=](notice_atom, const wire::Notice& notice) {
@@ -161,7 +161,7 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         if (st.notices++ == 0) {
           auto record = notice;
           record.set_rank(st.logic->rank());
-          self->request(st.client->agent(), notice_record_timeout, insert_atom::value,
+          self->request(st.links.client->agent(), notice_record_timeout, insert_atom::value,
                         notice_key_prefix + std::to_string(record.rank()),
                         record.SerializeAsString())
               .then([] {}, [](caf::error&) {});
@@ -190,7 +190,7 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
         st.set_name(step_resolver_actor_state::name);
         st.set_state(logic.is_leader() ? "leader" : "follower");
         st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
-        st.set_step(self->state.gate->completed_step());
+        st.set_step(self->state.links.gate->completed_step());
         st.set_phase(to_string(logic.phase()));
         (*st.mutable_metrics())["notices_total"] = static_cast<double>(self->state.notices);
         (*st.mutable_metrics())["agreement_rounds_total"] = static_cast<double>(logic.rounds());
@@ -202,8 +202,8 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg, step
 }
 
 caf::actor spawn_step_resolver(caf::actor_system& sys, step_resolver_state::config cfg,
-                               step_gate* gate, coordination_client* client) {
-  return sys.middleman().spawn_broker(step_resolver, cfg, gate, client);
+                               step_resolver_links links) {
+  return sys.middleman().spawn_broker(step_resolver, cfg, std::move(links));
 }
 
 }  // namespace lifeboat

@@ -70,6 +70,11 @@ constexpr int64_t exit_allowance_ms = 100;
 /// A periodic backup save (no notice) runs 2-5 without final; a notice that
 /// arrives during its round or while it is written makes it that notice's
 /// first save. No round starts while a non-final save is being written.
+///
+/// Lifetime: owned by the step resolver's actor state (or a test); the gate
+/// it is constructed with and config::publish_to must outlive it (the actor
+/// state shares both and declares them before it). Thread-safety: not
+/// thread-safe; the resolver calls it from its own thread only.
 class step_resolver_state {
  public:
   struct config {

@@ -31,8 +31,11 @@ class cluster_watcher_test : public ::testing::Test {
  protected:
   void SetUp() override {
     watcher_ = spawn_cluster_watcher(
-        sys_, cluster_watcher_peers{caf::actor{resolver_}, caf::actor{writer_},
-                                    caf::actor{exit_controller_}});
+        sys_, cluster_watcher_peers{
+                  caf::actor{resolver_},
+                  // Scoped actors stand in for the typed peers and take what they are sent.
+                  caf::actor_cast<checkpoint_writer_actor>(caf::actor{writer_}),
+                  caf::actor_cast<exit_controller_actor>(caf::actor{exit_controller_})});
   }
 
   void TearDown() override { driver_->send_exit(watcher_, caf::exit_reason::user_shutdown); }

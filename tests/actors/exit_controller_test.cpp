@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <caf/actor_system.hpp>
@@ -50,7 +51,7 @@ class exit_controller_test : public ::testing::Test {
     // Far beyond the test: the controller is stopped long before.
     cfg.failure_exit_bound = 600s;
     cfg.commit_exit_bound = 600s;
-    controller_ = sys_.spawn(exit_controller, cfg, &gate_);
+    controller_ = sys_.spawn(exit_controller, cfg, gate_);
   }
 
   void TearDown() override { self_->send_exit(controller_, caf::exit_reason::user_shutdown); }
@@ -60,11 +61,11 @@ class exit_controller_test : public ::testing::Test {
 
   std::atomic<int64_t> completed_{0};
   std::atomic<int64_t> action_{step_gate::no_step};
-  step_gate gate_{completed_, action_};
+  std::shared_ptr<step_gate> gate_ = std::make_shared<step_gate>(completed_, action_);
   system_config cfg_;
   caf::actor_system sys_{cfg_};
   caf::scoped_actor self_{sys_};
-  caf::actor controller_;
+  exit_controller_actor controller_;
 };
 
 TEST_F(exit_controller_test, the_final_commit_lets_the_trainer_exit_with_the_restart_code) {
@@ -72,10 +73,10 @@ TEST_F(exit_controller_test, the_final_commit_lets_the_trainer_exit_with_the_res
   self_->send(controller_, committed_atom::value, committed(12, false));
   // The first save of a grace period: training goes on.
   EXPECT_EQ(state(), "waiting");
-  EXPECT_FALSE(gate_.await_exit(0ms).allowed);
+  EXPECT_FALSE(gate_->await_exit(0ms).allowed);
 
   self_->send(controller_, committed_atom::value, committed(30, true));
-  auto decision = gate_.await_exit(wait_bound);
+  auto decision = gate_->await_exit(wait_bound);
   EXPECT_TRUE(decision.allowed);
   EXPECT_EQ(decision.code, restart_code);
   EXPECT_EQ(state(), "exiting: checkpoint at step 30 committed; exiting with restart code 55");
@@ -84,7 +85,7 @@ TEST_F(exit_controller_test, the_final_commit_lets_the_trainer_exit_with_the_res
 TEST_F(exit_controller_test, a_failure_makes_the_trainer_raise_naming_the_peer) {
   self_->send(controller_, peer_failure{2, 1, "step 9 threw", false});
   EXPECT_EQ(state(), "exiting: rank 2 failed: step 9 threw");
-  auto failure = gate_.failure();
+  auto failure = gate_->failure();
   EXPECT_TRUE(failure.failed);
   EXPECT_EQ(failure.origin_rank, 2);
   EXPECT_EQ(failure.message, "step 9 threw");
@@ -92,36 +93,64 @@ TEST_F(exit_controller_test, a_failure_makes_the_trainer_raise_naming_the_peer) 
   // A commit after the failure does not turn it into a restart.
   self_->send(controller_, committed_atom::value, committed(30, true));
   EXPECT_EQ(state(), "exiting: rank 2 failed: step 9 threw");
-  EXPECT_FALSE(gate_.await_exit(0ms).allowed);
+  EXPECT_FALSE(gate_->await_exit(0ms).allowed);
 }
 
 TEST_F(exit_controller_test, a_lost_peer_is_named_as_lost_and_the_first_reason_stands) {
   self_->send(controller_, peer_failure{1, 0, "no heartbeat for 3000 ms", true});
   self_->send(controller_, peer_failure{3, 1, "later", false});
   EXPECT_EQ(state(), "exiting: rank 1 lost: no heartbeat for 3000 ms");
-  EXPECT_EQ(gate_.failure().origin_rank, 1);
-  EXPECT_TRUE(gate_.failure().lost);
+  EXPECT_EQ(gate_->failure().origin_rank, 1);
+  EXPECT_TRUE(gate_->failure().lost);
+}
+
+// A controller over a fresh gate in a process of its own: `trainer` plays
+// the training thread, then the process waits for the controller to end it.
+[[noreturn]] void run_controller(
+    exit_controller_config ecfg,
+    const std::function<void(caf::scoped_actor&, const exit_controller_actor&, step_gate&)>&
+        trainer) {
+  std::atomic<int64_t> completed{0};
+  std::atomic<int64_t> action{step_gate::no_step};
+  auto gate = std::make_shared<step_gate>(completed, action);
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  ecfg.restart_code = restart_code;
+  auto controller = sys.spawn(exit_controller, ecfg, gate);
+  caf::scoped_actor self{sys};
+  trainer(self, controller, *gate);
+  for (;;) ::pause();
 }
 
 // The process the trainer never ends: the watchdog ends it with `code`.
 [[noreturn]] void run_until_watchdog(bool fail) {
-  std::atomic<int64_t> completed{0};
-  std::atomic<int64_t> action{step_gate::no_step};
-  step_gate gate{completed, action};
-  system_config cfg;
-  caf::actor_system sys{cfg};
   exit_controller_config ecfg;
-  ecfg.restart_code = restart_code;
   ecfg.failure_exit_bound = short_bound;
   ecfg.commit_exit_bound = short_bound;
-  auto controller = sys.spawn(exit_controller, ecfg, &gate);
-  caf::scoped_actor self{sys};
-  if (fail)
-    self->send(controller, peer_failure{2, 1, "boom", false});
-  else
-    self->send(controller, committed_atom::value, committed(8, true));
   // A stuck trainer: only the watchdog ends this.
-  for (;;) ::pause();
+  run_controller(
+      ecfg, [fail](caf::scoped_actor& self, const exit_controller_actor& controller, step_gate&) {
+        if (fail)
+          self->send(controller, peer_failure{2, 1, "boom", false});
+        else
+          self->send(controller, committed_atom::value, committed(8, true));
+      });
+}
+
+// The trainer asks to exit (`failed` as it says), after the final commit
+// when `commit` is set; the controller picks the code and ends the process.
+[[noreturn]] void ask_to_exit(bool commit, bool failed) {
+  exit_controller_config ecfg;
+  // Far beyond the test: only the request ends the process.
+  ecfg.commit_exit_bound = 600s;
+  run_controller(ecfg, [commit, failed](caf::scoped_actor& self,
+                                        const exit_controller_actor& controller, step_gate& gate) {
+    if (commit) {
+      self->send(controller, committed_atom::value, committed(8, true));
+      gate.await_exit(wait_bound);
+    }
+    self->send(controller, exit_now_atom::value, failed);
+  });
 }
 
 class exit_controller_death_test : public ::testing::Test {
@@ -139,6 +168,19 @@ TEST_F(exit_controller_death_test,
        a_trainer_stuck_after_the_final_commit_is_ended_with_the_restart_code) {
   EXPECT_EXIT(run_until_watchdog(false), ::testing::ExitedWithCode(restart_code),
               "the trainer did not exit in time .*; exiting with code 55");
+}
+
+TEST_F(exit_controller_death_test,
+       a_trainer_that_asks_after_the_final_commit_exits_with_the_restart_code) {
+  EXPECT_EXIT(ask_to_exit(true, false), ::testing::ExitedWithCode(restart_code), "");
+}
+
+TEST_F(exit_controller_death_test, a_trainer_that_asks_before_any_commit_exits_with_code_3) {
+  EXPECT_EXIT(ask_to_exit(false, false), ::testing::ExitedWithCode(failure_exit_code), "");
+}
+
+TEST_F(exit_controller_death_test, a_trainer_that_failed_exits_with_code_3_even_after_the_commit) {
+  EXPECT_EXIT(ask_to_exit(true, true), ::testing::ExitedWithCode(failure_exit_code), "");
 }
 
 }  // namespace

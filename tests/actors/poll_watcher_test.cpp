@@ -95,13 +95,14 @@ class scripted_source : public notice_source {
 class poll_watcher_test : public ::testing::Test {
  protected:
   // A round trip to the watcher: what was sent to it before has been handled.
-  std::string status_of(const caf::actor& watcher) {
+  std::string status_of(const poll_watcher_actor& watcher) {
     return test::status_of(driver_, watcher).state();
   }
 
   // A watcher over one scripted source per name; `resolver_` stands in for
   // the step resolver.
-  caf::actor spawn_watcher(const std::vector<std::pair<std::string, std::shared_ptr<script>>>& s) {
+  poll_watcher_actor spawn_watcher(
+      const std::vector<std::pair<std::string, std::shared_ptr<script>>>& s) {
     std::vector<notice_source_ptr> sources;
     for (auto& [name, sc] : s) sources.push_back(std::make_unique<scripted_source>(name, sc));
     auto watcher = sys_.spawn(poll_watcher, &sources, std::chrono::milliseconds{poll_interval},

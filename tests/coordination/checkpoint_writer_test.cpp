@@ -56,7 +56,7 @@ class writer_test : public service_fixture {
     }
     clients_[0]->subscribe(worker0_);
     clients_[1]->subscribe(worker1_);
-    writer_ = sys.spawn(checkpoint_writer, clients_[rank].get(), caf::actor{resolver_}, rank == 0);
+    writer_ = sys.spawn(checkpoint_writer, clients_[rank], caf::actor{resolver_}, rank == 0);
   }
 
   void TearDown() override {
@@ -65,11 +65,11 @@ class writer_test : public service_fixture {
     service_fixture::TearDown();
   }
 
-  std::unique_ptr<coordination_client> clients_[2];
+  std::shared_ptr<coordination_client> clients_[2];
   caf::scoped_actor resolver_{sys};
   caf::scoped_actor worker0_{sys};
   caf::scoped_actor worker1_{sys};
-  caf::actor writer_;
+  checkpoint_writer_actor writer_;
 };
 
 TEST_F(writer_test, the_commit_rank_tells_every_worker_and_the_resolver_hears_the_time) {

@@ -11,6 +11,7 @@
 #include <caf/after.hpp>
 #include <caf/error.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,14 @@ inline wire::ActorStatus status_of(caf::scoped_actor& self, const caf::actor& ac
       .receive([&](const wire::ActorStatus& st) { out = st; },
                [](caf::error& err) { FAIL() << caf::to_string(err); });
   return out;
+}
+
+/// The same for an actor with a typed interface: each of lifeboat's answers
+/// (status_atom).
+template <class... Sigs>
+wire::ActorStatus status_of(caf::scoped_actor& self, const caf::typed_actor<Sigs...>& actor,
+                            std::chrono::milliseconds bound = wait_bound) {
+  return status_of(self, caf::actor_cast<caf::actor>(actor), bound);
 }
 
 /// Takes every message `self` holds now that one of `handlers` matches, each

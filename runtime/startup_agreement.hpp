@@ -1,0 +1,88 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "checkpoint/barrier.hpp"
+#include "checkpoint/store.hpp"
+#include "lifeboat/checkpoint_state.hpp"
+#include "platform/cluster_discovery.hpp"
+
+namespace lifeboat {
+
+class coordination_client;
+class worker_actors;
+
+/// What the coordination agent reports in each heartbeat; each function runs
+/// on the middleman's thread until the worker's actors are stopped, so what
+/// it captures must outlive them.
+struct heartbeat_sources {
+  std::function<int64_t()> step;
+  std::function<std::string()> phase;
+  std::function<int64_t()> blocked_ms;
+};
+
+/// How a worker joins.
+struct join_config {
+  std::chrono::milliseconds heartbeat_timeout{0};
+  /// For the service: -1 adaptive, 0 off, else milliseconds.
+  int64_t hang_timeout_ms = 0;
+  heartbeat_sources heartbeat;
+};
+
+/// The first meeting of a worker's start: hosts the coordination service
+/// where this worker does (rank 0 without an external coordinator; then
+/// `cluster.coordinator_port` becomes the port it got) and joins it; both go
+/// to `actors`, which stops them. Throws config_error when the worker cannot
+/// host or join, peer_error when the service was lost during the join.
+void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_config& cfg);
+
+/// The meetings after the join, where every worker publishes what it can do
+/// and all take the same decision from what all published: the checkpoint to
+/// restore, then the kind of checkpoint-ready barrier.
+///
+/// Lifetime: `client` must outlive it; a ready barrier it makes uses the
+/// client too (see make_ready_barrier). Thread-safety: not thread-safe; the
+/// training thread uses it during the runtime's construction only.
+class startup_agreement {
+ public:
+  startup_agreement(coordination_client& client, int rank, int world_size);
+
+  /// Without a store, waits for every worker to join. With one, every rank
+  /// restores the newest checkpoint it can verify; when they differ, all
+  /// restore the newest step every rank has. Returns the restored
+  /// total_run_calls (0: a fresh start). Throws config_error when no step can
+  /// be agreed on or a checkpoint cannot be read, peer_error when a meeting
+  /// fails.
+  int64_t restore(checkpoint::store* store, checkpoint_state& state,
+                  const std::string& checkpoint_dir);
+
+  /// The checkpoint-ready barrier every worker uses: NCCL on a communicator
+  /// split from `nccl_communicator` where every worker can, else the
+  /// coordination service's (which uses the client: it must not outlive it);
+  /// null for one worker. Throws peer_error when a meeting fails.
+  std::unique_ptr<checkpoint::barrier> make_ready_barrier(void* nccl_communicator);
+
+ private:
+  using published = std::vector<std::pair<std::string, std::string>>;
+
+  // The lowest and highest step the ranks could restore in `round` (-1: none).
+  std::pair<int64_t, int64_t> restore_steps_published(int round, int64_t my_step);
+  // Every rank publishes `mine` under `prefix` and meets the others; returns
+  // what each said, keyed by prefix + rank. A failed meeting throws
+  // peer_error("what: why").
+  published exchange(const std::string& prefix, const std::string& mine, const std::string& what);
+  // True when every rank said it can; else logs the first that cannot.
+  bool every_rank_can(const std::string& prefix, const published& said);
+
+  coordination_client& client_;
+  int rank_;
+  int world_size_;
+};
+
+}  // namespace lifeboat
