@@ -1,17 +1,27 @@
 #include "tests/checkpoint/faulty_file_system.hpp"
 
+#include <fnmatch.h>
+
 #include <cerrno>
 
 namespace lifeboat::checkpoint::testing {
 
+namespace {
+
+bool matches(const std::string& pattern, const std::string& path) {
+  return ::fnmatch(pattern.c_str(), path.c_str(), 0) == 0;
+}
+
+}  // namespace
+
 void faulty_file_system::fail(call what, const std::string& pattern, int err) {
   std::lock_guard<std::mutex> guard{mutex_};
-  failures_.push_back({what, std::regex{pattern}, err});
+  failures_.push_back({what, pattern, err});
 }
 
 void faulty_file_system::shorten_writes(const std::string& pattern, bool then_full) {
   std::lock_guard<std::mutex> guard{mutex_};
-  short_writes_.emplace(pattern);
+  short_writes_ = pattern;
   then_full_ = then_full;
 }
 
@@ -23,7 +33,7 @@ int faulty_file_system::injected() const {
 int faulty_file_system::armed_error(call what, const std::string& path) {
   std::lock_guard<std::mutex> guard{mutex_};
   for (const auto& f : failures_) {
-    if (f.what == what && std::regex_search(path, f.pattern)) {
+    if (f.what == what && matches(f.pattern, path)) {
       ++injected_;
       return f.err;
     }
@@ -59,7 +69,7 @@ ssize_t faulty_file_system::pwrite(int fd, const char* data, size_t size, off_t 
   }
   {
     std::lock_guard<std::mutex> guard{mutex_};
-    if (short_writes_ && std::regex_search(path, *short_writes_)) {
+    if (!short_writes_.empty() && matches(short_writes_, path)) {
       ++injected_;
       if (then_full_ && shortened_once_) return 0;
       shortened_once_ = true;

@@ -4,8 +4,6 @@
 
 #include <map>
 #include <mutex>
-#include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -14,18 +12,18 @@
 namespace lifeboat::checkpoint::testing {
 
 /// The kernel's file system with faults armed on purpose: calls on the paths
-/// that a pattern (ECMAScript regex, searched) finds fail with a given errno,
-/// or write fewer bytes than asked. Descriptors are matched by the path they
+/// that a pattern (fnmatch(3) without flags: `*` matches `/` too) matches fail
+/// with a given errno, or write fewer bytes than asked. Descriptors are matched by the path they
 /// were opened with.
 /// Thread-safe: a store may write through it from its saver thread.
 class faulty_file_system final : public file_system {
  public:
   enum class call { open, pwrite, fsync, rename, mkdir };
 
-  /// From now on `what` on a path that `pattern` finds fails with `err`.
+  /// From now on `what` on a path that `pattern` matches fails with `err`.
   void fail(call what, const std::string& pattern, int err);
 
-  /// From now on a write to a path that `pattern` finds takes at most half
+  /// From now on a write to a path that `pattern` matches takes at most half
   /// of the bytes asked (at least one); with `then_full`, every later write
   /// to it takes none, as on a device that filled up.
   void shorten_writes(const std::string& pattern, bool then_full);
@@ -43,7 +41,7 @@ class faulty_file_system final : public file_system {
  private:
   struct failure {
     call what;
-    std::regex pattern;
+    std::string pattern;
     int err;
   };
 
@@ -53,7 +51,7 @@ class faulty_file_system final : public file_system {
 
   mutable std::mutex mutex_;
   std::vector<failure> failures_;
-  std::optional<std::regex> short_writes_;
+  std::string short_writes_;  // the pattern; empty: none
   bool then_full_ = false;
   bool shortened_once_ = false;
   int injected_ = 0;

@@ -23,11 +23,11 @@ using call = faulty_file_system::call;
 
 constexpr std::size_t state_bytes = 1 << 20;
 constexpr const char* step_2_dir = "step-000000000002";
-// Patterns of the faulty file system (regular expressions).
-constexpr const char* data_tmp = "\\.data\\.tmp$";
-constexpr const char* manifest_tmp = "/MANIFEST\\.tmp$";
-constexpr const char* step_2_dir_itself = "/step-000000000002$";
-constexpr const char* write_probe = "/\\.lifeboat-write-probe-";
+// Patterns of the faulty file system (fnmatch).
+constexpr const char* data_tmp = "*.data.tmp";
+constexpr const char* manifest_tmp = "*/MANIFEST.tmp";
+constexpr const char* step_2_dir_itself = "*/step-000000000002";
+constexpr const char* write_probe = "*/.lifeboat-write-probe-*";
 
 class store_failure_test : public ::testing::Test {
  protected:
