@@ -1,40 +1,35 @@
 #include "apps/launch_options.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-#include <iostream>
+#include <string_view>
 
-#include "apps/flags.hpp"
+#include "apps/command_line.hpp"
 #include "messages/errors.hpp"
-#include "messages/log.hpp"
+#include "platform/text_parse.hpp"
 
 namespace lifeboat::apps {
 
 namespace {
 
-constexpr int usage_exit_code = 2;
 constexpr int max_nodes = 4096;
 constexpr int max_nproc = 4096;
+constexpr int max_restarts_limit = 1'000'000;
 // Beside the coordination service's PORT: PORT + 1 is where trainers put
 // their own rendezvous (the torch example's gloo), so the launchers take PORT + 2.
 constexpr int default_control_port_offset = 2;
 
-constexpr const char* usage =
+constexpr const char* synopsis =
     "usage: lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P]\n"
     "                       [--status-port BASE] -- CMD ARGS...\n"
     "       lifeboat-launch --nnodes M --node-rank K --coordinator HOST:PORT --nproc N\n"
     "                       [--control-port P] [--max-restarts R] [--restart-code C]\n"
-    "                       [--status-port BASE] -- CMD ARGS...\n"
+    "                       [--status-port BASE] -- CMD ARGS...\n";
+
+constexpr const char* explanation =
     "Starts N workers (global ranks K*N .. K*N+N-1 of M*N), hosts their coordination\n"
     "service (node 0, on HOST:PORT), restarts them after a save with the restart code\n"
     "(default 42) and after at most R failures. A multi-node launcher needs\n"
     "LIFEBOAT_CLUSTER_TOKEN (the same on every node); node 0's launcher listens for the\n"
-    "others on HOST:CONTROL_PORT (default PORT + 2).\n";
-
-std::optional<launch_options> usage_error(const std::string& error) {
-  write_stderr_line("lifeboat-launch: " + error);
-  return std::nullopt;
-}
+    "others on HOST:CONTROL_PORT (default PORT + 2).";
 
 // HOST:PORT of --coordinator; the port must be one the other nodes can name.
 bool parse_coordinator(const std::string& text, launch_options& out, std::string& error) {
@@ -43,88 +38,104 @@ bool parse_coordinator(const std::string& text, launch_options& out, std::string
     error = "--coordinator expects HOST:PORT, got '" + text + "'";
     return false;
   }
-  char* end = nullptr;
-  auto port = std::strtol(text.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || port < 1 || port > 65535) {
+  auto port = parse_integer(std::string_view{text}.substr(colon + 1), "", 1, 65535);
+  if (!port) {
     error = "--coordinator expects a port in [1, 65535], got '" + text + "'";
     return false;
   }
   out.host = text.substr(0, colon);
-  out.port = static_cast<uint16_t>(port);
+  out.port = static_cast<uint16_t>(*port);
   return true;
 }
 
-std::optional<launch_options> parse(int argc, char** argv) {
-  std::string error;
-  auto f = flags::parse(argc, argv,
-                        {"nproc", "nnodes", "node-rank", "coordinator", "control-port",
-                         "max-restarts", "restart-code", "port", "status-port"},
-                        error);
-  if (!f) return usage_error(error);
+// The checks that involve several flags, once each flag is valid alone.
+std::optional<std::string> check(launch_options& out, const CLI::App& app, int port,
+                                 int status_base, int control_port) {
   // DESIGN's usage has no default worker count: a forgotten --nproc must not
   // quietly start a job of one.
-  if (!f->has("nproc")) return usage_error("--nproc N is required (how many workers to start)");
-  launch_options out;
-  auto nproc = f->integer("nproc", 1, 1, max_nproc, error);
-  auto nnodes = nproc ? f->integer("nnodes", 1, 1, max_nodes, error) : std::nullopt;
-  auto node_rank = nnodes ? f->integer("node-rank", 0, 0, *nnodes - 1, error) : std::nullopt;
-  auto max_restarts = node_rank ? f->integer("max-restarts", 0, 0, 1'000'000, error) : std::nullopt;
-  auto code = max_restarts
-                  ? f->integer("restart-code", default_restart_code, 1, max_exit_code, error)
-                  : std::nullopt;
-  auto port = code ? f->integer("port", 0, 0, 65535, error) : std::nullopt;
+  if (app.count("--nproc") == 0) return "--nproc N is required (how many workers to start)";
+  if (out.node_rank >= out.nnodes)
+    return "--node-rank expects an integer in [0, " + std::to_string(out.nnodes - 1) + "], got '" +
+           std::to_string(out.node_rank) + "'";
   // -1: no status endpoints. Every rank's port BASE + r and the launcher's
   // BASE + nproc must be ports.
-  auto status_base = port ? f->integer("status-port", -1, 0, 65535, error) : std::nullopt;
-  if (status_base && *status_base > 0 && *status_base + *nproc > 65535) {
-    error = "--status-port " + std::to_string(*status_base) + " runs past port 65535 (rank r gets" +
-            " BASE + r, the launcher BASE + nproc)";
-    status_base.reset();
-  }
-  if (!status_base) return usage_error(error);
-  if (f->rest().empty()) return usage_error("no worker command after '--'");
-  if (!is_restart_code(*code))
-    return usage_error("--restart-code must differ from the failure code 3");
-  out.nproc = static_cast<int>(*nproc);
-  out.nnodes = static_cast<int>(*nnodes);
-  out.node_rank = static_cast<int>(*node_rank);
-  out.max_restarts = static_cast<int>(*max_restarts);
-  out.restart_code = static_cast<int>(*code);
-  out.port = static_cast<uint16_t>(*port);
-  if (*status_base >= 0) out.status_port_base = static_cast<uint16_t>(*status_base);
-  out.command = f->rest();
-  if (f->has("coordinator")) {
-    if (f->has("port")) return usage_error("--port and --coordinator both name the service's port");
-    if (!parse_coordinator(f->text("coordinator"), out, error)) return usage_error(error);
+  if (status_base > 0 && status_base + out.nproc > 65535)
+    return "--status-port " + std::to_string(status_base) +
+           " runs past port 65535 (rank r gets BASE + r, the launcher BASE + nproc)";
+  if (out.command.empty()) return "no worker command after '--'";
+  if (!is_restart_code(out.restart_code))
+    return "--restart-code must differ from the failure code 3";
+  out.port = static_cast<uint16_t>(port);
+  if (status_base >= 0) out.status_port_base = static_cast<uint16_t>(status_base);
+  if (app.count("--coordinator") > 0) {
+    if (app.count("--port") > 0) return "--port and --coordinator both name the service's port";
+    std::string error;
+    if (!parse_coordinator(app.get_option("--coordinator")->as<std::string>(), out, error))
+      return error;
   } else if (out.multi_node()) {
-    return usage_error("--nnodes " + std::to_string(out.nnodes) +
-                       " needs --coordinator HOST:PORT (where node 0 hosts the service)");
+    return "--nnodes " + std::to_string(out.nnodes) +
+           " needs --coordinator HOST:PORT (where node 0 hosts the service)";
   }
-  if (!out.multi_node()) return out;
-  auto fallback = out.port + default_control_port_offset;
-  auto control = f->integer("control-port", fallback > 65535 ? -1 : fallback, 1, 65535, error);
-  if (!control) return usage_error(error);
-  if (*control < 0)
-    return usage_error("--coordinator port leaves no room for PORT + 2: give --control-port");
-  if (*control == out.port)
-    return usage_error("--control-port must differ from the coordinator's port");
-  out.control_port = static_cast<uint16_t>(*control);
-  return out;
+  if (!out.multi_node()) return std::nullopt;
+  if (app.count("--control-port") == 0) {
+    control_port = out.port + default_control_port_offset;
+    if (control_port > 65535)
+      return "--coordinator port leaves no room for PORT + 2: give --control-port";
+  }
+  if (control_port == out.port) return "--control-port must differ from the coordinator's port";
+  out.control_port = static_cast<uint16_t>(control_port);
+  return std::nullopt;
 }
 
 }  // namespace
 
 parsed_launch_options parse_launch_options(int argc, char** argv) {
-  if (apps::flags::asks_for_help(argc, argv)) {
-    std::fputs(usage, stdout);
-    return {std::nullopt, 0};
-  }
-  auto options = parse(argc, argv);
-  if (!options) {
-    std::cerr << usage;
-    return {std::nullopt, usage_exit_code};
-  }
-  return {std::move(options), 0};
+  // Everything after the first lone "--" is the worker command, untouched:
+  // CLI11 sees only the launcher's own flags.
+  int flags_end = 1;
+  while (flags_end < argc && std::string{argv[flags_end]} != "--") ++flags_end;
+  launch_options out;
+  if (flags_end < argc) out.command.assign(argv + flags_end + 1, argv + argc);
+
+  CLI::App app{"", "lifeboat-launch"};
+  configure_app(app, synopsis, explanation);
+  add_integer(app, "--nproc", out.nproc, 1, max_nproc, "workers to start on this node (required)")
+      ->type_name("N");
+  add_integer(app, "--nnodes", out.nnodes, 1, max_nodes, "nodes of the job, one launcher each")
+      ->type_name("M")
+      ->capture_default_str();
+  add_integer(app, "--node-rank", out.node_rank, 0, max_nodes - 1, "this node's index")
+      ->type_name("K")
+      ->capture_default_str();
+  app.add_option("--coordinator", "where node 0 hosts the coordination service")
+      ->type_name("HOST:PORT");
+  int control_port = 0;
+  add_integer(app, "--control-port", control_port, 1, 65535,
+              "where node 0's launcher listens for the others (default PORT + 2)")
+      ->type_name("P");
+  add_integer(app, "--max-restarts", out.max_restarts, 0, max_restarts_limit,
+              "failures after which the launcher gives up")
+      ->type_name("R")
+      ->capture_default_str();
+  add_integer(app, "--restart-code", out.restart_code, 1, max_exit_code,
+              "the exit code of a saved worker, on which the group restarts")
+      ->type_name("C")
+      ->capture_default_str();
+  int port = 0;
+  add_integer(app, "--port", port, 0, 65535, "the coordination service's port (0: any free one)")
+      ->type_name("P")
+      ->capture_default_str();
+  int status_base = -1;
+  app.add_option("--status-port", status_base,
+                 "rank r serves its status on BASE + r, the launcher on BASE + nproc (0: any "
+                 "free ports)")
+      ->check(integer_in(0, 65535))
+      ->type_name("BASE");
+
+  if (auto code = parse_command_line(app, flags_end, argv)) return {std::nullopt, *code};
+  if (auto error = check(out, app, port, status_base, control_port))
+    return {std::nullopt, usage_error(app, *error)};
+  return {std::move(out), 0};
 }
 
 }  // namespace lifeboat::apps

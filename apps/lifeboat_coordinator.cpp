@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <csignal>
 #include <cstdlib>
-#include <iostream>
 #include <optional>
 
 #include <caf/actor_system.hpp>
@@ -20,7 +19,7 @@
 #include "actors/preemption/preemption_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
-#include "apps/flags.hpp"
+#include "apps/command_line.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "platform/signal_pipe.hpp"
@@ -31,46 +30,45 @@ constexpr const char* program = "lifeboat-coordinator";
 constexpr const char* token_env = "LIFEBOAT_CLUSTER_TOKEN";
 constexpr int64_t max_world_size = 1 << 20;
 constexpr int64_t default_heartbeat_timeout_ms = 10000;
-constexpr int exit_usage = 2;
 
-constexpr const char* usage_line =
-    " --port P --world-size N [--token T] [--host H] [--heartbeat-timeout-ms MS]"
-    " [--status-port P]\n";
-
-int usage(const std::string& error) {
-  std::cerr << program << ": " << error << "\n"
-            << "usage: " << program << usage_line;
-  return exit_usage;
-}
+constexpr const char* synopsis =
+    "usage: lifeboat-coordinator --port P --world-size N [--token T] [--host H]\n"
+    "                            [--heartbeat-timeout-ms MS] [--status-port P]\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace lifeboat;
-  if (apps::flags::asks_for_help(argc, argv)) {
-    std::cout << "usage: " << program << usage_line;
-    return 0;
-  }
-  std::string error;
-  auto args = apps::flags::parse(
-      argc, argv, {"port", "world-size", "token", "host", "heartbeat-timeout-ms", "status-port"},
-      error);
-  if (!args) return usage(error);
-  if (!args->has("port") || !args->has("world-size"))
-    return usage("--port and --world-size are required");
-  auto port = args->integer("port", 0, 0, 65535, error);
-  auto world_size = args->integer("world-size", 1, 1, max_world_size, error);
-  auto heartbeat_ms =
-      args->integer("heartbeat-timeout-ms", default_heartbeat_timeout_ms, 1, INT32_MAX, error);
-  auto status_port = args->integer("status-port", 0, 0, 65535, error);
-  if (!port || !world_size || !heartbeat_ms || !status_port) return usage(error);
   service_config cfg;
-  cfg.host = args->text("host", cfg.host);
-  cfg.port = static_cast<uint16_t>(*port);
-  cfg.world_size = static_cast<int>(*world_size);
-  cfg.heartbeat_timeout = std::chrono::milliseconds(*heartbeat_ms);
+  CLI::App app{"", program};
+  apps::configure_app(app, synopsis);
+  int port = 0;
+  apps::add_integer(app, "--port", port, 0, 65535, "where the service listens (0: any free port)")
+      ->type_name("P")
+      ->required();
+  apps::add_integer(app, "--world-size", cfg.world_size, 1, max_world_size, "workers of the job")
+      ->type_name("N")
+      ->required();
   const char* env_token = std::getenv(token_env);
-  cfg.token = args->text("token", env_token != nullptr ? env_token : "");
+  cfg.token = env_token != nullptr ? env_token : "";
+  app.add_option("--token", cfg.token,
+                 std::string{"the cluster token (default: "} + token_env + ")")
+      ->type_name("T");
+  app.add_option("--host", cfg.host, "the address the service binds")
+      ->type_name("H")
+      ->capture_default_str();
+  int64_t heartbeat_ms = default_heartbeat_timeout_ms;
+  apps::add_integer(app, "--heartbeat-timeout-ms", heartbeat_ms, 1, INT32_MAX,
+                    "a worker silent this long is lost")
+      ->type_name("MS")
+      ->capture_default_str();
+  int status_port = 0;
+  auto* status_flag = apps::add_integer(app, "--status-port", status_port, 0, 65535,
+                                        "serve the status endpoint here (0: any free port)")
+                          ->type_name("P");
+  if (auto code = apps::parse_command_line(app, argc, argv)) return *code;
+  cfg.port = static_cast<uint16_t>(port);
+  cfg.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
   if (cfg.token.empty())
     log(log_level::warning, program, "no cluster token (--token or ", token_env,
         "): any local process can join");
@@ -90,10 +88,11 @@ int main(int argc, char** argv) {
   std::optional<caf::actor> endpoint;
   // Only for the status page's row: this process has no launcher to tell.
   std::optional<preemption_watcher> watcher;
-  if (args->has("status-port")) {
+  if (status_flag->count() > 0) {
     watcher.emplace(sys, service->first);
-    auto spawned = spawn_coordinator_status_endpoint(
-        sys, service->first, watcher->actor(), cfg.world_size, static_cast<uint16_t>(*status_port));
+    auto spawned = spawn_coordinator_status_endpoint(sys, service->first, watcher->actor(),
+                                                     cfg.world_size,
+                                                     static_cast<uint16_t>(status_port));
     if (!spawned) {
       write_stderr_line(streamed(program, ": ", describe(spawned.error())));
       caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);

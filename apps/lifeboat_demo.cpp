@@ -18,19 +18,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <stdexcept>
 #include <thread>
+#include <variant>
 
+#include "apps/command_line.hpp"
 #include "apps/demo_trainer.hpp"
-#include "apps/flags.hpp"
 #include "lifeboat/lifeboat.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-constexpr int usage_exit_code = 2;
+using lifeboat::apps::usage_exit_code;
 constexpr int failure_exit_code = 3;
 // A worker that waits this long at the per-step barrier is stuck; peers that
 // fail or vanish are reported long before (heartbeats).
@@ -51,10 +51,13 @@ void hold_notice_signals_until_exit() {
   pthread_sigmask(SIG_BLOCK, &notices, nullptr);
 }
 
-constexpr const char* usage =
-    "usage: lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]"
-    " [--grace-period S] [--fail-rank R --fail-step K] [--hang-rank R --hang-step K]"
-    " [--slow-rank R --slow-factor F]\n";
+constexpr const char* synopsis =
+    "usage: lifeboat-demo --steps N --checkpoint-dir D [--state-mb M] [--step-ms T]\n"
+    "                     [--grace-period S] [--fail-rank R --fail-step K]\n"
+    "                     [--hang-rank R --hang-step K] [--slow-rank R --slow-factor F]\n";
+
+constexpr int64_t max_step = INT64_MAX / 2;
+constexpr int64_t max_rank = 1 << 20;
 
 struct options {
   int64_t steps = 0;
@@ -82,86 +85,78 @@ bool first_start() {
   for (;;) ::pause();
 }
 
-std::optional<options> parse(int argc, char** argv) {
-  std::string error;
-  auto f = lifeboat::apps::flags::parse(
-      argc, argv,
-      {"steps", "checkpoint-dir", "state-mb", "step-ms", "grace-period", "fail-rank", "fail-step",
-       "hang-rank", "hang-step", "slow-rank", "slow-factor"},
-      error);
+// The options, or the code to exit with at once.
+std::variant<options, int> parse(int argc, char** argv) {
   options o;
-  auto steps = f ? f->integer("steps", -1, 0, INT64_MAX / 2, error) : std::nullopt;
-  auto state_mb = steps ? f->integer("state-mb", 4, 0, 1 << 16, error) : std::nullopt;
-  auto step_ms = state_mb ? f->integer("step-ms", 0, 0, 3'600'000, error) : std::nullopt;
-  auto grace = step_ms ? f->integer("grace-period", -1, 0, 86'400 * 7, error) : std::nullopt;
-  auto fail_rank = grace ? f->integer("fail-rank", -1, 0, 1 << 20, error) : std::nullopt;
-  auto fail_step = fail_rank ? f->integer("fail-step", -1, 1, INT64_MAX / 2, error) : std::nullopt;
-  auto hang_rank = fail_step ? f->integer("hang-rank", -1, 0, 1 << 20, error) : std::nullopt;
-  auto hang_step = hang_rank ? f->integer("hang-step", -1, 1, INT64_MAX / 2, error) : std::nullopt;
-  auto slow_rank = hang_step ? f->integer("slow-rank", -1, 0, 1 << 20, error) : std::nullopt;
-  auto slow_factor = slow_rank ? f->integer("slow-factor", 1, 1, 1000, error) : std::nullopt;
-  if (!slow_factor) {
-    std::cerr << "lifeboat-demo: " << error << "\n";
-    return std::nullopt;
-  }
-  if (*steps < 0 || !f->has("checkpoint-dir")) {
-    std::cerr << "lifeboat-demo: --steps N and --checkpoint-dir D are required\n";
-    return std::nullopt;
-  }
-  for (auto [a, b] : {std::pair{"fail-rank", "fail-step"}, std::pair{"hang-rank", "hang-step"},
-                      std::pair{"slow-rank", "slow-factor"}})
-    if (f->has(a) != f->has(b)) {
-      std::cerr << "lifeboat-demo: --" << a << " and --" << b << " go together\n";
-      return std::nullopt;
-    }
-  o.steps = *steps;
-  o.checkpoint_dir = f->text("checkpoint-dir");
-  o.state_mb = *state_mb;
-  o.step_ms = *step_ms;
-  if (*grace >= 0) o.grace_period_s = *grace;
-  o.fail_rank = *fail_rank;
-  o.fail_step = *fail_step;
-  o.hang_rank = *hang_rank;
-  o.hang_step = *hang_step;
-  o.slow_rank = *slow_rank;
-  o.slow_factor = *slow_factor;
+  CLI::App app{"", "lifeboat-demo"};
+  lifeboat::apps::configure_app(app, synopsis);
+  using lifeboat::apps::add_integer;
+  add_integer(app, "--steps", o.steps, 0, max_step, "steps to train")->type_name("N")->required();
+  app.add_option("--checkpoint-dir", o.checkpoint_dir, "where checkpoints go")
+      ->type_name("D")
+      ->required();
+  add_integer(app, "--state-mb", o.state_mb, 0, 1 << 16, "MiB of state per worker")
+      ->type_name("M")
+      ->capture_default_str();
+  add_integer(app, "--step-ms", o.step_ms, 0, 3'600'000, "milliseconds per step")
+      ->type_name("T")
+      ->capture_default_str();
+  int64_t grace_period_s = 0;
+  auto* grace = add_integer(app, "--grace-period", grace_period_s, 0, 86'400 * 7,
+                            "seconds from a notice to the kill (default: the platform's)")
+                    ->type_name("S");
+  // Each pair goes together: rank R's step K, or rank R's factor F.
+  auto together = [](CLI::Option* rank, CLI::Option* other) {
+    rank->needs(other);
+    other->needs(rank);
+  };
+  auto* fail_rank =
+      add_integer(app, "--fail-rank", o.fail_rank, 0, max_rank, "the rank that throws");
+  together(fail_rank->type_name("R"),
+           add_integer(app, "--fail-step", o.fail_step, 1, max_step, "the step in which it throws")
+               ->type_name("K"));
+  auto* hang_rank = add_integer(app, "--hang-rank", o.hang_rank, 0, max_rank,
+                                "the rank that hangs (in the job's first start)");
+  together(hang_rank->type_name("R"),
+           add_integer(app, "--hang-step", o.hang_step, 1, max_step, "the step in which it hangs")
+               ->type_name("K"));
+  auto* slow_rank = add_integer(app, "--slow-rank", o.slow_rank, 0, max_rank, "the straggler");
+  together(slow_rank->type_name("R"), add_integer(app, "--slow-factor", o.slow_factor, 1, 1000,
+                                                  "how many times --step-ms its steps take")
+                                          ->type_name("F"));
+  if (auto code = lifeboat::apps::parse_command_line(app, argc, argv)) return *code;
+  if (grace->count() > 0) o.grace_period_s = grace_period_s;
   return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (lifeboat::apps::flags::asks_for_help(argc, argv)) {
-    std::cout << usage;
-    return 0;
-  }
-  auto opts = parse(argc, argv);
-  if (!opts) {
-    std::cerr << usage;
-    return usage_exit_code;
-  }
+  auto parsed = parse(argc, argv);
+  if (auto* code = std::get_if<int>(&parsed)) return *code;
+  const auto& opts = std::get<options>(parsed);
   lifeboat::termination_config config;
-  if (opts->grace_period_s) config.grace_period = std::chrono::seconds{*opts->grace_period_s};
+  if (opts.grace_period_s) config.grace_period = std::chrono::seconds{*opts.grace_period_s};
   int rank = -1;
   try {
     lifeboat::checkpoint_state state;
-    lifeboat::demo::trainer_state model{static_cast<size_t>(opts->state_mb) << 20};
+    lifeboat::demo::trainer_state model{static_cast<size_t>(opts.state_mb) << 20};
     state.add_buffer("model", model.data(), model.bytes());
     // Construction reads the cluster and restores the latest checkpoint into `model`.
-    lifeboat::preemption_checkpoint_handler handler{state, opts->checkpoint_dir, config};
+    lifeboat::preemption_checkpoint_handler handler{state, opts.checkpoint_dir, config};
     rank = handler.rank();
     model.start(rank, handler.total_run_calls() == 0);
     if (handler.total_run_calls() > 0)
       std::fprintf(stderr, "lifeboat-demo: rank=%d resumed at step %lld\n", rank,
                    static_cast<long long>(handler.total_run_calls()));
-    while (handler.total_run_calls() < opts->steps) {
+    while (handler.total_run_calls() < opts.steps) {
       handler.run([&] {
         auto step = handler.total_run_calls() + 1;
         // Lock-step: nobody starts step k before everyone finished step k - 1.
         handler.barrier("demo/step/" + std::to_string(step), step_barrier_timeout);
-        if (rank == opts->fail_rank && step == opts->fail_step)
+        if (rank == opts.fail_rank && step == opts.fail_step)
           throw std::runtime_error("injected failure at step " + std::to_string(step));
-        if (rank == opts->hang_rank && step == opts->hang_step && first_start()) {
+        if (rank == opts.hang_rank && step == opts.hang_step && first_start()) {
           // The wall clock, for a benchmark timing the hang to the exit.
           auto unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
@@ -171,7 +166,7 @@ int main(int argc, char** argv) {
           hang_forever();
         }
         model.apply_step(step);
-        auto step_ms = rank == opts->slow_rank ? opts->step_ms * opts->slow_factor : opts->step_ms;
+        auto step_ms = rank == opts.slow_rank ? opts.step_ms * opts.slow_factor : opts.step_ms;
         if (step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds{step_ms});
       });
     }

@@ -40,6 +40,7 @@
 #include "actors/preemption/preemption_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
+#include "apps/command_line.hpp"
 #include "apps/launch_options.hpp"
 #include "apps/launch_policy.hpp"
 #include "apps/multi_node_launch.hpp"
@@ -55,8 +56,8 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 using lifeboat::failure_exit_code;
 using lifeboat::apps::say;
+using lifeboat::apps::usage_exit_code;
 
-constexpr int usage_exit_code = 2;
 constexpr size_t token_bytes = 16;
 // How long node 0's launcher waits for the others to connect, and another
 // for node 0's: launchers of one job start within the time a worker waits

@@ -10,13 +10,13 @@
 #include <iomanip>
 #include <iostream>
 #include <iterator>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <variant>
 
 #include <google/protobuf/util/json_util.h>
 
+#include "apps/command_line.hpp"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
 #include "platform/http_client.hpp"
@@ -27,70 +27,42 @@ constexpr const char* program = "lifeboat-status";
 constexpr const char* default_host = "127.0.0.1";
 constexpr const char* status_path = "/status";
 constexpr long default_timeout_ms = 3000;
-constexpr int exit_usage = 2;
+constexpr long max_timeout_ms = 600000;
 constexpr int exit_unreachable = 1;
 constexpr int http_ok = 200;
 constexpr int name_width = 22;
 constexpr int state_width = 14;
 constexpr int number_width = 10;
 
+constexpr const char* synopsis =
+    "usage: lifeboat-status [--host H] --port P [--json] [--timeout-ms T]\n";
+constexpr const char* explanation =
+    "Prints the status endpoint of a lifeboat worker or coordinator (GET /status).";
+
 struct options {
   std::string host = default_host;
-  std::optional<uint16_t> port;
+  uint16_t port = 0;
   bool json = false;
   long timeout_ms = default_timeout_ms;
 };
 
-void usage(std::ostream& out) {
-  out << "usage: " << program << " [--host H] --port P [--json] [--timeout-ms T]\n"
-      << "Prints the status endpoint of a lifeboat worker or coordinator (GET /status).\n";
-}
-
-std::optional<long> parse_number(const char* text, long min, long max) {
-  char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < min || value > max) return std::nullopt;
-  return value;
-}
-
 // Returns the options, or the exit code to leave with.
 std::variant<options, int> parse_args(int argc, char** argv) {
   options out;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    bool has_value = i + 1 < argc;
-    if (arg == "--help" || arg == "-h") {
-      usage(std::cout);
-      return 0;
-    } else if (arg == "--json") {
-      out.json = true;
-    } else if (arg == "--host" && has_value) {
-      out.host = argv[++i];
-    } else if (arg == "--port" && has_value) {
-      auto port = parse_number(argv[++i], 1, 65535);
-      if (!port) {
-        std::cerr << program << ": --port wants a number in 1..65535, got '" << argv[i] << "'\n";
-        return exit_usage;
-      }
-      out.port = static_cast<uint16_t>(*port);
-    } else if (arg == "--timeout-ms" && has_value) {
-      auto ms = parse_number(argv[++i], 1, 600000);
-      if (!ms) {
-        std::cerr << program << ": --timeout-ms wants a positive number, got '" << argv[i] << "'\n";
-        return exit_usage;
-      }
-      out.timeout_ms = *ms;
-    } else {
-      std::cerr << program << ": unexpected argument '" << arg << "'\n";
-      usage(std::cerr);
-      return exit_usage;
-    }
-  }
-  if (!out.port) {
-    std::cerr << program << ": --port is required\n";
-    usage(std::cerr);
-    return exit_usage;
-  }
+  CLI::App app{"", program};
+  lifeboat::apps::configure_app(app, synopsis, explanation);
+  app.add_option("--host", out.host, "the endpoint's address")
+      ->type_name("H")
+      ->capture_default_str();
+  lifeboat::apps::add_integer(app, "--port", out.port, 1, 65535, "the endpoint's port")
+      ->type_name("P")
+      ->required();
+  app.add_flag("--json", out.json, "print the raw JSON");
+  lifeboat::apps::add_integer(app, "--timeout-ms", out.timeout_ms, 1, max_timeout_ms,
+                              "how long to wait for the answer")
+      ->type_name("T")
+      ->capture_default_str();
+  if (auto code = lifeboat::apps::parse_command_line(app, argc, argv)) return *code;
   return out;
 }
 
@@ -149,10 +121,10 @@ int main(int argc, char** argv) {
   auto parsed = parse_args(argc, argv);
   if (auto* code = std::get_if<int>(&parsed)) return *code;
   const auto& opts = std::get<options>(parsed);
-  auto url = "http://" + opts.host + ":" + std::to_string(*opts.port) + status_path;
+  auto url = "http://" + opts.host + ":" + std::to_string(opts.port) + status_path;
   lifeboat::http_request request;
   request.host = opts.host;
-  request.port = *opts.port;
+  request.port = opts.port;
   request.target = status_path;
   auto response = lifeboat::http_send(request, std::chrono::milliseconds{opts.timeout_ms});
   if (!response) {

@@ -58,38 +58,29 @@ std::string join_path(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
-caf::expected<unique_fd> open_file(const std::string& path, int flags, mode_t mode) {
+caf::expected<unique_fd> open_file(file_system& fs, const std::string& path, int flags,
+                                   mode_t mode) {
   int fd;
   do {
-    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    fd = fs.open(path, flags | O_CLOEXEC, mode);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return io_error("open", path, errno);
   return unique_fd{fd};
 }
 
-caf::error write_all(int fd, const char* data, size_t size, const std::string& path) {
+caf::expected<unique_fd> open_file(const std::string& path, int flags, mode_t mode) {
+  return open_file(*posix_file_system(), path, flags, mode);
+}
+
+caf::error pwrite_all(file_system& fs, int fd, const char* data, size_t size, off_t offset,
+                      const std::string& path) {
   while (size > 0) {
-    auto n = ::write(fd, data, size);
+    auto n = fs.pwrite(fd, data, size, offset);
     if (n < 0) {
       if (errno == EINTR) continue;
       return io_error("write", path, errno);
     }
     // A zero-byte write means the device accepts nothing more.
-    if (n == 0) return io_error("write", path, ENOSPC);
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return {};
-}
-
-caf::error pwrite_all(int fd, const char* data, size_t size, off_t offset,
-                      const std::string& path) {
-  while (size > 0) {
-    auto n = ::pwrite(fd, data, size, offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return io_error("write", path, errno);
-    }
     if (n == 0) return io_error("write", path, ENOSPC);
     data += n;
     offset += n;
@@ -135,19 +126,19 @@ caf::expected<std::string> read_whole_file(const std::string& path) {
   return bytes;
 }
 
-caf::error fsync_fd(int fd, const std::string& path) {
+caf::error fsync_fd(file_system& fs, int fd, const std::string& path) {
   int rc;
   do {
-    rc = ::fsync(fd);
+    rc = fs.fsync(fd);
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) return io_error("fsync", path, errno);
   return {};
 }
 
-caf::error fsync_dir(const std::string& dir) {
-  auto fd = open_file(dir, O_RDONLY | O_DIRECTORY);
+caf::error fsync_dir(file_system& fs, const std::string& dir) {
+  auto fd = open_file(fs, dir, O_RDONLY | O_DIRECTORY);
   if (!fd) return std::move(fd.error());
-  return fsync_fd(fd->get(), dir);
+  return fsync_fd(fs, fd->get(), dir);
 }
 
 namespace {
@@ -161,39 +152,39 @@ std::string parent_of(const std::string& path) {
 
 }  // namespace
 
-caf::error make_dir_durable(const std::string& dir, mode_t mode) {
-  if (::mkdir(dir.c_str(), mode) != 0) {
+caf::error make_dir_durable(file_system& fs, const std::string& dir, mode_t mode) {
+  if (fs.mkdir(dir, mode) != 0) {
     if (errno != EEXIST) return io_error("mkdir", dir, errno);
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0) return io_error("stat", dir, errno);
     if (!S_ISDIR(st.st_mode)) return io_error("mkdir", dir, ENOTDIR);
   }
-  return fsync_dir(parent_of(dir));
+  return fsync_dir(fs, parent_of(dir));
 }
 
-caf::error make_dirs_durable(const std::string& dir, mode_t mode) {
+caf::error make_dirs_durable(file_system& fs, const std::string& dir, mode_t mode) {
   auto parent = parent_of(dir);
   if (parent != dir && parent != "." && parent != "/" && !file_exists(parent)) {
-    if (auto err = make_dirs_durable(parent, mode)) return err;
+    if (auto err = make_dirs_durable(fs, parent, mode)) return err;
   }
-  return make_dir_durable(dir, mode);
+  return make_dir_durable(fs, dir, mode);
 }
 
-caf::error write_file_durably(const std::string& dir, const std::string& name,
+caf::error write_file_durably(file_system& fs, const std::string& dir, const std::string& name,
                               const std::string& bytes, mode_t mode) {
   auto path = join_path(dir, name);
   auto tmp = path + temp_suffix;
-  auto fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
+  auto fd = open_file(fs, tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
   if (!fd) return std::move(fd.error());
-  auto err = write_all(fd->get(), bytes.data(), bytes.size(), tmp);
-  if (!err) err = fsync_fd(fd->get(), tmp);
+  auto err = pwrite_all(fs, fd->get(), bytes.data(), bytes.size(), 0, tmp);
+  if (!err) err = fsync_fd(fs, fd->get(), tmp);
   if (!err) err = fd->close(tmp);
-  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = io_error("rename", tmp, errno);
+  if (!err && fs.rename(tmp, path) != 0) err = io_error("rename", tmp, errno);
   if (err) {
-    ::unlink(tmp.c_str());
+    fs.unlink(tmp);
     return err;
   }
-  return fsync_dir(dir);
+  return fsync_dir(fs, dir);
 }
 
 caf::error remove_tree(const std::string& path) {

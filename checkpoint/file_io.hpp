@@ -11,6 +11,8 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "checkpoint/file_system.hpp"
+
 namespace lifeboat::checkpoint {
 
 /// An owned file descriptor, closed on destruction.
@@ -54,14 +56,18 @@ struct file_modes {
   mode_t dir = private_dir_mode;
 };
 
+/// open(2) through `fs`, retried on EINTR; the error names the path.
+caf::expected<unique_fd> open_file(file_system& fs, const std::string& path, int flags,
+                                   mode_t mode = private_file_mode);
+
+/// open_file through the kernel, for reading.
 caf::expected<unique_fd> open_file(const std::string& path, int flags,
                                    mode_t mode = private_file_mode);
 
-/// write(2) until every byte is written.
-caf::error write_all(int fd, const char* data, size_t size, const std::string& path);
-
-/// pwrite(2) at `offset` until every byte is written.
-caf::error pwrite_all(int fd, const char* data, size_t size, off_t offset, const std::string& path);
+/// pwrite(2) at `offset` until every byte is written; a write that takes no
+/// byte is a full device (ENOSPC).
+caf::error pwrite_all(file_system& fs, int fd, const char* data, size_t size, off_t offset,
+                      const std::string& path);
 
 /// pread(2) into `iov` (several destinations) at `offset` until all are filled.
 /// A file shorter than that is errc::corrupt.
@@ -69,20 +75,23 @@ caf::error preadv_all(int fd, std::vector<iovec> iov, off_t offset, const std::s
 
 caf::expected<std::string> read_whole_file(const std::string& path);
 
-caf::error fsync_fd(int fd, const std::string& path);
+caf::error fsync_fd(file_system& fs, int fd, const std::string& path);
 
 /// fsync of a directory: makes the creation, rename or removal of its entries durable.
-caf::error fsync_dir(const std::string& dir);
+caf::error fsync_dir(file_system& fs, const std::string& dir);
 
 /// Creates `dir` if absent (one level) and makes its entry durable in the parent.
-caf::error make_dir_durable(const std::string& dir, mode_t mode = private_dir_mode);
+caf::error make_dir_durable(file_system& fs, const std::string& dir,
+                            mode_t mode = private_dir_mode);
 
 /// Creates `dir` and any missing parents, each made durable in its parent.
-caf::error make_dirs_durable(const std::string& dir, mode_t mode = private_dir_mode);
+caf::error make_dirs_durable(file_system& fs, const std::string& dir,
+                             mode_t mode = private_dir_mode);
 
 /// Writes `bytes` as `path`: to `path` + ".tmp", fsync, rename, fsync of the
-/// directory. A crash leaves either the old file (or none) or the whole new one.
-caf::error write_file_durably(const std::string& dir, const std::string& name,
+/// directory. A crash leaves either the old file (or none) or the whole new
+/// one; an error removes the ".tmp" file.
+caf::error write_file_durably(file_system& fs, const std::string& dir, const std::string& name,
                               const std::string& bytes, mode_t mode = private_file_mode);
 
 /// Removes a directory tree (no symlinks are followed).

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <boost/endian/conversion.hpp>
+
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/xxh3.hpp"
 
@@ -10,13 +12,13 @@ namespace lifeboat::checkpoint {
 namespace {
 
 void put_u64(std::string& out, uint64_t x) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+  unsigned char bytes[sizeof(x)];
+  boost::endian::store_little_u64(bytes, x);
+  out.append(reinterpret_cast<const char*>(bytes), sizeof(bytes));
 }
 
 uint64_t get_u64(const char* in) {
-  uint64_t x = 0;
-  for (int i = 7; i >= 0; --i) x = (x << 8) | static_cast<unsigned char>(in[i]);
-  return x;
+  return boost::endian::load_little_u64(reinterpret_cast<const unsigned char*>(in));
 }
 
 }  // namespace

@@ -64,8 +64,8 @@ caf::error add_shard_record(const std::string& step_dir, int rank, int world_siz
 
 }  // namespace
 
-caf::error write_manifest(const std::string& step_dir, int64_t step, int world_size,
-                          int64_t total_run_calls, mode_t mode) {
+caf::error write_manifest(file_system& fs, const std::string& step_dir, int64_t step,
+                          int world_size, int64_t total_run_calls, mode_t mode) {
   wire::CheckpointManifest manifest;
   manifest.set_schema_version(checkpoint_schema_version);
   manifest.set_lifeboat_version(LIFEBOAT_VERSION);
@@ -75,8 +75,8 @@ caf::error write_manifest(const std::string& step_dir, int64_t step, int world_s
   manifest.set_created_unix_ms(unix_ms_now());
   for (int rank = 0; rank < world_size; ++rank)
     if (auto err = add_shard_record(step_dir, rank, world_size, manifest)) return err;
-  return write_file_durably(step_dir, manifest_file_name, encode_framed(manifest_magic, manifest),
-                            mode);
+  return write_file_durably(fs, step_dir, manifest_file_name,
+                            encode_framed(manifest_magic, manifest), mode);
 }
 
 caf::expected<wire::CheckpointManifest> read_manifest(const std::string& step_dir, int64_t step) {

@@ -14,9 +14,9 @@ namespace lifeboat::checkpoint {
 /// Commits the checkpoint in `step_dir`: reads every rank's index (each must be
 /// there and intact, which the checkpoint-ready barrier guarantees), records
 /// each shard's sizes, index checksum and chunk table, and writes MANIFEST
-/// durably (".tmp", fsync, rename, directory fsync).
-caf::error write_manifest(const std::string& step_dir, int64_t step, int world_size,
-                          int64_t total_run_calls, mode_t mode = private_file_mode);
+/// durably (".tmp", fsync, rename, directory fsync) through `fs`.
+caf::error write_manifest(file_system& fs, const std::string& step_dir, int64_t step,
+                          int world_size, int64_t total_run_calls, mode_t mode = private_file_mode);
 
 /// The manifest of `step_dir`: errc::not_found when absent (not committed),
 /// errc::corrupt when garbled, errc::version_mismatch for another schema.

@@ -111,15 +111,15 @@ class chunk_hasher {
 // cost varies with the rest of the machine), and writeback started per chunk
 // (sync_file_range) made them slower still (3.3-4.2 s); O_DIRECT writes
 // took 0.24-0.72 s, straight from the staging memory.
-caf::expected<unique_fd> open_data_file(const std::string& path, const char* data, mode_t mode,
-                                        bool& direct) {
+caf::expected<unique_fd> open_data_file(file_system& fs, const std::string& path, const char* data,
+                                        mode_t mode, bool& direct) {
   constexpr int flags = O_WRONLY | O_CREAT | O_TRUNC;
   direct = reinterpret_cast<uintptr_t>(data) % direct_alignment == 0;
   if (direct) {
-    if (auto fd = open_file(path, flags | O_DIRECT, mode)) return fd;
+    if (auto fd = open_file(fs, path, flags | O_DIRECT, mode)) return fd;
     direct = false;
   }
-  return open_file(path, flags, mode);
+  return open_file(fs, path, flags, mode);
 }
 
 caf::error stop_direct(int fd, bool& direct, const std::string& path) {
@@ -133,11 +133,11 @@ caf::error stop_direct(int fd, bool& direct, const std::string& path) {
 // Writes [offset, offset + size), with O_DIRECT while `direct` holds. A tail
 // shorter than direct_alignment, and a range that the device refuses to take
 // directly (a larger logical block), go through the page cache instead.
-caf::error write_range(int fd, const char* data, uint64_t size, uint64_t offset, bool& direct,
-                       const std::string& path) {
+caf::error write_range(file_system& fs, int fd, const char* data, uint64_t size, uint64_t offset,
+                       bool& direct, const std::string& path) {
   auto direct_size = direct ? size / direct_alignment * direct_alignment : 0;
   if (direct_size > 0) {
-    auto err = pwrite_all(fd, data, direct_size, static_cast<off_t>(offset), path);
+    auto err = pwrite_all(fs, fd, data, direct_size, static_cast<off_t>(offset), path);
     if (!err) {
       data += direct_size;
       offset += direct_size;
@@ -151,12 +151,12 @@ caf::error write_range(int fd, const char* data, uint64_t size, uint64_t offset,
   if (direct) {
     if (auto err = stop_direct(fd, direct, path)) return err;
   }
-  return pwrite_all(fd, data, size, static_cast<off_t>(offset), path);
+  return pwrite_all(fs, fd, data, size, static_cast<off_t>(offset), path);
 }
 
-caf::error write_data(int fd, bool direct, const std::string& path, const snapshot& snap,
-                      uint64_t chunk_size, int64_t step, wire::ChunkTable& table,
-                      write_breakdown& took) {
+caf::error write_data(file_system& fs, int fd, bool direct, const std::string& path,
+                      const snapshot& snap, uint64_t chunk_size, int64_t step,
+                      wire::ChunkTable& table, write_breakdown& took) {
   auto start = clock_type::now();
   auto next_report = progress_interval_seconds;
   const char* data = snap.bytes.data();
@@ -164,7 +164,7 @@ caf::error write_data(int fd, bool direct, const std::string& path, const snapsh
   chunk_hasher hasher{data, total, chunk_size};
   for (uint64_t offset = 0; offset < total; offset += write_block) {
     auto len = std::min(write_block, total - offset);
-    if (auto err = write_range(fd, data + offset, len, offset, direct, path)) return err;
+    if (auto err = write_range(fs, fd, data + offset, len, offset, direct, path)) return err;
     if (auto elapsed = seconds_since(start); elapsed >= next_report) {
       auto done = offset + len;
       log(log_level::info, component, "saving step ", step, ": ", done, " of ", total, " bytes, ",
@@ -174,7 +174,7 @@ caf::error write_data(int fd, bool direct, const std::string& path, const snapsh
   }
   took.write = seconds_since(start);
   auto fsync_start = clock_type::now();
-  auto err = fsync_fd(fd, path);
+  auto err = fsync_fd(fs, fd, path);
   took.fsync = seconds_since(fsync_start);
   hasher.finish(table);
   took.hash = hasher.seconds();
@@ -185,7 +185,8 @@ caf::error write_data(int fd, bool direct, const std::string& path, const snapsh
 
 caf::expected<written_shard> write_shard_files(const std::string& step_dir, int64_t step, int rank,
                                                int world_size, const snapshot& snap,
-                                               uint64_t chunk_size, const file_modes& modes) {
+                                               const shard_write_options& options) {
+  auto& fs = *options.files;
   auto start = clock_type::now();
   auto data_name = shard_data_name(rank, world_size);
   auto data_path = join_path(step_dir, data_name);
@@ -205,23 +206,22 @@ caf::expected<written_shard> write_shard_files(const std::string& step_dir, int6
     buf->set_size(static_cast<int64_t>(entry.size));
   }
   bool direct = false;
-  auto fd = open_data_file(data_tmp, snap.bytes.data(), modes.file, direct);
+  auto fd = open_data_file(fs, data_tmp, snap.bytes.data(), options.modes.file, direct);
   if (!fd) return std::move(fd.error());
   write_breakdown took;
-  auto err = write_data(fd->get(), direct, data_tmp, snap, chunk_size, step,
+  auto err = write_data(fs, fd->get(), direct, data_tmp, snap, options.chunk_size, step,
                         *index.mutable_chunks(), took);
   auto index_start = clock_type::now();
   if (!err) err = fd->close(data_tmp);
-  if (!err && ::rename(data_tmp.c_str(), data_path.c_str()) != 0)
-    err = io_error("rename", data_tmp, errno);
+  if (!err && fs.rename(data_tmp, data_path) != 0) err = io_error("rename", data_tmp, errno);
   if (err) {
-    ::unlink(data_tmp.c_str());
+    fs.unlink(data_tmp);
     return err;
   }
   // The index is renamed into place after the data, and write_file_durably
   // fsyncs the directory, which makes both renames durable.
-  if (auto err = write_file_durably(step_dir, shard_index_name(rank, world_size),
-                                    encode_framed(index_magic, index), modes.file))
+  if (auto err = write_file_durably(fs, step_dir, shard_index_name(rank, world_size),
+                                    encode_framed(index_magic, index), options.modes.file))
     return err;
   took.index = seconds_since(index_start);
   written_shard result{snap.size(), seconds_since(start), took};

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <caf/expected.hpp>
@@ -34,13 +35,20 @@ struct written_shard {
   write_breakdown breakdown;
 };
 
+/// How write_shard_files writes.
+struct shard_write_options {
+  uint64_t chunk_size = default_chunk_size;
+  file_modes modes;
+  /// Every write, fsync and rename of the shard goes through it.
+  std::shared_ptr<file_system> files = posix_file_system();
+};
+
 /// Writes one rank's shard into `step_dir` (which must exist): the data file,
 /// then the index (buffer table + per-chunk XXH3-64), each to a ".tmp" name,
 /// fsync'd and renamed; then the directory is fsync'd. On return the shard is
 /// durable. On failure the ".tmp" files are removed and the error names the file.
 caf::expected<written_shard> write_shard_files(const std::string& step_dir, int64_t step, int rank,
                                                int world_size, const snapshot& snap,
-                                               uint64_t chunk_size = default_chunk_size,
-                                               const file_modes& modes = {});
+                                               const shard_write_options& options = {});
 
 }  // namespace lifeboat::checkpoint

@@ -47,13 +47,13 @@ caf::expected<std::vector<step_dir>> scan(const std::string& dir) {
   return result;
 }
 
-caf::error check_writable(const std::string& dir) {
+caf::error check_writable(file_system& fs, const std::string& dir) {
   auto probe = join_path(
       dir, probe_file_prefix + std::to_string(::getpid()) + "-" + std::to_string(probe_counter++));
-  auto fd = open_file(probe, O_WRONLY | O_CREAT | O_TRUNC);
+  auto fd = open_file(fs, probe, O_WRONLY | O_CREAT | O_TRUNC);
   if (!fd) return std::move(fd.error());
   auto err = fd->close(probe);
-  if (::unlink(probe.c_str()) != 0 && !err) err = io_error("unlink", probe, errno);
+  if (fs.unlink(probe) != 0 && !err) err = io_error("unlink", probe, errno);
   return err;
 }
 
@@ -70,9 +70,10 @@ caf::expected<store> store::open(store_config cfg) {
     return make_error(
         errc::invalid_config,
         "checkpoint store: max_to_keep must be at least 1, not " + std::to_string(cfg.max_to_keep));
-  if (auto err = make_dirs_durable(cfg.dir, cfg.dir_mode))
+  if (!cfg.files) return make_error(errc::invalid_config, "checkpoint store: no file system");
+  if (auto err = make_dirs_durable(*cfg.files, cfg.dir, cfg.dir_mode))
     return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
-  if (auto err = check_writable(cfg.dir))
+  if (auto err = check_writable(*cfg.files, cfg.dir))
     return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
   return store{std::move(cfg)};
 }
@@ -175,9 +176,10 @@ caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t 
   if (file_exists(join_path(path, manifest_file_name)))
     return make_error(errc::already_exists,
                       "step " + std::to_string(step) + " is already committed in " + path);
-  if (auto err = make_dir_durable(path, cfg_.dir_mode)) return err;
-  auto written = write_shard_files(path, step, cfg_.rank, cfg_.world_size, snap, default_chunk_size,
-                                   file_modes{cfg_.file_mode, cfg_.dir_mode});
+  if (auto err = make_dir_durable(*cfg_.files, path, cfg_.dir_mode)) return err;
+  auto written =
+      write_shard_files(path, step, cfg_.rank, cfg_.world_size, snap,
+                        {default_chunk_size, {cfg_.file_mode, cfg_.dir_mode}, cfg_.files});
   if (!written) return std::move(written.error());
   checkpoint_info info;
   info.step = step;
@@ -202,8 +204,8 @@ caf::error store::check_commit_rank() const {
 
 caf::error store::write_manifest(int64_t step, int64_t total_run_calls) {
   if (auto err = check_commit_rank()) return err;
-  return checkpoint::write_manifest(step_path(step), step, cfg_.world_size, total_run_calls,
-                                    cfg_.file_mode);
+  return checkpoint::write_manifest(*cfg_.files, step_path(step), step, cfg_.world_size,
+                                    total_run_calls, cfg_.file_mode);
 }
 
 caf::error store::apply_retention(int64_t committed_step) {
@@ -225,13 +227,13 @@ caf::error store::apply_retention(int64_t committed_step) {
     // manifest-less directory (removed as partial later), never a torn checkpoint.
     if (i->committed) {
       auto manifest = join_path(path, manifest_file_name);
-      if (::unlink(manifest.c_str()) != 0) return io_error("unlink", manifest, errno);
-      if (auto err = fsync_dir(path)) return err;
+      if (cfg_.files->unlink(manifest) != 0) return io_error("unlink", manifest, errno);
+      if (auto err = fsync_dir(*cfg_.files, path)) return err;
     }
     if (auto err = remove_tree(path)) return err;
     log(log_level::debug, component, "removed ", path);
   }
-  return fsync_dir(cfg_.dir);
+  return fsync_dir(*cfg_.files, cfg_.dir);
 }
 
 caf::error store::remove_partial() {
@@ -245,7 +247,7 @@ caf::error store::remove_partial() {
     log(log_level::info, component, "removed partial checkpoint ", path);
     removed = true;
   }
-  if (removed) return fsync_dir(cfg_.dir);
+  if (removed) return fsync_dir(*cfg_.files, cfg_.dir);
   return {};
 }
 

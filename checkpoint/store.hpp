@@ -30,6 +30,9 @@ struct store_config {
   // Of the files and directories the store creates: owner-only by default.
   mode_t file_mode = private_file_mode;
   mode_t dir_mode = private_dir_mode;
+  // What every save writes, syncs and renames through (file_system.hpp;
+  // tests stand in one that fails on purpose).
+  std::shared_ptr<file_system> files = posix_file_system();
 };
 
 struct checkpoint_info {

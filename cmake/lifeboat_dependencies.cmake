@@ -3,6 +3,8 @@
 find_package(Threads REQUIRED)
 find_package(Protobuf 3.21 REQUIRED)
 find_package(Boost 1.74 REQUIRED)
+# The apps' command lines (Debian's libcli11-dev, header-only).
+find_package(CLI11 2.1 CONFIG REQUIRED)
 
 # CAF 0.17 on Debian ships no CMake config, Find module or pkg-config file.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

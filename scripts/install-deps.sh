@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake make pkg-config clang-format
-  libcaf-dev libprotobuf-dev protobuf-compiler libboost-dev libxxhash-dev libssl-dev
+  libcaf-dev libprotobuf-dev protobuf-compiler libboost-dev libcli11-dev libxxhash-dev libssl-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev python3-dev
   curl procps ccache python3-torch python3-numpy
   # tests/apps/slurm_test.sh starts a one-node SLURM cluster of its own.

@@ -6,16 +6,16 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <boost/endian/conversion.hpp>
 
 namespace lifeboat {
 
 namespace {
 
 void append_be32(std::string& out, uint32_t x) {
-  out.push_back(static_cast<char>((x >> 24) & 0xFF));
-  out.push_back(static_cast<char>((x >> 16) & 0xFF));
-  out.push_back(static_cast<char>((x >> 8) & 0xFF));
-  out.push_back(static_cast<char>(x & 0xFF));
+  unsigned char bytes[sizeof(x)];
+  boost::endian::store_big_u32(bytes, x);
+  out.append(reinterpret_cast<const char*>(bytes), sizeof(bytes));
 }
 
 // Prefixed to the worker's nonce in the service's proof; see service_proof.

@@ -1,22 +1,20 @@
 #include "actors/coordination/coordination_frame.hpp"
 
+#include <boost/endian/conversion.hpp>
+
 namespace lifeboat {
 
 std::vector<char> encode_frame(const wire::Envelope& env) {
   auto size = env.ByteSizeLong();
   std::vector<char> out(frame_header_bytes + size);
-  auto len = static_cast<uint32_t>(size);
-  out[0] = static_cast<char>((len >> 24) & 0xFF);
-  out[1] = static_cast<char>((len >> 16) & 0xFF);
-  out[2] = static_cast<char>((len >> 8) & 0xFF);
-  out[3] = static_cast<char>(len & 0xFF);
+  boost::endian::store_big_u32(reinterpret_cast<unsigned char*>(out.data()),
+                               static_cast<uint32_t>(size));
   env.SerializeToArray(out.data() + frame_header_bytes, static_cast<int>(size));
   return out;
 }
 
 uint32_t decode_frame_length(const char* header) {
-  auto byte = [&](int i) { return static_cast<uint32_t>(static_cast<unsigned char>(header[i])); };
-  return (byte(0) << 24) | (byte(1) << 16) | (byte(2) << 8) | byte(3);
+  return boost::endian::load_big_u32(reinterpret_cast<const unsigned char*>(header));
 }
 
 std::optional<wire::Envelope> decode_frame_body(const char* data, size_t size) {

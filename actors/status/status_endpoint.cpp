@@ -1,12 +1,12 @@
 #include "actors/status/status_endpoint.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <functional>
 #include <memory>
-#include <set>
-#include <string_view>
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/util/json_util.h>
 #include <caf/actor_cast.hpp>
 #include <caf/event_based_actor.hpp>
@@ -33,76 +33,32 @@ constexpr const char* bad_requests_metric = "status_bad_requests_total";
 constexpr const char* read_timeouts_metric = "status_read_timeouts_total";
 constexpr const char* rejected_metric = "status_rejected_connections_total";
 
-// Names of every 64-bit integer field reachable from `type`: proto3's JSON
-// mapping prints those as strings, the status contract wants numbers.
-void collect_int64_fields(const google::protobuf::Descriptor* type,
-                          std::set<const google::protobuf::Descriptor*>& seen,
-                          std::set<std::string>& names) {
-  if (!seen.insert(type).second) return;
-  for (int i = 0; i < type->field_count(); ++i) {
-    const auto* field = type->field(i);
-    switch (field->cpp_type()) {
-      case google::protobuf::FieldDescriptor::CPPTYPE_INT64:
-      case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
-        names.insert(field->name());
-        break;
-      case google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE:
-        collect_int64_fields(field->message_type(), seen, names);
-        break;
-      default:
-        break;
-    }
+// Turns every 64-bit integer field of `type` and of its nested types into a
+// double: proto3's JSON mapping prints 64-bit integers as strings, doubles as
+// numbers.
+void int64_fields_to_double(google::protobuf::DescriptorProto& type) {
+  for (auto& field : *type.mutable_field()) {
+    if (field.type() == google::protobuf::FieldDescriptorProto::TYPE_INT64 ||
+        field.type() == google::protobuf::FieldDescriptorProto::TYPE_UINT64)
+      field.set_type(google::protobuf::FieldDescriptorProto::TYPE_DOUBLE);
   }
+  for (auto& nested : *type.mutable_nested_type()) int64_fields_to_double(nested);
 }
 
-const std::set<std::string>& status_int64_fields() {
-  static const std::set<std::string> names = [] {
-    std::set<const google::protobuf::Descriptor*> seen;
-    std::set<std::string> out;
-    collect_int64_fields(wire::Status::descriptor(), seen, out);
-    return out;
+// An empty Status whose 64-bit integers are doubles. It lives in its own
+// pool, built once from status.proto's own descriptor, so it always has the
+// same fields, in the same order, as wire::Status.
+const google::protobuf::Message& numeric_status_prototype() {
+  static const google::protobuf::Message* prototype = [] {
+    google::protobuf::FileDescriptorProto file;
+    wire::Status::descriptor()->file()->CopyTo(&file);
+    for (auto& type : *file.mutable_message_type()) int64_fields_to_double(type);
+    static google::protobuf::DescriptorPool pool;
+    static google::protobuf::DynamicMessageFactory factory{&pool};
+    const auto* built = pool.BuildFile(file);
+    return factory.GetPrototype(built->FindMessageTypeByName(wire::Status::descriptor()->name()));
   }();
-  return names;
-}
-
-bool is_integer(std::string_view text) {
-  if (!text.empty() && text.front() == '-') text.remove_prefix(1);
-  return !text.empty() &&
-         std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c) != 0; });
-}
-
-// Rewrites `"key":"123"` to `"key":123` for the given keys. Strings are
-// scanned with their escapes, so text inside other strings is never touched.
-std::string unquote_integer_values(const std::string& json, const std::set<std::string>& keys) {
-  std::string out;
-  out.reserve(json.size());
-  std::string key;
-  bool value_expected = false;
-  for (std::size_t i = 0; i < json.size();) {
-    char c = json[i];
-    if (c != '"') {
-      if (c == ':') {
-        value_expected = true;
-      } else if (!std::isspace(static_cast<unsigned char>(c))) {
-        value_expected = false;
-      }
-      out += c;
-      ++i;
-      continue;
-    }
-    auto end = i + 1;
-    while (end < json.size() && json[end] != '"') end += json[end] == '\\' ? 2 : 1;
-    std::string_view token{json.data() + i + 1, std::min(end, json.size()) - i - 1};
-    if (value_expected && keys.count(key) > 0 && is_integer(token)) {
-      out += token;
-    } else {
-      out.append(json, i, end + 1 - i);
-      if (!value_expected) key = std::string{token};
-    }
-    value_expected = false;
-    i = end + 1;
-  }
-  return out;
+  return *prototype;
 }
 
 std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
@@ -122,10 +78,16 @@ std::string status_to_json(const wire::Status& status) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
+  // Through JSON into the numeric twin, whose parser takes the quoted
+  // integers as doubles (exact up to 2^53), then out again as numbers.
+  // Printing a message we built, and parsing what protobuf printed, cannot fail.
+  std::string quoted;
+  google::protobuf::util::MessageToJsonString(status, &quoted, options);
+  std::unique_ptr<google::protobuf::Message> numeric{numeric_status_prototype().New()};
+  google::protobuf::util::JsonStringToMessage(quoted, numeric.get());
   std::string json;
-  // Printing a message we built ourselves cannot fail.
-  google::protobuf::util::MessageToJsonString(status, &json, options);
-  return unquote_integer_values(json, status_int64_fields());
+  google::protobuf::util::MessageToJsonString(*numeric, &json, options);
+  return json;
 }
 
 status_endpoint_state::status_endpoint_state(int rank, int world_size)

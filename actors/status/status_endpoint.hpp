@@ -57,8 +57,8 @@ struct status_endpoint_config {
 };
 
 /// Renders a Status as the JSON of GET /status: proto field names, every
-/// field present, and 64-bit integers as JSON numbers (proto3's JSON mapping
-/// would print them as strings).
+/// field present, in the proto's order, and 64-bit integers as JSON numbers
+/// (proto3's JSON mapping would print them as strings; exact up to 2^53).
 std::string status_to_json(const wire::Status& status);
 
 /// The plain logic of the endpoint, driven by its actor and by unit tests

@@ -14,10 +14,12 @@ using testing::exists;
 using testing::read_file;
 using testing::temp_dir;
 
+file_system& posix() { return *posix_file_system(); }
+
 TEST(file_io, durable_write_replaces_the_file_and_leaves_no_temp) {
   temp_dir dir;
-  ASSERT_FALSE(write_file_durably(dir.path(), "a", "first"));
-  ASSERT_FALSE(write_file_durably(dir.path(), "a", "second"));
+  ASSERT_FALSE(write_file_durably(posix(), dir.path(), "a", "first"));
+  ASSERT_FALSE(write_file_durably(posix(), dir.path(), "a", "second"));
   EXPECT_EQ(read_file(dir.sub("a")), "second");
   EXPECT_FALSE(exists(dir.sub("a.tmp")));
 }
@@ -39,7 +41,7 @@ TEST(file_io, corruption_names_the_file_and_what_is_wrong) {
 TEST(file_io, make_dir_refuses_a_regular_file) {
   temp_dir dir;
   testing::write_file(dir.sub("f"), "x");
-  auto err = make_dir_durable(dir.sub("f"));
+  auto err = make_dir_durable(posix(), dir.sub("f"));
   ASSERT_TRUE(err);
   EXPECT_NE(describe(err).find("Not a directory"), std::string::npos);
 }
@@ -59,8 +61,8 @@ TEST(file_io, preadv_fills_several_destinations_and_reports_truncation) {
 
 TEST(file_io, remove_tree_and_list_dir) {
   temp_dir dir;
-  ASSERT_FALSE(make_dir_durable(dir.sub("d")));
-  ASSERT_FALSE(make_dir_durable(dir.sub("d/e")));
+  ASSERT_FALSE(make_dir_durable(posix(), dir.sub("d")));
+  ASSERT_FALSE(make_dir_durable(posix(), dir.sub("d/e")));
   testing::write_file(dir.sub("d/e/f"), "x");
   auto names = list_dir(dir.path());
   ASSERT_TRUE(names);

@@ -29,7 +29,7 @@ class manifest_test : public ::testing::Test {
 TEST_F(manifest_test, records_every_shard_and_the_run) {
   write_shard(0, 2);
   write_shard(1, 2);
-  ASSERT_FALSE(write_manifest(dir_.path(), 3, 2, 17));
+  ASSERT_FALSE(write_manifest(*posix_file_system(), dir_.path(), 3, 2, 17));
   auto manifest = read_manifest(dir_.path(), 3);
   ASSERT_TRUE(manifest) << describe(manifest.error());
   EXPECT_EQ(manifest->step(), 3);
@@ -49,7 +49,7 @@ TEST_F(manifest_test, records_every_shard_and_the_run) {
 
 TEST_F(manifest_test, a_missing_shard_prevents_the_commit) {
   write_shard(0, 2);
-  auto err = write_manifest(dir_.path(), 3, 2, 0);
+  auto err = write_manifest(*posix_file_system(), dir_.path(), 3, 2, 0);
   EXPECT_EQ(err, make_error(errc::not_found));
   EXPECT_NE(describe(err).find("rank 1"), std::string::npos);
   EXPECT_FALSE(testing::exists(dir_.sub(manifest_file_name)));
@@ -58,7 +58,7 @@ TEST_F(manifest_test, a_missing_shard_prevents_the_commit) {
 TEST_F(manifest_test, absent_garbled_and_misplaced_manifests) {
   EXPECT_EQ(read_manifest(dir_.path(), 3).error(), make_error(errc::not_found));
   write_shard(0, 1);
-  ASSERT_FALSE(write_manifest(dir_.path(), 3, 1, 0));
+  ASSERT_FALSE(write_manifest(*posix_file_system(), dir_.path(), 3, 1, 0));
   EXPECT_EQ(read_manifest(dir_.path(), 4).error(), make_error(errc::corrupt));
   auto bytes = testing::read_file(dir_.sub(manifest_file_name));
   bytes[bytes.size() / 2] ^= 0x40;

@@ -23,8 +23,10 @@ class shard_reader_test : public ::testing::Test {
         "u", [] { return std::string{"user"}; }, [](const std::string&) {}));
     auto snap = take_snapshot(saver_, *pool_);
     ASSERT_TRUE(snap);
-    ASSERT_TRUE(write_shard_files(dir_.path(), 1, 0, 1, *snap, small_chunk));
-    ASSERT_FALSE(write_manifest(dir_.path(), 1, 1, 0));
+    shard_write_options options;
+    options.chunk_size = small_chunk;
+    ASSERT_TRUE(write_shard_files(dir_.path(), 1, 0, 1, *snap, options));
+    ASSERT_FALSE(write_manifest(*posix_file_system(), dir_.path(), 1, 1, 0));
     auto manifest = read_manifest(dir_.path(), 1);
     ASSERT_TRUE(manifest);
     manifest_ = *manifest;

@@ -27,8 +27,9 @@ TEST(shard_writer, writes_data_and_an_index_with_chunk_checksums) {
   auto pool = staging_pool::make();
   auto snap = take_snapshot(reg, *pool);
   ASSERT_TRUE(snap);
-  constexpr uint64_t chunk = 1000;
-  auto written = write_shard_files(dir.path(), 5, 1, 2, *snap, chunk);
+  shard_write_options options;
+  options.chunk_size = 1000;
+  auto written = write_shard_files(dir.path(), 5, 1, 2, *snap, options);
   ASSERT_TRUE(written);
   EXPECT_EQ(written->data_bytes, 2503u);
   auto data = read_file(dir.sub(shard_data_name(1, 2)));
@@ -61,7 +62,9 @@ TEST(shard_writer, a_file_written_directly_with_an_unaligned_tail_reads_back_who
   auto snap = take_snapshot(reg, *pool);
   ASSERT_TRUE(snap);
   constexpr uint64_t chunk = 1000;
-  auto written = write_shard_files(dir.path(), 1, 0, 1, *snap, chunk);
+  shard_write_options options;
+  options.chunk_size = chunk;
+  auto written = write_shard_files(dir.path(), 1, 0, 1, *snap, options);
   ASSERT_TRUE(written);
   auto data = read_file(dir.sub(shard_data_name(0, 1)));
   ASSERT_EQ(data, std::string(bytes.begin(), bytes.end()));

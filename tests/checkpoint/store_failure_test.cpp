@@ -1,32 +1,33 @@
-// Disk full, permission denied and a read-only directory: a clear error
-// (errc::io_error with the path and the reason) and the previous checkpoint intact.
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
+// A full disk, EIO on fsync, a short write, permission denied and a read-only
+// directory, injected through the store's file system: a clear error
+// (errc::io_error with the call, the path and the reason), no torn checkpoint
+// committed, and the previous checkpoint restored.
+#include <cerrno>
+#include <memory>
 
 #include <gtest/gtest.h>
 
+#include "checkpoint/layout.hpp"
 #include "checkpoint/store.hpp"
 #include "messages/errors.hpp"
+#include "tests/checkpoint/faulty_file_system.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/checkpoint/worker_state.hpp"
 
 namespace lifeboat::checkpoint {
 namespace {
 
-using testing::run_in_child;
+using testing::faulty_file_system;
 using testing::worker_state;
+using call = faulty_file_system::call;
 
 constexpr std::size_t state_bytes = 1 << 20;
-constexpr rlim_t file_size_limit = 64 * 1024;
-constexpr uid_t nobody = 65534;
-
-// Root ignores permission bits, so as root the child becomes "nobody" first.
-bool drop_privileges() {
-  if (::geteuid() != 0) return true;
-  return ::setgid(nobody) == 0 && ::setuid(nobody) == 0;
-}
+constexpr const char* step_2_dir = "step-000000000002";
+// Patterns of the faulty file system (fnmatch).
+constexpr const char* data_tmp = "*.data.tmp";
+constexpr const char* manifest_tmp = "*/MANIFEST.tmp";
+constexpr const char* step_2_dir_itself = "*/step-000000000002";
+constexpr const char* write_probe = "*/.lifeboat-write-probe-*";
 
 class store_failure_test : public ::testing::Test {
  protected:
@@ -39,82 +40,116 @@ class store_failure_test : public ::testing::Test {
     ASSERT_FALSE(st->commit(1, 1));
   }
 
-  // Step 2 saved by a child under `prepare`; returns what the save said.
-  testing::child_result save_in_child(const std::function<bool()>& prepare) {
-    return run_in_child([&]() -> std::string {
-      if (!prepare()) return "cannot prepare the child";
-      auto st = store::open({dir_.path(), 0, 1});
-      if (!st) return describe(st.error());
-      state_.set(2);
-      auto snap = st->take_snapshot(state_.registry);
-      if (!snap) return describe(snap.error());
-      auto info = st->write_shard(*snap, 2);
-      if (!info) return describe(info.error());
-      return describe(st->commit(2, 2));
-    });
+  store_config faulty_config() const {
+    store_config cfg{dir_.path(), 0, 1};
+    cfg.files = fs_;
+    return cfg;
   }
 
+  // Step 2 saved and committed through the faulty file system; what it said.
+  std::string save_step_2() {
+    auto st = store::open(faulty_config());
+    if (!st) return describe(st.error());
+    state_.set(2);
+    auto snap = st->take_snapshot(state_.registry);
+    if (!snap) return describe(snap.error());
+    auto info = st->write_shard(*snap, 2);
+    if (!info) return describe(info.error());
+    return describe(st->commit(2, 2));
+  }
+
+  // Step 1 is still the latest commit, whole, and step 2 left no ".tmp" file.
   void expect_previous_intact() {
     auto st = store::open({dir_.path(), 0, 1});
     ASSERT_TRUE(st);
+    auto steps = st->committed_steps();
+    ASSERT_TRUE(steps);
+    EXPECT_EQ(*steps, std::vector<int64_t>{1});
     worker_state fresh{state_bytes};
     auto restored = st->restore_latest(fresh.registry);
     ASSERT_TRUE(restored && *restored);
     EXPECT_EQ((*restored)->step, 1);
     EXPECT_TRUE(fresh.holds(1));
+    if (!testing::exists(dir_.sub(step_2_dir))) return;
+    auto names = list_dir(dir_.sub(step_2_dir));
+    ASSERT_TRUE(names);
+    for (const auto& name : *names)
+      EXPECT_EQ(name.find(temp_suffix), std::string::npos) << name << " left behind";
+  }
+
+  std::string step_2_file(const std::string& name) const {
+    return dir_.sub(std::string{step_2_dir} + "/" + name);
   }
 
   testing::temp_dir dir_;
   worker_state state_{state_bytes};
+  std::shared_ptr<faulty_file_system> fs_ = std::make_shared<faulty_file_system>();
 };
 
-TEST_F(store_failure_test, disk_full) {
-  // RLIMIT_FSIZE makes writes past the limit fail with EFBIG, as a full disk would.
-  auto result = save_in_child([] {
-    ::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit{file_size_limit, file_size_limit};
-    return ::setrlimit(RLIMIT_FSIZE, &limit) == 0;
-  });
-  EXPECT_EQ(result.exit_code, 0);
-  EXPECT_NE(result.text.find("io_error: write " + dir_.path()), std::string::npos) << result.text;
-  EXPECT_NE(result.text.find(".data.tmp: File too large"), std::string::npos) << result.text;
+TEST_F(store_failure_test, disk_full_while_writing_the_data_file) {
+  fs_->fail(call::pwrite, data_tmp, ENOSPC);
+  EXPECT_EQ(save_step_2(), "io_error: write " + step_2_file(shard_data_name(0, 1)) +
+                               ".tmp: No space left on device");
   expect_previous_intact();
 }
 
+TEST_F(store_failure_test, disk_full_while_writing_the_manifest) {
+  fs_->fail(call::pwrite, manifest_tmp, ENOSPC);
+  EXPECT_EQ(save_step_2(),
+            "io_error: write " + step_2_file(manifest_file_name) + ".tmp: No space left on device");
+  expect_previous_intact();
+}
+
+TEST_F(store_failure_test, eio_on_fsync_of_the_data_file) {
+  fs_->fail(call::fsync, data_tmp, EIO);
+  EXPECT_EQ(save_step_2(),
+            "io_error: fsync " + step_2_file(shard_data_name(0, 1)) + ".tmp: Input/output error");
+  expect_previous_intact();
+}
+
+TEST_F(store_failure_test, eio_on_fsync_of_the_step_directory) {
+  // The last fsync of a shard: it makes the renames of its files durable.
+  fs_->fail(call::fsync, step_2_dir_itself, EIO);
+  EXPECT_EQ(save_step_2(), "io_error: fsync " + dir_.sub(step_2_dir) + ": Input/output error");
+  expect_previous_intact();
+}
+
+TEST_F(store_failure_test, a_short_write_then_a_full_device) {
+  fs_->shorten_writes(data_tmp, true);
+  EXPECT_EQ(save_step_2(), "io_error: write " + step_2_file(shard_data_name(0, 1)) +
+                               ".tmp: No space left on device");
+  EXPECT_GE(fs_->injected(), 2);
+  expect_previous_intact();
+}
+
+TEST_F(store_failure_test, short_writes_are_carried_on_to_a_whole_checkpoint) {
+  fs_->shorten_writes(data_tmp, false);
+  EXPECT_EQ(save_step_2(), describe(caf::error{}));
+  EXPECT_GE(fs_->injected(), 2);
+  auto st = store::open({dir_.path(), 0, 1});
+  ASSERT_TRUE(st);
+  worker_state fresh{state_bytes};
+  auto restored = st->restore_latest(fresh.registry);
+  ASSERT_TRUE(restored && *restored);
+  EXPECT_EQ((*restored)->step, 2);
+  EXPECT_TRUE(fresh.holds(2));
+}
+
 TEST_F(store_failure_test, permission_denied_on_open) {
-  auto result = run_in_child([&]() -> std::string {
-    if (!drop_privileges()) return "cannot drop privileges";
-    ::chmod(dir_.path().c_str(), 0555);
-    auto st = store::open({dir_.path(), 0, 1});
-    return st ? "opened" : describe(st.error());
-  });
-  if (result.text == "cannot drop privileges") GTEST_SKIP() << "setuid is not permitted here";
-  EXPECT_NE(result.text.find("unusable checkpoint directory"), std::string::npos) << result.text;
-  EXPECT_NE(result.text.find("Permission denied"), std::string::npos) << result.text;
-  EXPECT_NE(result.text.find(dir_.path()), std::string::npos) << result.text;
+  // store::open proves the directory writable with a probe file.
+  fs_->fail(call::open, write_probe, EACCES);
+  auto st = store::open(faulty_config());
+  ASSERT_FALSE(st);
+  auto said = describe(st.error());
+  EXPECT_NE(said.find("unusable checkpoint directory"), std::string::npos) << said;
+  EXPECT_NE(said.find("Permission denied"), std::string::npos) << said;
+  EXPECT_NE(said.find(dir_.path()), std::string::npos) << said;
   expect_previous_intact();
 }
 
 TEST_F(store_failure_test, directory_made_read_only_before_the_save) {
-  // The store opens fine; the directory turns read-only before the shard is written.
-  if (::geteuid() == 0) {
-    ASSERT_EQ(::chown(dir_.path().c_str(), nobody, nobody), 0);
-  }
-  auto result = run_in_child([&]() -> std::string {
-    if (!drop_privileges()) return "cannot drop privileges";
-    auto st = store::open({dir_.path(), 0, 1});
-    if (!st) return describe(st.error());
-    if (::chmod(dir_.path().c_str(), 0555) != 0) return "cannot chmod";
-    state_.set(2);
-    auto snap = st->take_snapshot(state_.registry);
-    if (!snap) return describe(snap.error());
-    auto info = st->write_shard(*snap, 2);
-    return info ? "saved" : describe(info.error());
-  });
-  ::chmod(dir_.path().c_str(), 0755);
-  if (result.text == "cannot drop privileges") GTEST_SKIP() << "setuid is not permitted here";
-  EXPECT_EQ(result.text,
-            "io_error: mkdir " + dir_.sub("step-000000000002") + ": Permission denied");
+  fs_->fail(call::mkdir, step_2_dir_itself, EACCES);
+  EXPECT_EQ(save_step_2(), "io_error: mkdir " + dir_.sub(step_2_dir) + ": Permission denied");
   expect_previous_intact();
 }
 

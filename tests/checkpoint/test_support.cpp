@@ -42,27 +42,6 @@ std::vector<char> pattern(std::size_t size, uint64_t seed) {
   return out;
 }
 
-child_result run_in_child(const std::function<std::string()>& fn) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  auto pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::close(fds[0]);
-    auto text = fn();
-    auto rc = ::write(fds[1], text.data(), text.size());
-    ::_exit(rc == static_cast<ssize_t>(text.size()) ? 0 : 1);
-  }
-  ::close(fds[1]);
-  child_result result;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof(buf))) > 0) result.text.append(buf, n);
-  ::close(fds[0]);
-  result.exit_code = wait_for(pid);
-  return result;
-}
-
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<int>& fds, int stdout_fd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

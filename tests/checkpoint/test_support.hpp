@@ -3,7 +3,6 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,16 +26,6 @@ class temp_dir {
 /// Deterministic bytes that depend on `seed`: tells one checkpoint from another.
 void fill_pattern(char* data, std::size_t size, uint64_t seed);
 std::vector<char> pattern(std::size_t size, uint64_t seed);
-
-/// The outcome of `fn` run in a forked child: its exit code and what it returned.
-struct child_result {
-  int exit_code = -1;
-  std::string text;
-};
-
-/// Forks, runs `fn` in the child (which must not rely on other threads) and
-/// collects the string it returns through a pipe.
-child_result run_in_child(const std::function<std::string()>& fn);
 
 /// Starts `argv` with each parent descriptor in `fds` as descriptor 3, 4, ...
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<int>& fds = {},
