@@ -9,8 +9,8 @@
 
 #include "actors/coordination/connection_limits.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/coordination/progress_tracker.hpp"
 #include "actors/preemption/phase.hpp"
-#include "actors/preemption/progress_tracker.hpp"
 #include "messages/coordination.pb.h"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"

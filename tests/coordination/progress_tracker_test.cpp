@@ -1,4 +1,4 @@
-#include "actors/preemption/progress_tracker.hpp"
+#include "actors/coordination/progress_tracker.hpp"
 
 #include <gtest/gtest.h>
 
