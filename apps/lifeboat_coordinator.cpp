@@ -17,6 +17,7 @@
 #include <caf/send.hpp>
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/preemption/cluster_phase.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "apps/flags.hpp"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   cfg.port = static_cast<uint16_t>(*port);
   cfg.world_size = static_cast<int>(*world_size);
   cfg.heartbeat_timeout = std::chrono::milliseconds(*heartbeat_ms);
+  cfg.annotate_status = annotate_preemption_status;
   const char* env_token = std::getenv(token_env);
   cfg.token = args->text("token", env_token != nullptr ? env_token : "");
   if (cfg.token.empty())

@@ -37,6 +37,7 @@
 #include "messages/errors.hpp"
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/preemption_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
@@ -176,6 +177,7 @@ int main(int argc, char** argv) {
     service_cfg.port = opts.port;
     service_cfg.world_size = opts.world_size();
     service_cfg.token = token;
+    service_cfg.annotate_status = lifeboat::annotate_preemption_status;
     auto spawned = lifeboat::spawn_coordination_service(sys, service_cfg);
     if (!spawned) {
       say(lifeboat::streamed("cannot host the coordination service on port ", opts.port, ": ",

@@ -16,6 +16,7 @@
 #include "actors/coordination/coordination_service.hpp"
 #include "actors/coordination/progress_tracker.hpp"
 #include "actors/preemption/checkpoint_writer.hpp"
+#include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/cluster_watcher.hpp"
 #include "actors/preemption/exit_controller.hpp"
 #include "actors/preemption/poll_watcher.hpp"
@@ -251,6 +252,7 @@ void worker_runtime::start_cluster() {
     cfg.world_size = cluster_.world_size;
     cfg.token = cluster_.token;
     cfg.heartbeat_timeout = heartbeat_timeout;
+    cfg.annotate_status = annotate_preemption_status;
     auto service = spawn_coordination_service(*system_, cfg);
     if (!service)
       fail_config("cannot host the coordination service at " + cfg.host + ":" +
@@ -286,7 +288,8 @@ void worker_runtime::start_cluster() {
   agent.join_timeout = join_timeout;
   agent.rejoin_bound = heartbeat_timeout;
   agent.step_source = [this] { return completed_step_.load(std::memory_order_relaxed); };
-  agent.phase_source = [this] { return std::string{to_string(phase_.get())}; };
+  agent.status_source = [this] { return heartbeat_status(phase_.get()); };
+  agent.paused_source = [this] { return pauses_steps(phase_.get()); };
   agent.blocked_source = [this] { return blocked_ms_.load(std::memory_order_relaxed); };
   agent.hang_timeout_ms = hang_timeout_ms_;
   auto client = coordination_client::connect(*system_, agent);

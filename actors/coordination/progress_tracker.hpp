@@ -47,8 +47,9 @@ class progress_tracker {
   void set_hang_timeout_ms(int64_t hang_timeout_ms) { configured_timeout_ms_ = hang_timeout_ms; }
 
   /// A heartbeat of `rank` said it completed `step` `step_age_ms` ago and
-  /// was blocked in barriers for `blocked_ms` in all; `saving` when it is in
-  /// a save (its phase), whose time is no step time and no hang.
+  /// was blocked in barriers for `blocked_ms` in all; `saving` when it said
+  /// it is paused (Heartbeat.paused: in a save), whose time is no step time
+  /// and no hang.
   void on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving, int64_t now_ms,
                     int64_t step_age_ms = 0);
 

@@ -40,6 +40,7 @@ class state_test : public ::testing::Test {
     j->set_incarnation(incarnation);
     j->set_mac(join_mac(key, nonce, rank, world_size, incarnation));
     j->set_nonce(worker_nonce);
+    j->set_hang_timeout_ms(join_hang_timeout_ms);
     st.on_frame(conn, env, now);
     out = st.take_output();
     for (auto& [c, e] : out.frames)
@@ -91,6 +92,9 @@ class state_test : public ::testing::Test {
   }
 
   std::string state_of(int32_t rank) const { return st.workers(now)[rank].state(); }
+
+  // The hang timeout every join of this fixture asks for (0: off).
+  int64_t join_hang_timeout_ms = 0;
 
   // The challenge every join of this fixture sends the service.
   const std::string worker_nonce = std::string(coordination_nonce_bytes, 'w');

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/actors/status_endpoint_fixture.hpp"
-#include "tests/actors/status_test_support.hpp"
+#include "tests/actors/status/status_endpoint_fixture.hpp"
+#include "tests/actors/status/status_test_support.hpp"
 
 namespace lifeboat {
 namespace {

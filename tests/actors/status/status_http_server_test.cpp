@@ -5,7 +5,7 @@
 #include <atomic>
 
 #include "platform/http_client.hpp"
-#include "tests/actors/status_test_support.hpp"
+#include "tests/actors/status/status_test_support.hpp"
 
 namespace lifeboat {
 namespace {

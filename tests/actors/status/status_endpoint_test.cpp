@@ -10,8 +10,8 @@
 #include <caf/send.hpp>
 
 #include "platform/http_client.hpp"
-#include "tests/actors/status_endpoint_fixture.hpp"
-#include "tests/actors/status_test_support.hpp"
+#include "tests/actors/status/status_endpoint_fixture.hpp"
+#include "tests/actors/status/status_test_support.hpp"
 #include "tests/support/actor_probe.hpp"
 
 namespace lifeboat {

@@ -16,7 +16,7 @@
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
-#include "tests/actors/status_test_support.hpp"
+#include "tests/actors/status/status_test_support.hpp"
 
 namespace lifeboat::test {
 

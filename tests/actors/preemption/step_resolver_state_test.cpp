@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/actors/resolver_cluster.hpp"
+#include "tests/actors/preemption/resolver_cluster.hpp"
 
 namespace lifeboat {
 namespace {

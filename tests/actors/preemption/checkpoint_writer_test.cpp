@@ -13,7 +13,7 @@
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
-#include "tests/coordination/coordination_fixture.hpp"
+#include "tests/actors/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
 
 using namespace lifeboat;

@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/coordination/coordination_client.hpp"
+#include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
@@ -83,7 +84,7 @@ TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
   auto acfg = rank_one_of_two(port);
   acfg.heartbeat_interval = std::chrono::milliseconds{50};
   acfg.step_source = [] { return reported_step; };
-  acfg.phase_source = [] { return std::string{"training"}; };
+  acfg.status_source = [] { return heartbeat_status(phase::training); };
   auto client = coordination_client::connect(sys, acfg);
   ASSERT_TRUE(client) << describe(client.error());
   // The step arrives with a heartbeat; ask until it is there.

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/preemption/step_resolver_state.hpp"
-#include "tests/actors/resolver_cluster.hpp"
+#include "tests/actors/preemption/resolver_cluster.hpp"
 
 namespace lifeboat {
 namespace {

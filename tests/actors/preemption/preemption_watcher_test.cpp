@@ -9,7 +9,7 @@
 #include "actors/preemption/protocol.hpp"
 #include "messages/preemption.pb.h"
 #include "platform/clock.hpp"
-#include "tests/coordination/coordination_fixture.hpp"
+#include "tests/actors/coordination/coordination_fixture.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;

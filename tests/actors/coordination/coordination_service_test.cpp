@@ -10,7 +10,7 @@
 #include "actors/coordination/coordination_frame.hpp"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
-#include "tests/coordination/coordination_fixture.hpp"
+#include "tests/actors/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
 
 using namespace lifeboat;

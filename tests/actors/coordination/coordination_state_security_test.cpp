@@ -6,7 +6,7 @@
 
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/coordination_state.hpp"
-#include "tests/coordination/state_fixture.hpp"
+#include "tests/actors/coordination/state_fixture.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;

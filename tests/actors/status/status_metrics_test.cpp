@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "actors/status/status_endpoint.hpp"
-#include "tests/actors/status_test_support.hpp"
+#include "tests/actors/status/status_test_support.hpp"
 
 namespace lifeboat {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/coordination/coordination_fixture.hpp"
+#include "tests/actors/coordination/coordination_fixture.hpp"
 #include "tests/support/child_process.hpp"
 
 using namespace lifeboat;

@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/actors/status_endpoint_fixture.hpp"
-#include "tests/actors/status_test_support.hpp"
+#include "tests/actors/status/status_endpoint_fixture.hpp"
+#include "tests/actors/status/status_test_support.hpp"
 
 namespace lifeboat {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/coordination_frame.hpp"
-#include "tests/coordination/coordination_fixture.hpp"
+#include "tests/actors/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
 #include "tests/support/loopback_port.hpp"
 
