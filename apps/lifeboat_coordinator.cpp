@@ -16,6 +16,8 @@
 #include <caf/send.hpp>
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/preemption/cluster_phase.hpp"
+#include "actors/preemption/job_history.hpp"
 #include "actors/preemption/preemption_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   if (auto code = apps::parse_command_line(app, argc, argv)) return *code;
   cfg.port = static_cast<uint16_t>(port);
   cfg.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
+  cfg.annotate_status = annotate_preemption_status;
   if (cfg.token.empty())
     log(log_level::warning, program, "no cluster token (--token or ", token_env,
         "): any local process can join");
@@ -90,9 +93,9 @@ int main(int argc, char** argv) {
   std::optional<preemption_watcher> watcher;
   if (status_flag->count() > 0) {
     watcher.emplace(sys, service->first);
-    auto spawned = spawn_coordinator_status_endpoint(sys, service->first, watcher->actor(),
-                                                     cfg.world_size,
-                                                     static_cast<uint16_t>(status_port));
+    auto spawned = spawn_coordinator_status_endpoint(
+        sys, service->first, watcher->actor(), spawn_job_history(sys, service->first),
+        cfg.world_size, static_cast<uint16_t>(status_port));
     if (!spawned) {
       write_stderr_line(streamed(program, ": ", describe(spawned.error())));
       caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);

@@ -37,6 +37,8 @@
 #include "messages/errors.hpp"
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/preemption/cluster_phase.hpp"
+#include "actors/preemption/job_history.hpp"
 #include "actors/preemption/preemption_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
@@ -177,6 +179,7 @@ int main(int argc, char** argv) {
     service_cfg.port = opts.port;
     service_cfg.world_size = opts.world_size();
     service_cfg.token = token;
+    service_cfg.annotate_status = lifeboat::annotate_preemption_status;
     auto spawned = lifeboat::spawn_coordination_service(sys, service_cfg);
     if (!spawned) {
       say(lifeboat::streamed("cannot host the coordination service on port ", opts.port, ": ",
@@ -195,8 +198,8 @@ int main(int argc, char** argv) {
   if (opts.status_port_base && hosts_service) {
     auto base = *opts.status_port_base;
     auto spawned = lifeboat::spawn_coordinator_status_endpoint(
-        sys, service, watcher->actor(), opts.world_size(),
-        base == 0 ? 0 : static_cast<uint16_t>(base + opts.nproc));
+        sys, service, watcher->actor(), lifeboat::spawn_job_history(sys, service),
+        opts.world_size(), base == 0 ? 0 : static_cast<uint16_t>(base + opts.nproc));
     if (!spawned) {
       say("cannot serve its status endpoint: " + lifeboat::describe(spawned.error()));
       stop_service();

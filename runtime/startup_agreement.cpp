@@ -10,6 +10,7 @@
 #include "actors/coordination/coordination_barrier.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/decision_recorder.hpp"
 #include "lifeboat/errors.hpp"
 #include "messages/errors.hpp"
@@ -63,6 +64,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
     service_cfg.world_size = cluster.world_size;
     service_cfg.token = cluster.token;
     service_cfg.heartbeat_timeout = cfg.heartbeat_timeout;
+    service_cfg.annotate_status = annotate_preemption_status;
     auto service = spawn_coordination_service(sys, service_cfg);
     if (!service)
       fail_config("cannot host the coordination service at " + service_cfg.host + ":" +
@@ -99,7 +101,8 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   agent.rejoin_bound = cfg.heartbeat_timeout;
   agent.service_silence_bound = cfg.heartbeat_timeout;
   agent.step_source = cfg.heartbeat.step;
-  agent.phase_source = cfg.heartbeat.phase;
+  agent.status_source = cfg.heartbeat.status;
+  agent.paused_source = cfg.heartbeat.paused;
   agent.blocked_source = cfg.heartbeat.blocked_ms;
   agent.hang_timeout_ms = cfg.hang_timeout_ms;
   auto client = coordination_client::connect(sys, agent);

@@ -23,7 +23,8 @@ class worker_actors;
 /// it captures must outlive them.
 struct heartbeat_sources {
   std::function<int64_t()> step;
-  std::function<std::string()> phase;
+  std::function<std::string()> status;  // opaque to the service (cluster_phase.hpp)
+  std::function<bool()> paused;         // in a save: no step time, no hang
   std::function<int64_t()> blocked_ms;
 };
 

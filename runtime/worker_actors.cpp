@@ -12,6 +12,7 @@
 #include "actors/coordination/coordination_service.hpp"
 #include "actors/preemption/checkpoint_writer.hpp"
 #include "actors/preemption/cluster_watcher.hpp"
+#include "actors/preemption/job_history.hpp"
 #include "actors/preemption/poll_watcher.hpp"
 #include "actors/preemption/signal_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
@@ -110,6 +111,7 @@ void worker_actors::start_status_endpoint(int rank, int world_size,
                   caf::actor_cast<caf::actor>(writer_),
                   caf::actor_cast<caf::actor>(exit_controller_)};
   if (service_) cfg.observed.push_back(service_);
+  cfg.history = spawn_local_history(*system_);
   auto endpoint = spawn_status_endpoint(*system_, cfg);
   if (endpoint)
     status_endpoint_ = endpoint->first;

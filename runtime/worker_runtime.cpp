@@ -10,6 +10,7 @@
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/preemption/checkpoint_writer.hpp"
+#include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/exit_controller.hpp"
 #include "actors/preemption/poll_watcher.hpp"
 #include "actors/preemption/protocol.hpp"
@@ -130,7 +131,8 @@ void worker_runtime::start() {
   join.heartbeat_timeout = config_.heartbeat_timeout;
   join.hang_timeout_ms = settings_.hang_timeout_ms;
   join.heartbeat.step = [this] { return completed_step_.load(std::memory_order_relaxed); };
-  join.heartbeat.phase = [this] { return std::string{to_string(phase_->get())}; };
+  join.heartbeat.status = [this] { return heartbeat_status(phase_->get()); };
+  join.heartbeat.paused = [this] { return pauses_steps(phase_->get()); };
   join.heartbeat.blocked_ms = [this] { return blocked_ms_.load(std::memory_order_relaxed); };
   join_cluster(*actors_, settings_.cluster, join);
   if (startup_guard_) startup_guard_->joined();

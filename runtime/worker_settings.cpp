@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "actors/preemption/progress_tracker.hpp"
+#include "actors/coordination/progress_tracker.hpp"
 #include "messages/errors.hpp"
 #include "platform/host_resolver.hpp"
 #include "platform/notice_source.hpp"

@@ -40,8 +40,12 @@ struct agent_config {
   std::chrono::milliseconds service_silence_bound{10000};
   /// Read at each heartbeat, in the agent's thread; must be thread-safe.
   std::function<int64_t()> step_source;
-  /// The worker's phase (DESIGN's names), read and sent like the step.
-  std::function<std::string()> phase_source;
+  /// The heartbeat's opaque status (Heartbeat.status: bytes the service keeps
+  /// unread for the protocol built on it), read and sent like the step.
+  std::function<std::string()> status_source;
+  /// Whether the worker is in work that is no training step (a save), read
+  /// and sent like the step: the service neither times nor hangs it then.
+  std::function<bool()> paused_source;
   /// Milliseconds the worker spent blocked in lifeboat's barriers so far,
   /// read and sent like the step (the service's step times leave it out).
   std::function<int64_t()> blocked_source;

@@ -33,6 +33,7 @@ int64_t steady_now_ms() {
 
 struct service_actor_state {
   std::unique_ptr<coordination_state> logic;
+  status_annotator annotate_status;
   std::map<conn_id, frame_splitter> readers;
   std::vector<caf::actor> subscribers;
   // Due times of the ticks already in flight; a new one is sent only when the
@@ -103,6 +104,7 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
       cfg.world_size, cfg.token, static_cast<int64_t>(cfg.heartbeat_timeout.count()),
       static_cast<int64_t>(cfg.join_bound.count()),
       std::max(max_unjoined_connections, static_cast<size_t>(cfg.world_size))});
+  self->state.annotate_status = std::move(cfg.annotate_status);
   self->add_doorman(std::move(doorman));
   close_on_exit_forget_on_down(self, self->state.subscribers);
   return {
@@ -183,19 +185,24 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
         st.set_state("running");
         st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
         // The service's step is the furthest any worker reported, and its
-        // phase the cluster's: a coordinator has neither of its own, and on
-        // rank 0 the step resolver answers first with the worker's own (the
-        // endpoint keeps the first).
+        // phase (from the annotator) the cluster's: a coordinator has neither
+        // of its own, and on rank 0 the step resolver answers first with the
+        // worker's own (the endpoint keeps the first).
         int64_t furthest = 0;
-        auto rows = self->state.logic->workers(steady_now_ms());
-        for (auto& w : rows) furthest = std::max(furthest, w.step());
+        for (auto& w : self->state.logic->workers(steady_now_ms())) {
+          furthest = std::max(furthest, w.step());
+          *st.add_workers() = w;
+        }
         st.set_step(furthest);
-        list_workers(std::move(rows), st);
-        st.set_phase(to_string(self->state.logic->cluster_phase()));
         (*st.mutable_metrics())["coordination_connections"] =
             static_cast<double>(self->state.logic->connections());
         (*st.mutable_metrics())["coordination_generation"] =
             static_cast<double>(self->state.logic->generation());
+        if (self->state.annotate_status) self->state.annotate_status(*self->state.logic, st);
+        // Trimmed only now: the annotator's cluster phase counts every rank.
+        std::vector<wire::WorkerInfo> rows(st.workers().begin(), st.workers().end());
+        st.clear_workers();
+        list_workers(std::move(rows), st);
         return st;
       },
   };

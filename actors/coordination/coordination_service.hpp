@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,19 @@
 
 namespace lifeboat {
 
+namespace wire {
+class ActorStatus;
+}  // namespace wire
+
+class coordination_state;
+
+/// Completes the service's status answer with a protocol's reading of what
+/// the service holds but does not interpret (each rank's reported_status,
+/// the key-value store): the preemption protocol sets the phases there
+/// (annotate_preemption_status). Called on the service's thread at each
+/// (status_atom), with the state it must not keep.
+using status_annotator = std::function<void(const coordination_state&, wire::ActorStatus&)>;
+
 /// Where and for whom the coordination service listens.
 struct service_config {
   std::string host = "127.0.0.1";
@@ -24,6 +38,8 @@ struct service_config {
   std::chrono::milliseconds heartbeat_timeout{10000};
   /// A connection not joined within this is closed (connection_limits).
   std::chrono::milliseconds join_bound{unjoined_connection_bound_ms};
+  /// Empty: the status answer carries no phase.
+  status_annotator annotate_status;
 };
 
 /// Starts the job's coordination service: a broker listening on
@@ -44,10 +60,10 @@ struct service_config {
 ///   (reset_atom) -> void                                 drops all state, closes
 ///        every connection (a new generation)
 ///   (status_atom) -> wire::ActorStatus                   name "coordination_service",
-///        `workers` (every rank, or beyond status_workers_listed_max those
-///        that need a look, with counts per state: worker_listing.hpp), the
-///        furthest step they reported and the cluster's phase
-///        (coordination_state::cluster_phase) filled
+///        `workers` and the furthest step they reported filled, then
+///        cfg.annotate_status applied, then `workers` trimmed (every rank, or
+///        beyond status_workers_listed_max those that need a look, with counts
+///        per state: worker_listing.hpp)
 /// An exit message closes the listening socket and every connection.
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::actor_system& sys,
                                                                           service_config cfg);

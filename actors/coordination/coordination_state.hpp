@@ -10,8 +10,7 @@
 #include "actors/coordination/connection_limits.hpp"
 #include "actors/coordination/coordination_events.hpp"
 #include "actors/coordination/deadline_floor.hpp"
-#include "actors/preemption/phase.hpp"
-#include "actors/preemption/progress_tracker.hpp"
+#include "actors/coordination/progress_tracker.hpp"
 #include "messages/coordination.pb.h"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
@@ -102,9 +101,15 @@ class coordination_state {
 
   coordination_output take_output();
 
-  /// One row per rank: step and phase from the last heartbeat, ms since it,
-  /// state (joining, alive, left, lost, error), step times and straggler.
+  /// One row per rank: step from the last heartbeat, ms since it, state
+  /// (joining, alive, left, lost, error), step times and straggler. `phase`
+  /// is left to the protocol that reads reported_status (the service's
+  /// status_annotator).
   std::vector<wire::WorkerInfo> workers(int64_t now_ms) const;
+
+  /// The last non-empty Heartbeat.status of `rank` in this generation, as
+  /// sent (the service does not read it); empty when none came.
+  const std::string& reported_status(int32_t rank) const;
 
   /// The events a subscriber that arrives now would have heard from the ranks
   /// still here: joined for a live rank, error (without its message, which
@@ -113,14 +118,6 @@ class coordination_state {
 
   /// Every key starting with `prefix` (normalised) and its value.
   std::map<std::string, std::string> snapshot(const std::string& prefix) const;
-
-  /// The job's phase as far as the service can tell, for a coordinator that
-  /// has no step resolver of its own: exiting once a worker of this
-  /// generation left, was lost or failed (a worker leaves only to exit);
-  /// otherwise the furthest phase (in DESIGN's order) a worker's heartbeat
-  /// reported, and at least notice_received once one recorded a notice
-  /// (notice_key_prefix), which a heartbeat may not have carried yet.
-  phase cluster_phase() const;
 
   uint32_t generation() const { return generation_; }
   size_t connections() const { return conns_.size(); }
@@ -134,7 +131,7 @@ class coordination_state {
     conn_id conn = 0;  // 0: no live connection
     int64_t step = 0;
     int64_t last_heartbeat_ms = -1;
-    std::optional<phase> reported_phase;  // from the last heartbeat that named one
+    std::string status;  // the last non-empty Heartbeat.status, unread
   };
 
   struct connection {
@@ -153,12 +150,18 @@ class coordination_state {
     std::map<int32_t, waiter> arrived;
   };
 
+  static constexpr const char* component = "coordination_service";
+
   static const char* to_string(rank_state x);
+  static std::string rank_text(int32_t rank);
 
   void on_join(conn_id conn, const wire::JoinRequest& req, int64_t now_ms);
   void on_request(conn_id conn, int32_t rank, const wire::Envelope& env, int64_t now_ms);
   void on_insert(conn_id conn, const wire::KvInsert& req);
   void on_get(conn_id conn, const wire::KvGet& req, int64_t now_ms);
+  void on_try_get(conn_id conn, const wire::KvTryGet& req);
+  void on_get_prefix(conn_id conn, const wire::KvGetPrefix& req);
+  void on_erase_prefix(conn_id conn, const wire::KvErasePrefix& req);
   void on_barrier(conn_id conn, int32_t rank, const wire::BarrierRequest& req, int64_t now_ms);
   void on_error_report(int32_t rank, const wire::ErrorReport& req);
   void on_heartbeat(int32_t rank, const wire::Heartbeat& hb, int64_t now_ms);
@@ -166,6 +169,9 @@ class coordination_state {
   void on_send(int32_t rank, const wire::PeerSend& req);
   void on_leave(conn_id conn, int32_t rank, const wire::Leave& req);
   void on_cancel(conn_id conn, uint64_t id);
+  void expire_gets(int64_t now_ms);
+  void expire_barriers(int64_t now_ms);
+  void expire_heartbeats(int64_t now_ms);
 
   void refuse(conn_id conn, errc code, const std::string& why);
   void drop_unjoined(conn_id conn, const std::string& why);
@@ -180,8 +186,6 @@ class coordination_state {
   // Queues `env` to every joined rank that `to` accepts, as one broadcast run.
   template <class Pred>
   void send_to_ranks(const wire::Envelope& env, Pred to);
-  void sweep_heartbeats(int64_t now_ms);
-  void expire_requests(int64_t now_ms);
   void reply(conn_id conn, uint64_t id, errc code = errc::ok, const std::string& why = {});
   void close(conn_id conn);
 

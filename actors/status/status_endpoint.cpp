@@ -14,7 +14,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/atoms.hpp"
-#include "actors/status/job_history.hpp"
+#include "actors/status/history_routes.hpp"
 #include "actors/status/status_metrics.hpp"
 #include "actors/status/status_page.hpp"
 #include "messages/log.hpp"
@@ -330,15 +330,14 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_
 }
 
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
-    caf::actor_system& sys, const caf::actor& service, const caf::actor& watcher, int world_size,
-    uint16_t port) {
+    caf::actor_system& sys, const caf::actor& service, const caf::actor& watcher,
+    const caf::actor& history, int world_size, uint16_t port) {
   status_endpoint_config cfg;
   cfg.rank = coordinator_status_rank;
   cfg.world_size = world_size;
   cfg.port = port;
   cfg.observed.push_back(service);
   if (watcher) cfg.observed.push_back(watcher);
-  auto history = spawn_job_history(sys, service);
   cfg.history = history;
   auto spawned = spawn_status_endpoint(sys, std::move(cfg));
   if (!spawned) caf::anon_send_exit(history, caf::exit_reason::user_shutdown);

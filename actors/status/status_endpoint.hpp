@@ -51,8 +51,9 @@ struct status_endpoint_config {
   /// with state "unresponsive".
   std::chrono::milliseconds ask_timeout = default_ask_timeout;
   status_http_limits limits;
-  /// Answers /rates, /timeline and /checkpoints (spawn_job_history); the
-  /// endpoint links to it. None: this process's own decision_recorder does.
+  /// Answers /rates, /timeline and /checkpoints (history_atom: the preemption
+  /// module's spawn_job_history or spawn_local_history); the endpoint links
+  /// to it. None: those routes answer 404.
   caf::actor history;
 };
 
@@ -129,10 +130,12 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_
 /// The endpoint of a process that hosts the coordination service and is no
 /// worker (lifeboat-coordinator, lifeboat-launch): rank coordinator_status_rank,
 /// `service` observed for its `workers` view, `watcher` (the preemption
-/// watcher's actor) for its row, and a job history of the service.
+/// watcher's actor) for its row, and `history` (spawn_job_history of the
+/// service) for the history routes; `history` ends with the endpoint, and is
+/// sent an exit when the endpoint cannot start.
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
-    caf::actor_system& sys, const caf::actor& service, const caf::actor& watcher, int world_size,
-    uint16_t port);
+    caf::actor_system& sys, const caf::actor& service, const caf::actor& watcher,
+    const caf::actor& history, int world_size, uint16_t port);
 
 /// Sends the endpoint an exit message and drops the handle. Its HTTP thread
 /// is joined when the actor terminates, before any other message is handled.

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "actors/preemption/phase.hpp"
+#include "messages/phase.hpp"
 
 namespace lifeboat {
 

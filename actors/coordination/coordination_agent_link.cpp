@@ -1,0 +1,200 @@
+// The coordination agent's link to the service: connecting with backoff,
+// the challenge-response join (refusing strangers and impostors), heartbeats
+// with the sampled step, the frames the service sends, and the loss of the
+// connection.
+#include "actors/coordination/coordination_agent_state.hpp"
+
+#include <algorithm>
+
+#include "actors/coordination/coordination_auth.hpp"
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat::agent_detail {
+
+int64_t sample_step(agent_actor_state& st) {
+  auto now = std::chrono::steady_clock::now();
+  auto step = st.cfg.step_source ? st.cfg.step_source() : 0;
+  if (step != st.last_step || st.last_step_seen == std::chrono::steady_clock::time_point{}) {
+    st.last_step = step;
+    st.last_step_seen = now;
+    st.stall_told = false;
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_step_seen).count();
+}
+
+void send_heartbeat(agent_broker* self) {
+  auto& st = self->state;
+  wire::Envelope env;
+  auto* hb = env.mutable_heartbeat();
+  hb->set_step_age_ms(sample_step(st));
+  hb->set_step(st.last_step);
+  if (st.cfg.status_source) hb->set_status(st.cfg.status_source());
+  if (st.cfg.paused_source) hb->set_paused(st.cfg.paused_source());
+  if (st.cfg.blocked_source) hb->set_blocked_ms(st.cfg.blocked_source());
+  send_envelope(self, env);
+}
+
+void finish_join(agent_broker* self, caf::error err) {
+  auto& st = self->state;
+  if (err) st.join_error = err;
+  for (auto& rp : st.join_waiters) {
+    if (err)
+      rp.deliver(err);
+    else
+      rp.deliver(caf::unit);
+  }
+  st.join_waiters.clear();
+}
+
+void try_connect(agent_broker* self) {
+  auto& st = self->state;
+  if (st.joined || st.join_error || st.left) return;
+  auto hdl = self->add_tcp_scribe(st.cfg.host, st.cfg.port);
+  if (hdl) {
+    st.hdl = *hdl;
+    st.connected = true;
+    st.greeted = false;
+    st.challenge.clear();
+    st.reader = frame_splitter{};
+    self->configure_read(st.hdl, caf::io::receive_policy::at_most(frame_read_bytes));
+    self->delayed_send(self, st.cfg.handshake_timeout, handshake_deadline_atom::value,
+                       ++st.connection_serial);
+    return;
+  }
+  if (std::chrono::steady_clock::now() + st.backoff >= st.join_deadline) {
+    auto where = st.cfg.host + ":" + std::to_string(st.cfg.port);
+    auto why = self->system().render(hdl.error());
+    // A service that greeted and went away is lost (its host died during
+    // the start), not one that never came.
+    finish_join(self,
+                st.service_seen
+                    ? make_error(errc::peer_lost, "lost the coordination service at " + where +
+                                                      " before joining: " + why)
+                    : make_error(errc::unavailable,
+                                 "cannot reach the coordination service at " + where + " within " +
+                                     std::to_string(st.cfg.join_timeout.count()) + " ms: " + why));
+    return;
+  }
+  self->delayed_send(self, st.backoff, connect_atom::value);
+  st.backoff = std::min(st.backoff * 2, max_backoff);
+}
+
+void refuse_stranger(agent_broker* self, const std::string& why) {
+  auto& st = self->state;
+  auto what = "the peer at " + st.cfg.host + ":" + std::to_string(st.cfg.port) +
+              " is not a lifeboat coordination service: " + why;
+  log(log_level::error, component, what);
+  finish_join(self, make_error(errc::refused, what));
+}
+
+bool proves_token(const agent_actor_state& st, const wire::JoinReply& reply) {
+  auto expected =
+      service_proof(st.cfg.token, st.challenge, st.cfg.rank, st.cfg.world_size, reply.generation());
+  return !st.challenge.empty() && mac_equal(expected, reply.proof());
+}
+
+void refuse_impostor(agent_broker* self) {
+  auto& st = self->state;
+  auto what = "the coordination service at " + st.cfg.host + ":" + std::to_string(st.cfg.port) +
+              " could not prove it knows the cluster token";
+  log(log_level::error, component, what);
+  st.connected = false;
+  self->close(st.hdl);
+  finish_join(self, make_error(errc::refused, what));
+}
+
+void on_envelope(agent_broker* self, const wire::Envelope& env) {
+  auto& st = self->state;
+  switch (env.body_case()) {
+    case wire::Envelope::kHello: {
+      st.greeted = true;
+      st.service_seen = true;
+      wire::Envelope out;
+      auto* j = out.mutable_join();
+      j->set_protocol_version(coordination_protocol_version);
+      j->set_rank(st.cfg.rank);
+      j->set_world_size(st.cfg.world_size);
+      j->set_incarnation(st.cfg.incarnation);
+      j->set_hang_timeout_ms(st.cfg.hang_timeout_ms);
+      j->set_mac(join_mac(st.cfg.token, env.hello().nonce(), st.cfg.rank, st.cfg.world_size,
+                          st.cfg.incarnation));
+      st.challenge = make_join_nonce();
+      j->set_nonce(st.challenge);
+      send_envelope(self, out);
+      return;
+    }
+    case wire::Envelope::kJoinReply:
+      if (!env.join_reply().ok()) {
+        log(log_level::error, component, "join refused: ", env.join_reply().message());
+        st.connected = false;
+        self->close(st.hdl);
+        finish_join(self, make_error(errc::refused, "coordination service refused rank " +
+                                                        std::to_string(st.cfg.rank) + ": " +
+                                                        env.join_reply().message()));
+        return;
+      }
+      if (!proves_token(st, env.join_reply())) {
+        refuse_impostor(self);
+        return;
+      }
+      st.joined = true;
+      st.last_heard = std::chrono::steady_clock::now();
+      log(log_level::debug, component, "joined generation ", env.join_reply().generation());
+      finish_join(self, caf::none);
+      self->send(self, tick_atom::value);
+      if (st.cfg.step_source) self->send(self, step_sample_atom::value);
+      return;
+    case wire::Envelope::kReply: {
+      auto i = st.pending.find(env.reply().id());
+      if (i == st.pending.end()) return;
+      auto p = std::move(i->second);
+      st.pending.erase(i);
+      complete(self, p, env.reply());
+      return;
+    }
+    case wire::Envelope::kDelivery: {
+      auto& d = env.delivery();
+      notify(self, caf::make_message(peer_message{d.from_rank(), d.channel(), d.payload()}));
+      return;
+    }
+    case wire::Envelope::kHeartbeat:
+      // The service's answer to a heartbeat: its arrival is all it says.
+      return;
+    case wire::Envelope::kFailure: {
+      auto& f = env.failure();
+      notify(self, caf::make_message(peer_failure{f.rank(), f.code(), f.message(), f.lost()}));
+      return;
+    }
+    default:
+      log(log_level::warning, component, "ignoring unexpected message ",
+          static_cast<int>(env.body_case()));
+      return;
+  }
+}
+
+void on_connection_lost(agent_broker* self, const std::string& why) {
+  auto& st = self->state;
+  st.connected = false;
+  if (st.left || st.join_error) return;
+  if (!st.joined) {
+    // The service may not be fully up yet, or closed a connection of an old
+    // generation: keep trying until the join deadline. A service that had
+    // greeted and is now unreachable is gone: the rest of the cluster learns
+    // of it within the heartbeat bound, and so does this worker.
+    if (st.service_seen)
+      st.join_deadline =
+          std::min(st.join_deadline, std::chrono::steady_clock::now() + st.cfg.rejoin_bound);
+    log(log_level::debug, component, "connection closed before the join: ", why);
+    self->delayed_send(self, st.backoff, connect_atom::value);
+    st.backoff = std::min(st.backoff * 2, max_backoff);
+    return;
+  }
+  st.joined = false;
+  log(log_level::error, component, service_lost_message, ": ", why);
+  fail_pending(self, make_error(errc::unavailable, service_lost_message));
+  notify(self, caf::make_message(peer_failure{-1, static_cast<int32_t>(errc::unavailable),
+                                              service_lost_message, true}));
+}
+
+}  // namespace lifeboat::agent_detail

@@ -1,0 +1,146 @@
+// coordination_state's barriers, and the bookkeeping every blocking request
+// (a get or a barrier arrival) shares: the per-connection bound, cancel,
+// expiry, and dropping those of a connection that went away.
+#include "actors/coordination/coordination_state.hpp"
+
+#include <algorithm>
+
+namespace lifeboat {
+
+void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::BarrierRequest& req,
+                                    int64_t now_ms) {
+  std::vector<int32_t> participants(req.participants().begin(), req.participants().end());
+  if (participants.empty())
+    for (int32_t r = 0; r < cfg_.world_size; ++r) participants.push_back(r);
+  std::sort(participants.begin(), participants.end());
+  participants.erase(std::unique(participants.begin(), participants.end()), participants.end());
+  if (participants.front() < 0 || participants.back() >= cfg_.world_size) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": participant out of range");
+    return;
+  }
+  if (!std::binary_search(participants.begin(), participants.end(), rank)) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": " + rank_text(rank) + " is not a participant");
+    return;
+  }
+  // A participant that can no longer arrive fails the barrier at once rather
+  // than at its timeout. One that failed or was lost is named before one that
+  // left: workers leave when they give up after a peer's failure, so the
+  // failure is where it began.
+  auto state_of = [&](int32_t p) { return workers_[static_cast<size_t>(p)].state; };
+  auto gone = std::find_if(participants.begin(), participants.end(), [&](int32_t p) {
+    return state_of(p) == rank_state::lost || state_of(p) == rank_state::error;
+  });
+  if (gone == participants.end())
+    gone = std::find_if(participants.begin(), participants.end(),
+                        [&](int32_t p) { return state_of(p) == rank_state::left; });
+  if (gone != participants.end()) {
+    auto state = state_of(*gone);
+    auto code = state == rank_state::error ? errc::peer_error : errc::peer_lost;
+    reply(conn, req.id(), code,
+          "barrier " + req.name() + ": " + rank_text(*gone) + " is " + to_string(state));
+    return;
+  }
+  if (!admit_blocking(conn, req.id(), "barrier " + req.name())) return;
+  auto& b = barriers_[req.name()];
+  if (b.arrived.empty()) b.participants = participants;
+  if (b.participants != participants) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": participants differ from the other arrivals'");
+    return;
+  }
+  auto due = now_ms + std::max<int64_t>(req.timeout_ms(), 0);
+  if (!b.arrived.emplace(rank, waiter{conn, req.id(), due}).second) {
+    reply(conn, req.id(), errc::invalid_argument,
+          "barrier " + req.name() + ": " + rank_text(rank) + " is already waiting");
+    return;
+  }
+  request_due_.lower_to(due);
+  if (b.arrived.size() < b.participants.size()) return;
+  for (auto& [r, w] : b.arrived) reply(w.conn, w.id);
+  barriers_.erase(req.name());
+}
+
+void coordination_state::fail_barriers_with(int32_t rank, errc code, const std::string& why) {
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    auto& ps = b->second.participants;
+    if (!std::binary_search(ps.begin(), ps.end(), rank)) {
+      ++b;
+      continue;
+    }
+    for (auto& [r, w] : b->second.arrived)
+      reply(w.conn, w.id, code, "barrier " + b->first + ": " + why);
+    b = barriers_.erase(b);
+  }
+}
+
+void coordination_state::expire_barriers(int64_t now_ms) {
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    auto& arrived = b->second.arrived;
+    for (auto i = arrived.begin(); i != arrived.end();) {
+      if (i->second.deadline_ms <= now_ms) {
+        reply(i->second.conn, i->second.id, errc::timeout, "barrier " + b->first);
+        i = arrived.erase(i);
+      } else {
+        request_due_.lower_to(i->second.deadline_ms);
+        ++i;
+      }
+    }
+    b = arrived.empty() ? barriers_.erase(b) : std::next(b);
+  }
+}
+
+void coordination_state::on_cancel(conn_id conn, uint64_t id) {
+  for (auto i = getters_.begin(); i != getters_.end(); ++i) {
+    if (i->second.conn == conn && i->second.id == id) {
+      reply(conn, id, errc::cancelled, "get of key " + i->first);
+      getters_.erase(i);
+      return;
+    }
+  }
+  for (auto& [name, b] : barriers_) {
+    for (auto i = b.arrived.begin(); i != b.arrived.end(); ++i) {
+      if (i->second.conn == conn && i->second.id == id) {
+        reply(conn, id, errc::cancelled, "barrier " + name);
+        b.arrived.erase(i);
+        if (b.arrived.empty()) barriers_.erase(name);
+        return;
+      }
+    }
+  }
+}
+
+// A blocking request is held until it completes; each costs memory for as
+// long as its timeout, which the peer chooses. Counting them per connection
+// when one arrives costs a pass over the pending ones, which a worker keeps
+// few of.
+bool coordination_state::admit_blocking(conn_id conn, uint64_t id, const std::string& what) {
+  // A connection waits in each barrier once at most (one rank, one arrival):
+  // while the gets and barriers are fewer than the limit, so are its
+  // requests, and the pass is skipped (each of 1,024 arrivals at a barrier
+  // paid a pass over all the others').
+  if (getters_.size() + barriers_.size() < max_pending_requests_per_connection) return true;
+  size_t pending = 0;
+  for (auto& [key, w] : getters_) pending += w.conn == conn ? 1 : 0;
+  for (auto& [name, b] : barriers_)
+    for (auto& [r, w] : b.arrived) pending += w.conn == conn ? 1 : 0;
+  if (pending < max_pending_requests_per_connection) return true;
+  reply(conn, id, errc::invalid_argument,
+        what + ": already " + std::to_string(pending) +
+            " blocking requests pending on this connection (the limit)");
+  return false;
+}
+
+void coordination_state::drop_requests_of(conn_id conn) {
+  for (auto i = getters_.begin(); i != getters_.end();)
+    i = i->second.conn == conn ? getters_.erase(i) : std::next(i);
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    auto& arrived = b->second.arrived;
+    for (auto i = arrived.begin(); i != arrived.end();)
+      i = i->second.conn == conn ? arrived.erase(i) : std::next(i);
+    b = arrived.empty() ? barriers_.erase(b) : std::next(b);
+  }
+}
+
+}  // namespace lifeboat

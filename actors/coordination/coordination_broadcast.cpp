@@ -1,0 +1,82 @@
+// coordination_state's messages to many ranks: a failure (an error report,
+// a hang the progress tracker found, a lost rank) told to every worker once
+// per generation, and rank-to-rank messages relayed.
+#include "actors/coordination/coordination_state.hpp"
+
+#include <cstdio>
+
+#include "messages/log.hpp"
+
+namespace lifeboat {
+
+void coordination_state::on_error_report(int32_t rank, const wire::ErrorReport& req) {
+  workers_[static_cast<size_t>(rank)].state = rank_state::error;
+  // A report after the generation's first failure is almost always its echo
+  // (a collective that failed because the first failed rank went away): the
+  // workers hear of the first failure only, and the reporter raises it.
+  if (first_failure_rank_) {
+    log(log_level::info, component, rank_text(rank), "'s error after ",
+        rank_text(*first_failure_rank_), "'s failure, not passed on: ", req.message());
+    return;
+  }
+  first_failure_rank_ = rank;
+  log(log_level::warning, component, rank_text(rank), " reported error ", req.code(), ": ",
+      req.message());
+  emit_event(rank, membership_event::error, req.code(), req.message());
+  broadcast_failure(rank, req.code(), req.message(), false);
+  fail_barriers_with(rank, errc::peer_error, rank_text(rank) + " failed: " + req.message());
+}
+
+void coordination_state::declare_hung(const progress_tracker::hang& h) {
+  char stuck[32];
+  std::snprintf(stuck, sizeof stuck, "%.1f", static_cast<double>(h.stuck_ms) / 1000.0);
+  wire::ErrorReport report;
+  report.set_code(static_cast<int32_t>(errc::hung));
+  report.set_message(std::string{"hang: no step completed for "} + stuck + " s (peers at step " +
+                     std::to_string(h.peers_step) + ", its last step " + std::to_string(h.step) +
+                     ")");
+  progress_.forget(h.rank);
+  on_error_report(h.rank, report);
+}
+
+template <class Pred>
+void coordination_state::send_to_ranks(const wire::Envelope& env, Pred to) {
+  auto first = out_.frames.size();
+  for (size_t r = 0; r < workers_.size(); ++r)
+    if (workers_[r].conn != 0 && to(static_cast<int32_t>(r)))
+      out_.frames.emplace_back(workers_[r].conn, env);
+  if (out_.frames.size() - first > 1)
+    out_.broadcasts.push_back({first, out_.frames.size() - first});
+}
+
+void coordination_state::broadcast_failure(int32_t rank, int32_t code, const std::string& message,
+                                           bool lost) {
+  wire::Envelope env;
+  auto* f = env.mutable_failure();
+  f->set_rank(rank);
+  f->set_code(code);
+  f->set_message(message);
+  f->set_lost(lost);
+  send_to_ranks(env, [](int32_t) { return true; });
+}
+
+void coordination_state::on_send(int32_t rank, const wire::PeerSend& req) {
+  wire::Envelope out;
+  auto* d = out.mutable_delivery();
+  d->set_from_rank(rank);
+  d->set_channel(req.channel());
+  d->set_payload(req.payload());
+  if (req.to_rank() == every_rank || req.to_rank() == every_other_rank) {
+    send_to_ranks(out, [&](int32_t r) { return addressed_to(req.to_rank(), r, rank); });
+    return;
+  }
+  if (req.to_rank() < 0 || req.to_rank() >= cfg_.world_size ||
+      workers_[static_cast<size_t>(req.to_rank())].conn == 0) {
+    log(log_level::debug, component, "dropping message on channel ", req.channel(), " from ",
+        rank_text(rank), " to absent ", rank_text(req.to_rank()));
+    return;
+  }
+  send_frame(workers_[static_cast<size_t>(req.to_rank())].conn, std::move(out));
+}
+
+}  // namespace lifeboat

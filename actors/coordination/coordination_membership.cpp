@@ -1,0 +1,185 @@
+// coordination_state's membership: joins (authenticated against the cluster
+// token), leaves, heartbeats and their timeout, lost ranks, and the rows and
+// events that report them.
+#include "actors/coordination/coordination_state.hpp"
+
+#include "actors/coordination/coordination_auth.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat {
+
+namespace {
+
+// How often the service compares every rank's step time with the cluster's.
+constexpr int64_t straggler_check_interval_ms = 1000;
+
+}  // namespace
+
+void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int64_t now_ms) {
+  if (req.protocol_version() != coordination_protocol_version) {
+    refuse(conn, errc::version_mismatch,
+           "worker speaks coordination protocol version " + std::to_string(req.protocol_version()) +
+               ", service speaks version " + std::to_string(coordination_protocol_version));
+    return;
+  }
+  auto expected =
+      join_mac(cfg_.token, conns_[conn].nonce, req.rank(), req.world_size(), req.incarnation());
+  if (!mac_equal(expected, req.mac())) {
+    refuse(conn, errc::refused, "authentication failed: wrong cluster token");
+    return;
+  }
+  // A worker that sent no challenge of full length could be fooled by a
+  // replayed proof; every worker of this version sends one.
+  if (req.nonce().size() != coordination_nonce_bytes) {
+    refuse(conn, errc::refused, "join without the worker's challenge for the service");
+    return;
+  }
+  if (req.world_size() != cfg_.world_size) {
+    refuse(conn, errc::refused,
+           "world size " + std::to_string(req.world_size()) + " does not match the service's " +
+               std::to_string(cfg_.world_size));
+    return;
+  }
+  if (req.rank() < 0 || req.rank() >= cfg_.world_size) {
+    refuse(conn, errc::refused,
+           rank_text(req.rank()) + " is outside [0, " + std::to_string(cfg_.world_size) + ")");
+    return;
+  }
+  if (req.incarnation() < generation_) {
+    refuse(conn, errc::refused,
+           "stale incarnation " + std::to_string(req.incarnation()) + " (current generation " +
+               std::to_string(generation_) + ")");
+    return;
+  }
+  if (req.incarnation() > generation_) start_generation(req.incarnation());
+  auto& w = workers_[static_cast<size_t>(req.rank())];
+  if (w.conn != 0) {
+    refuse(conn, errc::refused, rank_text(req.rank()) + " is already joined");
+    return;
+  }
+  w.state = rank_state::alive;
+  w.conn = conn;
+  w.last_heartbeat_ms = now_ms;
+  heartbeat_due_.lower_to(now_ms + cfg_.heartbeat_timeout_ms);
+  progress_.set_hang_timeout_ms(req.hang_timeout_ms());
+  progress_.forget(req.rank());
+  conns_[conn].rank = req.rank();
+  limits_.forget(conn);
+  wire::Envelope env;
+  env.mutable_join_reply()->set_ok(true);
+  env.mutable_join_reply()->set_generation(generation_);
+  env.mutable_join_reply()->set_proof(
+      service_proof(cfg_.token, req.nonce(), req.rank(), req.world_size(), generation_));
+  send_frame(conn, std::move(env));
+  emit_event(req.rank(), membership_event::joined);
+  log(log_level::info, component, rank_text(req.rank()), " joined (generation ", generation_, ")");
+}
+
+void coordination_state::on_leave(conn_id conn, int32_t rank, const wire::Leave& req) {
+  auto& w = workers_[static_cast<size_t>(rank)];
+  w.state = rank_state::left;
+  w.conn = 0;
+  conns_[conn].rank = -1;
+  drop_requests_of(conn);
+  reply(conn, req.id());
+  progress_.forget(rank);
+  emit_event(rank, membership_event::left);
+  log(log_level::info, component, rank_text(rank), " left");
+  fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " left");
+}
+
+void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, int64_t now_ms) {
+  auto& w = workers_[static_cast<size_t>(rank)];
+  w.last_heartbeat_ms = now_ms;
+  w.step = hb.step();
+  // The answer tells the worker this service still hears it: without it, a
+  // worker cut off by a partition would wait on a service that is silent.
+  wire::Envelope answer;
+  answer.mutable_heartbeat();
+  send_frame(w.conn, std::move(answer));
+  if (!hb.status().empty()) w.status = hb.status();
+  progress_.on_heartbeat(rank, hb.step(), hb.blocked_ms(), hb.paused(), now_ms, hb.step_age_ms());
+  if (w.state == rank_state::alive)
+    if (auto hang = progress_.find_hang(rank)) return declare_hung(*hang);
+  // Comparing every rank with the cluster costs a pass over all of them:
+  // once per interval, not at every heartbeat.
+  if (now_ms < next_straggler_check_ms_) return;
+  next_straggler_check_ms_ = now_ms + straggler_check_interval_ms;
+  auto reference = progress_.cluster_median_ms();
+  for (auto straggler : progress_.take_new_stragglers())
+    log(log_level::warning, component, rank_text(straggler), " is a straggler: median step ",
+        progress_.stats(straggler, reference).median_seconds, " s, cluster median ",
+        reference / 1000.0, " s");
+}
+
+void coordination_state::expire_heartbeats(int64_t now_ms) {
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    auto& w = workers_[r];
+    if (w.conn != 0 && now_ms - w.last_heartbeat_ms >= cfg_.heartbeat_timeout_ms)
+      mark_lost(static_cast<int32_t>(r),
+                "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms");
+  }
+  heartbeat_due_.reset();
+  for (auto& w : workers_)
+    if (w.conn != 0) heartbeat_due_.lower_to(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
+}
+
+void coordination_state::mark_lost(int32_t rank, const std::string& why) {
+  auto& w = workers_[static_cast<size_t>(rank)];
+  auto conn = w.conn;
+  w.state = rank_state::lost;
+  w.conn = 0;
+  drop_requests_of(conn);
+  close(conn);
+  conns_.erase(conn);
+  progress_.forget(rank);
+  if (!first_failure_rank_) first_failure_rank_ = rank;
+  log(log_level::warning, component, rank_text(rank), " lost: ", why);
+  auto code = static_cast<int32_t>(errc::peer_lost);
+  emit_event(rank, membership_event::lost, code, why);
+  broadcast_failure(rank, code, why, true);
+  fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " lost: " + why);
+}
+
+void coordination_state::emit_event(int32_t rank, int32_t kind, int32_t code, std::string message) {
+  out_.events.push_back(membership_event{rank, kind, code, std::move(message), generation_});
+}
+
+std::vector<wire::WorkerInfo> coordination_state::workers(int64_t now_ms) const {
+  std::vector<wire::WorkerInfo> result;
+  auto reference = progress_.cluster_median_ms();
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    auto& w = workers_[r];
+    wire::WorkerInfo info;
+    info.set_rank(static_cast<int32_t>(r));
+    auto times = progress_.stats(static_cast<int32_t>(r), reference);
+    info.set_step_seconds_median(times.median_seconds);
+    info.set_step_seconds_p99(times.p99_seconds);
+    info.set_straggler(times.straggler);
+    info.set_step(w.step);
+    info.set_last_heartbeat_ms(w.last_heartbeat_ms < 0 ? -1 : now_ms - w.last_heartbeat_ms);
+    info.set_state(to_string(w.state));
+    result.push_back(std::move(info));
+  }
+  return result;
+}
+
+std::vector<membership_event> coordination_state::present_workers() const {
+  std::vector<membership_event> result;
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    auto rank = static_cast<int32_t>(r);
+    if (workers_[r].state == rank_state::alive)
+      result.push_back(membership_event{rank, membership_event::joined, 0, {}, generation_});
+    else if (workers_[r].state == rank_state::error)
+      result.push_back(membership_event{rank, membership_event::error, 0, {}, generation_});
+  }
+  return result;
+}
+
+const std::string& coordination_state::reported_status(int32_t rank) const {
+  static const std::string none;
+  if (rank < 0 || rank >= cfg_.world_size) return none;
+  return workers_[static_cast<size_t>(rank)].status;
+}
+
+}  // namespace lifeboat

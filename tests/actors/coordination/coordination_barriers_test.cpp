@@ -1,0 +1,71 @@
+// coordination_state's barriers.
+#include "actors/coordination/coordination_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/actors/coordination/state_fixture.hpp"
+
+using namespace lifeboat;
+using namespace lifeboat::test;
+
+namespace {
+
+TEST_F(state_test, barrier_releases_everyone_when_the_last_arrives) {
+  join_all();
+  for (int32_t r = 0; r < 3; ++r) {
+    request(r + 1, barrier(1, "b", 1000));
+    EXPECT_TRUE(out.frames.empty());
+  }
+  request(4, barrier(1, "b", 1000));
+  for (conn_id c = 1; c <= 4; ++c) EXPECT_EQ(reply_to(c, 1)->error_code(), 0u);
+}
+
+TEST_F(state_test, barrier_with_participants_ignores_others) {
+  join_all();
+  request(1, barrier(1, "pair", 1000, {0, 2}));
+  request(3, barrier(1, "pair", 1000, {2, 0}));
+  EXPECT_EQ(reply_to(1, 1)->error_code(), 0u);
+  EXPECT_EQ(reply_to(3, 1)->error_code(), 0u);
+  request(2, barrier(2, "pair2", 1000, {0, 2}));
+  EXPECT_EQ(reply_to(2, 2)->error_code(), static_cast<uint32_t>(errc::invalid_argument));
+}
+
+TEST_F(state_test, barrier_fails_for_everyone_when_a_participant_is_lost) {
+  join_all();
+  request(1, barrier(1, "b", 10000));
+  request(2, barrier(1, "b", 10000));
+  st.on_disconnect(4, now);
+  out = st.take_output();
+  for (conn_id c : {1, 2}) {
+    auto r = reply_to(c, 1);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::peer_lost));
+    EXPECT_NE(r->error_message().find("rank 3"), std::string::npos);
+  }
+  // A later arrival fails at once.
+  request(3, barrier(2, "b", 10000));
+  EXPECT_EQ(reply_to(3, 2)->error_code(), static_cast<uint32_t>(errc::peer_lost));
+}
+
+// Workers leave when they give up after a peer's failure: a barrier that
+// finds both names the lost rank, where the failure began, not the first
+// rank that left.
+TEST_F(state_test, a_barrier_names_a_lost_participant_before_one_that_left) {
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(1, leave);
+  st.on_disconnect(1, now);
+  st.on_disconnect(3, now);
+  out = st.take_output();
+  request(4, barrier(1, "b", 10000));
+  auto r = reply_to(4, 1);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::peer_lost));
+  EXPECT_EQ(r->error_message(), "barrier b: rank 2 is lost");
+  // With no lost or failed participant, the one that left is named.
+  request(4, barrier(2, "b", 10000, {0, 3}));
+  EXPECT_EQ(reply_to(4, 2)->error_message(), "barrier b: rank 0 is left");
+}
+
+}  // namespace

@@ -1,0 +1,161 @@
+// coordination_state's membership: joins and refusals, heartbeats and their
+// timeout, leaves, the ranks present.
+#include "actors/coordination/coordination_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/actors/coordination/state_fixture.hpp"
+
+using namespace lifeboat;
+using namespace lifeboat::test;
+
+namespace {
+
+TEST_F(state_test, join_is_acknowledged_and_reported) {
+  auto reply = join(1, 2);
+  EXPECT_TRUE(reply.ok());
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_EQ(out.events[0].rank, 2);
+  EXPECT_EQ(out.events[0].kind, membership_event::joined);
+  EXPECT_EQ(state_of(2), "alive");
+  EXPECT_EQ(state_of(0), "joining");
+}
+
+TEST_F(state_test, wrong_token_is_refused_and_closed) {
+  auto reply = join(1, 0, 0, "wrong");
+  EXPECT_FALSE(reply.ok());
+  EXPECT_NE(reply.message().find("token"), std::string::npos);
+  EXPECT_EQ(out.closes, std::vector<conn_id>{1});
+  EXPECT_EQ(state_of(0), "joining");
+  EXPECT_EQ(st.connections(), 0u);
+}
+
+TEST_F(state_test, wrong_world_size_duplicate_rank_and_bad_version_are_refused) {
+  EXPECT_FALSE(join(1, 0, 0, token, 5).ok());
+  ASSERT_TRUE(join(2, 0).ok());
+  auto dup = join(3, 0);
+  EXPECT_FALSE(dup.ok());
+  EXPECT_NE(dup.message().find("already joined"), std::string::npos);
+  auto version = join(4, 1, 0, token, 4, coordination_protocol_version + 1);
+  EXPECT_FALSE(version.ok());
+  EXPECT_NE(version.message().find(std::to_string(coordination_protocol_version + 1)),
+            std::string::npos);
+  EXPECT_NE(version.message().find(std::to_string(coordination_protocol_version)),
+            std::string::npos);
+  EXPECT_EQ(state_of(0), "alive");
+}
+
+// A heartbeat's status is the protocol's, not the service's: it is kept as
+// sent, the last non-empty one per rank, and put in no row.
+TEST_F(state_test, heartbeats_carry_an_opaque_status_kept_per_rank) {
+  join_all();
+  auto beat = [&](conn_id conn, const std::string& status) {
+    wire::Envelope hb;
+    hb.mutable_heartbeat()->set_step(5);
+    hb.mutable_heartbeat()->set_status(status);
+    request(conn, hb);
+    // Each heartbeat is answered, so that a worker behind a partition
+    // notices that this service fell silent.
+    ASSERT_EQ(out.frames.size(), 1u);
+    EXPECT_EQ(out.frames[0].first, conn);
+    EXPECT_TRUE(out.frames[0].second.has_heartbeat());
+  };
+  EXPECT_EQ(st.reported_status(0), "");
+  beat(1, "training");
+  beat(2, std::string{"\0\xff bytes", 8});
+  EXPECT_EQ(st.reported_status(0), "training");
+  EXPECT_EQ(st.reported_status(1), std::string("\0\xff bytes", 8));
+  EXPECT_EQ(st.reported_status(2), "");
+  // An empty status reports nothing: the last one stands.
+  beat(1, "");
+  EXPECT_EQ(st.reported_status(0), "training");
+  for (auto& row : st.workers(now)) EXPECT_EQ(row.phase(), "") << row.rank();
+  EXPECT_EQ(st.reported_status(-1), "");
+  EXPECT_EQ(st.reported_status(4), "");
+  // A new generation starts afresh.
+  ASSERT_TRUE(join(10, 0, 1).ok());
+  EXPECT_EQ(st.reported_status(0), "");
+}
+
+// Heartbeat.paused (a worker in a save) keeps a step that does not move from
+// being a hang; once the worker goes on unpaused, the step's age counts again.
+TEST_F(state_test, a_paused_worker_is_not_hung_and_an_unpaused_one_is) {
+  join_hang_timeout_ms = 1000;
+  join_all();
+  auto beat = [&](conn_id conn, int64_t step, int64_t age_ms, bool paused) {
+    wire::Envelope hb;
+    hb.mutable_heartbeat()->set_step(step);
+    hb.mutable_heartbeat()->set_step_age_ms(age_ms);
+    hb.mutable_heartbeat()->set_paused(paused);
+    request(conn, hb);
+  };
+  auto failures = [&] {
+    size_t n = 0;
+    for (auto& [c, e] : out.frames) n += e.has_failure() ? 1 : 0;
+    return n;
+  };
+  beat(1, 5, 0, false);
+  beat(2, 5, 0, false);
+  beat(1, 9, 0, false);
+  beat(2, 5, 5000, true);
+  EXPECT_EQ(failures(), 0u);
+  EXPECT_EQ(state_of(1), "alive");
+  beat(2, 5, 5000, false);
+  EXPECT_EQ(state_of(1), "alive");
+  beat(2, 5, 6000, false);
+  EXPECT_GT(failures(), 0u);
+  EXPECT_EQ(state_of(1), "error");
+}
+
+TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
+  join_all();
+  now += heartbeat_timeout_ms - 1;
+  wire::Envelope hb;
+  for (conn_id c = 1; c <= 3; ++c) {
+    hb.mutable_heartbeat()->set_step(17);
+    request(c, hb);
+  }
+  now += 1;
+  st.on_tick(now);
+  out = st.take_output();
+  EXPECT_EQ(state_of(3), "lost");
+  EXPECT_EQ(state_of(0), "alive");
+  EXPECT_EQ(st.workers(now)[0].step(), 17);
+  EXPECT_EQ(out.closes, std::vector<conn_id>{4});
+  int lost = 0;
+  for (auto& [c, e] : out.frames)
+    if (e.has_failure() && e.failure().rank() == 3 && e.failure().lost()) ++lost;
+  EXPECT_EQ(lost, 3);
+}
+
+TEST_F(state_test, clean_leave_is_not_a_loss) {
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(2, leave);
+  EXPECT_EQ(reply_to(2, 9)->error_code(), 0u);
+  st.on_disconnect(2, now);
+  out = st.take_output();
+  EXPECT_EQ(state_of(1), "left");
+  for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
+}
+
+TEST_F(state_test, present_workers_are_the_live_and_the_failed_ranks_still_here) {
+  EXPECT_TRUE(st.present_workers().empty());
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(1, leave);         // rank 0 leaves
+  st.on_disconnect(3, now);  // rank 2 is lost
+  wire::Envelope report;
+  report.mutable_error()->set_code(42);
+  request(4, report);  // rank 3 failed
+  auto present = st.present_workers();
+  ASSERT_EQ(present.size(), 2u);
+  EXPECT_EQ(present[0].rank, 1);
+  EXPECT_EQ(present[0].kind, membership_event::joined);
+  EXPECT_EQ(present[1].rank, 3);
+  EXPECT_EQ(present[1].kind, membership_event::error);
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+// The standalone lifeboat-coordinator process.
+
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+
+#include "actors/coordination/coordination_client.hpp"
+#include "actors/preemption/cluster_phase.hpp"
+#include "actors/preemption/protocol.hpp"
+#include "actors/status/status_endpoint.hpp"
+#include "actors/system_config.hpp"
+#include "messages/errors.hpp"
+#include "tests/apps/status_client.hpp"
+#include "tests/support/child_process.hpp"
+
+using namespace lifeboat;
+using namespace lifeboat::test;
+
+namespace {
+
+constexpr std::chrono::seconds deadline{20};
+const std::string service_listening = "lifeboat-coordinator: listening on 127.0.0.1:";
+// Logged before the service's line, when --status-port is given.
+const std::string status_listening = "status endpoint listening on 127.0.0.1:";
+
+// Reads the child's output until a line holds `marker`; returns the port
+// that line names (0: none came).
+uint16_t wait_for_port(child_process& child, const std::string& marker = service_listening) {
+  while (auto line = child.read_line(deadline))
+    if (line->find(marker) != std::string::npos) return listening_port(*line);
+  return 0;
+}
+
+// Rank 1 of a job of two, with the token the tests give the coordinator.
+agent_config rank_one_of_two(uint16_t port) {
+  agent_config acfg;
+  acfg.port = port;
+  acfg.rank = 1;
+  acfg.world_size = 2;
+  acfg.token = "t";
+  acfg.join_timeout = std::chrono::seconds(5);
+  return acfg;
+}
+
+TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
+  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token",
+                             "t", "--heartbeat-timeout-ms", "500"},
+                            true};
+  auto port = wait_for_port(coordinator);
+  ASSERT_NE(port, 0);
+  {
+    system_config cfg;
+    caf::actor_system sys{cfg};
+    auto acfg = rank_one_of_two(port);
+    auto client = coordination_client::connect(sys, acfg);
+    ASSERT_TRUE(client) << describe(client.error());
+    ASSERT_FALSE((*client)->insert("k", "v"));
+    acfg.token = "other";
+    acfg.rank = 0;
+    auto refused = coordination_client::connect(sys, acfg);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), make_error(errc::refused));
+  }
+  coordinator.kill(SIGTERM);
+  auto status = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(status) << "lifeboat-coordinator hangs on SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+}
+
+// --status-port: the coordinator's own endpoint, with a row per worker
+// (DESIGN "Status endpoint"). It is no worker: rank -1, and its step is the
+// furthest step a worker reported in its heartbeats.
+TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
+  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token",
+                             "t", "--status-port", "0"},
+                            true};
+  auto status_port = wait_for_port(coordinator, status_listening);
+  ASSERT_NE(status_port, 0);
+  auto port = wait_for_port(coordinator);
+  ASSERT_NE(port, 0);
+  constexpr int64_t reported_step = 17;
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  auto acfg = rank_one_of_two(port);
+  acfg.heartbeat_interval = std::chrono::milliseconds{50};
+  acfg.step_source = [] { return reported_step; };
+  acfg.status_source = [] { return heartbeat_status(phase::training); };
+  auto client = coordination_client::connect(sys, acfg);
+  ASSERT_TRUE(client) << describe(client.error());
+  // The step arrives with a heartbeat; ask until it is there.
+  auto status = await_step_past(status_port, reported_step - 1, deadline);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->rank(), coordinator_status_rank);
+  EXPECT_EQ(status->world_size(), 2);
+  EXPECT_EQ(status->step(), reported_step);
+  ASSERT_EQ(status->workers_size(), 2);
+  EXPECT_EQ(status->workers(0).state(), "joining");
+  EXPECT_EQ(status->workers(1).state(), "alive");
+  EXPECT_EQ(status->workers(1).step(), reported_step);
+  EXPECT_EQ(status->workers(1).phase(), "training");
+  EXPECT_EQ(status->workers(0).phase(), "");
+  EXPECT_GE(status->workers(1).last_heartbeat_ms(), 0);
+  EXPECT_TRUE(status->healthy());
+  EXPECT_EQ(status->phase(), "training");
+  // The phase follows the cluster: a notice recorded, then a worker gone.
+  // Both requests return once the service applied them.
+  ASSERT_FALSE((*client)->insert(notice_key_prefix + std::string{"1"}, "notice"));
+  status = fetch_status(status_port);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->phase(), "notice_received");
+  ASSERT_FALSE((*client)->leave());
+  status = fetch_status(status_port);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->phase(), "exiting");
+  coordinator.kill(SIGTERM);
+  auto exited = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(exited) << "lifeboat-coordinator hangs on SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(*exited), 0);
+}
+
+TEST(lifeboat_coordinator, rejects_missing_flags) {
+  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0"}, true};
+  auto status = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(WEXITSTATUS(*status), 2);
+}
+
+}  // namespace

@@ -1,0 +1,110 @@
+#include "actors/coordination/progress_tracker.hpp"
+
+#include <gtest/gtest.h>
+
+namespace lifeboat {
+namespace {
+
+constexpr int64_t hang_timeout_ms = 1000;
+constexpr int64_t step_ms = 20;
+
+// Every rank heartbeats once per step, at step * step_ms, up to `last`
+// (exclusive), except that `stuck` completes no step after `stuck_at`: its
+// heartbeats say how long ago that step was completed.
+void train(progress_tracker& t, int ranks, int64_t last, int stuck = -1, int64_t stuck_at = 0) {
+  for (int64_t step = 0; step < last; ++step)
+    for (int r = 0; r < ranks; ++r) {
+      bool behind = r == stuck && step > stuck_at;
+      t.on_heartbeat(r, behind ? stuck_at : step, 0, false, step * step_ms,
+                     behind ? (step - stuck_at) * step_ms : 0);
+    }
+}
+
+TEST(progress_tracker, a_rank_whose_heartbeat_says_it_is_stuck_behind_its_peers_is_hung) {
+  progress_tracker t{4, hang_timeout_ms};
+  // Rank 2 completed step 40; its heartbeat at step 89 said 980 ms ago.
+  train(t, 4, 90, 2, 40);
+  EXPECT_FALSE(t.find_hang(2));
+  // The next says 1000 ms: the timeout.
+  t.on_heartbeat(2, 40, 0, false, 90 * step_ms, hang_timeout_ms);
+  auto hang = t.find_hang(2);
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->rank, 2);
+  EXPECT_EQ(hang->step, 40);
+  EXPECT_EQ(hang->stuck_ms, hang_timeout_ms);
+  EXPECT_EQ(hang->peers_step, 89);
+  for (int r : {0, 1, 3}) EXPECT_FALSE(t.find_hang(r)) << r;
+}
+
+TEST(progress_tracker, a_rank_level_with_its_peers_or_not_heard_from_is_not_hung) {
+  progress_tracker t{3, hang_timeout_ms};
+  train(t, 3, 10);
+  // Everybody stopped at step 9 (a long step, or a checkpoint every rank takes).
+  for (int r = 0; r < 3; ++r) t.on_heartbeat(r, 9, 0, false, 100 * step_ms, 100 * hang_timeout_ms);
+  for (int r = 0; r < 3; ++r) EXPECT_FALSE(t.find_hang(r)) << r;
+  // Rank 0 goes on; rank 1's last heartbeat, however long ago, said its step was fresh.
+  progress_tracker u{2, hang_timeout_ms};
+  u.on_heartbeat(0, 5, 0, false, 0);
+  u.on_heartbeat(1, 5, 0, false, 0, 10);
+  u.on_heartbeat(0, 60, 0, false, 10 * hang_timeout_ms);
+  EXPECT_FALSE(u.find_hang(1));
+}
+
+TEST(progress_tracker, time_in_a_save_is_no_hang) {
+  progress_tracker t{2, hang_timeout_ms};
+  train(t, 2, 10);
+  // Rank 1 saves at step 9 for long, while rank 0 finished its save and went on.
+  t.on_heartbeat(1, 9, 0, true, 200, 20);
+  t.on_heartbeat(0, 12, 0, false, 300);
+  t.on_heartbeat(1, 9, 0, true, 200 + 10 * hang_timeout_ms, 10 * hang_timeout_ms);
+  EXPECT_FALSE(t.find_hang(1));
+  // Its save over, the step's age counts from the save's end.
+  t.on_heartbeat(1, 9, 0, false, 300 + 10 * hang_timeout_ms, 10 * hang_timeout_ms + 100);
+  t.on_heartbeat(1, 9, 0, false, 300 + 11 * hang_timeout_ms, 11 * hang_timeout_ms + 99);
+  EXPECT_FALSE(t.find_hang(1));
+  t.on_heartbeat(1, 9, 0, false, 300 + 11 * hang_timeout_ms, 11 * hang_timeout_ms + 100);
+  EXPECT_TRUE(t.find_hang(1));
+}
+
+TEST(progress_tracker, zero_turns_detection_off_and_unset_adapts_with_a_floor) {
+  progress_tracker off{2, 0};
+  train(off, 2, 50, 1, 5);
+  off.on_heartbeat(1, 5, 0, false, 50 * step_ms, 1'000'000);
+  EXPECT_FALSE(off.find_hang(1));
+
+  progress_tracker adaptive{2, progress_tracker::adaptive_hang_timeout};
+  EXPECT_EQ(adaptive.hang_timeout_ms(), progress_tracker::adaptive_hang_floor_ms);
+  // Steps of 10 s: ten of them is past the floor.
+  for (int64_t step = 0; step < 20; ++step)
+    for (int r = 0; r < 2; ++r) adaptive.on_heartbeat(r, step, 0, false, step * 10'000);
+  EXPECT_EQ(adaptive.hang_timeout_ms(), progress_tracker::adaptive_hang_factor * 10'000);
+}
+
+TEST(progress_tracker, step_time_leaves_out_warmup_and_time_blocked_in_barriers) {
+  progress_tracker t{1, 0};
+  // A first step 10x longer than the others, during the warm-up.
+  t.on_heartbeat(0, 0, 0, false, 0);
+  t.on_heartbeat(0, 1, 0, false, 10 * step_ms);
+  for (int64_t step = 2; step < 40; ++step)
+    t.on_heartbeat(0, step, (step - 1) * 5, false, 10 * step_ms + (step - 1) * step_ms);
+  auto stats = t.stats(0, t.cluster_median_ms());
+  // 20 ms a step, of which 5 ms at a barrier.
+  EXPECT_DOUBLE_EQ(stats.median_seconds, 0.015);
+  EXPECT_DOUBLE_EQ(stats.p99_seconds, 0.015);
+  EXPECT_FALSE(stats.straggler);
+}
+
+TEST(progress_tracker, a_slow_rank_is_a_straggler_reported_once_per_episode) {
+  progress_tracker t{4, 0};
+  // Rank 3 computes 40 ms a step; the others 20 ms and wait 20 ms at the barrier.
+  for (int64_t step = 0; step < 20; ++step)
+    for (int r = 0; r < 4; ++r) t.on_heartbeat(r, step, r == 3 ? 0 : step * 20, false, step * 40);
+  auto reference = t.cluster_median_ms();
+  EXPECT_TRUE(t.stats(3, reference).straggler);
+  for (int r = 0; r < 3; ++r) EXPECT_FALSE(t.stats(r, reference).straggler) << r;
+  EXPECT_EQ(t.take_new_stragglers(), std::vector<int32_t>{3});
+  EXPECT_TRUE(t.take_new_stragglers().empty());
+}
+
+}  // namespace
+}  // namespace lifeboat

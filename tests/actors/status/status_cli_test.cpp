@@ -1,0 +1,65 @@
+// lifeboat-status (apps/lifeboat_status.cpp) against a real endpoint.
+
+#include <gtest/gtest.h>
+
+#include "tests/actors/status/status_endpoint_fixture.hpp"
+#include "tests/actors/status/status_test_support.hpp"
+
+namespace lifeboat {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto cli_timeout = 20s;
+
+class status_cli_test : public test::status_endpoint_fixture {
+ protected:
+  void SetUp() override { start(test::saving_cluster()); }
+
+  std::string port() const { return std::to_string(port_); }
+};
+
+TEST_F(status_cli_test, prints_a_readable_table) {
+  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--host", "127.0.0.1", "--port", port()},
+                               cli_timeout);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* part : {"rank 0 of 2", "step 120", "phase saving", "healthy",
+                           "last checkpoint: step 100, 5.6 GiB, 0.75 s, /ckpt/step-100",
+                           "step_resolver", "coordination_service", "status_endpoint", "WORKER",
+                           "PHASE", "15 ms ago", "alive", "checkpoint_scheduled"}) {
+    EXPECT_NE(run.out.find(part), std::string::npos) << part << "\n" << run.out;
+  }
+}
+
+TEST_F(status_cli_test, prints_the_raw_json_with_numbers) {
+  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--port", port(), "--json"}, cli_timeout);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.rfind("{", 0), 0u) << run.out;
+  EXPECT_NE(run.out.find("\"step\":120"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"bytes\":6000000000"), std::string::npos) << run.out;
+}
+
+TEST_F(status_cli_test, fails_clearly_when_nothing_answers) {
+  std::string closed_port;
+  {
+    auto probe = status_http_server::bind(0, {});
+    ASSERT_TRUE(probe);
+    closed_port = std::to_string((*probe)->port());
+  }
+  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--port", closed_port}, cli_timeout);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(
+      run.err.find("lifeboat-status: cannot reach http://127.0.0.1:" + closed_port + "/status"),
+      std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.out, "");
+}
+
+TEST_F(status_cli_test, rejects_a_missing_port) {
+  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--json"}, cli_timeout);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--port is required"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace lifeboat
