@@ -1,7 +1,7 @@
 #pragma once
 
 // What several fuzz targets share: a scratch directory for the file parsers
-// and quiet logging (a log line per input would dominate the run time).
+// and a reader that takes an input apart.
 
 #include <cstdint>
 #include <cstdio>
@@ -12,13 +12,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "messages/log.hpp"
-
 namespace lifeboat::fuzz {
-
-/// Warnings and errors about the malformed inputs are expected by the
-/// thousand; only a crash matters.
-inline void quiet_logging() { set_log_level(log_level::error); }
 
 /// A directory private to this fuzzing process, made once (in /dev/shm when
 /// it exists: every input is written to a file). libFuzzer ends the process
