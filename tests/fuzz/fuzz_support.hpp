@@ -3,6 +3,7 @@
 // What several fuzz targets share: a scratch directory for the file parsers
 // and a reader that takes an input apart.
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,7 @@ inline void put_file(const std::string& dir, const std::string& name, const std:
   size_t done = 0;
   while (done < bytes.size()) {
     auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;  // libFuzzer's timeout alarm
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
