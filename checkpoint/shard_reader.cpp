@@ -129,8 +129,8 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
   auto data_path = join_path(step_dir, index.data_file());
   // Sizes and offsets come from files a writer of the checkpoint directory
   // controls: negative ones, or sums that wrap around, must not pass the
-  // checks below (fuzz_shard_index found a chunk size of -1 that made the
-  // plan read past the end of an empty chunk table).
+  // checks below (a chunk size of -1 once passed the table's size check with
+  // no checksums, and the plan read past the end of the empty table).
   if (index.data_bytes() < 0 || chunks.chunk_size() <= 0)
     return corrupt_file(data_path, "chunk table does not cover the file");
   const auto total = static_cast<uint64_t>(index.data_bytes());

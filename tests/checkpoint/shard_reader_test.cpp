@@ -112,8 +112,8 @@ TEST_F(shard_reader_test, a_truncated_data_file_fails_the_cheap_check) {
 
 // Sizes in an index or manifest come from whoever could write the checkpoint
 // directory: negative ones, and offsets whose sum with a size wraps around,
-// are corrupt, never a read outside the chunk table or the buffers (found by
-// tests/fuzz's fuzz_shard_index).
+// are corrupt, never a read outside the chunk table or the buffers (the first
+// is tests/fuzz/corpus/fuzz_shard_index/regression-negative-chunk-size).
 TEST_F(shard_reader_test, negative_chunk_sizes_and_wrapping_offsets_are_corrupt) {
   std::vector<char> loaded(5000);
   std::string user;

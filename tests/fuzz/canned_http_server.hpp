@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
@@ -72,7 +73,8 @@ class canned_http_server {
 
  private:
   // Bounds the wait for a client's request; the clients under test send at
-  // once, so this only ends a connection a client gave up on.
+  // once, so this only ends a connection a client gave up on. libFuzzer's
+  // timeout alarm interrupts calls now and then (EINTR): those are retried.
   static constexpr int request_wait_ms = 2000;
 
   void run() {
@@ -88,6 +90,7 @@ class canned_http_server {
       size_t sent = 0;
       while (sent < reply.size()) {
         auto n = ::send(fd, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         sent += static_cast<size_t>(n);
       }
@@ -101,8 +104,11 @@ class canned_http_server {
     char buf[1024];
     while (got.find("\r\n\r\n") == std::string::npos) {
       pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, request_wait_ms) != 1) return;
+      int rc = ::poll(&p, 1, request_wait_ms);
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc != 1) return;
       auto n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;
       got.append(buf, static_cast<size_t>(n));
     }

@@ -3,11 +3,6 @@
 
 #include "tests/fuzz/metadata_fuzz.hpp"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  lifeboat::fuzz::quiet_logging();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return lifeboat::fuzz::poll_metadata_source("azure", "LIFEBOAT_AZURE_METADATA", data, size);
 }

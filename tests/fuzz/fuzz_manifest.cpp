@@ -21,11 +21,6 @@ constexpr int64_t step = 7;
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  lifeboat::fuzz::quiet_logging();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lifeboat;
   using namespace lifeboat::checkpoint;

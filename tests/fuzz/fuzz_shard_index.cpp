@@ -48,11 +48,6 @@ void fill_checksums(wire::ChunkTable& chunks, const std::string& data) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::quiet_logging();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::input in{data, size};
   auto mode = in.byte();

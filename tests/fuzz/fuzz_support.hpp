@@ -1,8 +1,9 @@
 #pragma once
 
 // What several fuzz targets share: a scratch directory for the file parsers
-// and quiet logging (a log line per input would dominate the run time).
+// and a reader that takes an input apart.
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,13 +13,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "messages/log.hpp"
-
 namespace lifeboat::fuzz {
-
-/// Warnings and errors about the malformed inputs are expected by the
-/// thousand; only a crash matters.
-inline void quiet_logging() { set_log_level(log_level::error); }
 
 /// A directory private to this fuzzing process, made once (in /dev/shm when
 /// it exists: every input is written to a file). libFuzzer ends the process
@@ -42,6 +37,7 @@ inline void put_file(const std::string& dir, const std::string& name, const std:
   size_t done = 0;
   while (done < bytes.size()) {
     auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;  // libFuzzer's timeout alarm
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }

@@ -12,11 +12,6 @@
 #include "platform/cluster_discovery.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  lifeboat::fuzz::quiet_logging();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // An embedded NUL ends an environment variable's value.
   std::string tf_config(reinterpret_cast<const char*>(data), size);

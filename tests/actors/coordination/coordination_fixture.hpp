@@ -114,6 +114,19 @@ class raw_socket {
   frame_splitter split_;
 };
 
+/// A service of the fixture's world size whose connections must join within `bound`.
+inline std::pair<caf::actor, uint16_t> service_with_join_bound(caf::actor_system& sys,
+                                                               std::chrono::milliseconds bound) {
+  service_config cfg;
+  cfg.world_size = fixture_world_size;
+  cfg.token = fixture_token;
+  cfg.heartbeat_timeout = fixture_heartbeat_timeout;
+  cfg.join_bound = bound;
+  auto spawned = spawn_coordination_service(sys, cfg);
+  EXPECT_TRUE(spawned) << describe(spawned.error());
+  return spawned ? *spawned : std::pair<caf::actor, uint16_t>{};
+}
+
 /// An actor system with a coordination service (fixture_token,
 /// fixture_heartbeat_timeout) for fixture_world_size ranks, or as many as a
 /// derived fixture starts it with.

@@ -30,14 +30,9 @@ constexpr milliseconds trickle_interval{1000};
 constexpr milliseconds close_margin{1500};
 
 TEST_F(bounds_test, a_connection_that_sends_one_byte_a_second_is_closed_within_the_join_bound) {
-  service_config cfg;
-  cfg.world_size = fixture_world_size;
-  cfg.token = fixture_token;
-  cfg.heartbeat_timeout = fixture_heartbeat_timeout;
-  cfg.join_bound = trickle_join_bound;
-  auto spawned = spawn_coordination_service(sys, cfg);
-  ASSERT_TRUE(spawned) << describe(spawned.error());
-  raw_socket s{spawned->second};
+  auto [bounded, bounded_port] = service_with_join_bound(sys, trickle_join_bound);
+  ASSERT_NE(bounded_port, 0);
+  raw_socket s{bounded_port};
   auto start = std::chrono::steady_clock::now();
   auto hello = s.read_frame();
   ASSERT_TRUE(hello && hello->has_hello());
@@ -62,7 +57,7 @@ TEST_F(bounds_test, a_connection_that_sends_one_byte_a_second_is_closed_within_t
   EXPECT_GE(sent, 2u);
   EXPECT_LT(sent, bytes.size());
   EXPECT_GE(std::chrono::steady_clock::now() - start, trickle_join_bound - milliseconds(50));
-  caf::anon_send_exit(spawned->first, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(bounded, caf::exit_reason::user_shutdown);
 }
 
 TEST(coordination_service_bounds, an_oversized_frame_closes_the_connection_with_a_log_line) {

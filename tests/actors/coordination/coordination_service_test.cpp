@@ -54,19 +54,6 @@ wire::Envelope join_as_rank_0(const wire::Hello& hello, uint32_t protocol_versio
   return env;
 }
 
-// A service of the fixture's world size whose connections must join within `bound`.
-std::pair<caf::actor, uint16_t> service_with_join_bound(caf::actor_system& sys,
-                                                        std::chrono::milliseconds bound) {
-  service_config cfg;
-  cfg.world_size = fixture_world_size;
-  cfg.token = fixture_token;
-  cfg.heartbeat_timeout = fixture_heartbeat_timeout;
-  cfg.join_bound = bound;
-  auto spawned = spawn_coordination_service(sys, cfg);
-  EXPECT_TRUE(spawned) << describe(spawned.error());
-  return spawned ? *spawned : std::pair<caf::actor, uint16_t>{};
-}
-
 constexpr std::chrono::milliseconds short_join_bound{500};
 
 TEST_F(service_test, a_connection_that_sends_nothing_is_closed_within_the_join_bound) {
