@@ -1,11 +1,13 @@
 #include "actors/preemption/job_history.hpp"
 
+#include <chrono>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include <google/protobuf/util/json_util.h>
 #include <caf/actor_cast.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 

@@ -97,8 +97,10 @@ struct worker_group::worker {
   int32_t rank = 0;
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> action{step_gate::no_step};
-  step_gate gate{completed, action};
-  std::unique_ptr<coordination_client> client;
+  // Shared with the step resolver, which may outlive this worker by a message
+  // at shutdown (step_resolver_links).
+  std::shared_ptr<step_gate> gate = std::make_shared<step_gate>(completed, action);
+  std::shared_ptr<coordination_client> client;
   caf::actor recorder;
   caf::actor resolver;
   caf::actor watcher;
@@ -271,7 +273,7 @@ void worker_group::arm() {
     step_resolver_state::config cfg;
     cfg.rank = w->rank;
     cfg.world_size = opts_.world_size;
-    w->resolver = spawn_step_resolver(sys_, cfg, &w->gate, w->client.get());
+    w->resolver = spawn_step_resolver(sys_, cfg, step_resolver_links{w->gate, w->client, nullptr});
     w->watcher = spawn_cluster_watcher(sys_, cluster_watcher_peers{w->resolver, {}, {}});
     w->client->subscribe(w->watcher);
   }
