@@ -1,0 +1,83 @@
+#include "actors/status/history_routes.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "platform/http_client.hpp"
+#include "tests/actors/status/status_endpoint_fixture.hpp"
+
+namespace lifeboat {
+namespace {
+
+constexpr auto http_timeout = std::chrono::seconds{10};
+
+TEST(history_routes_test, names_the_three_views_of_a_get_and_nothing_else) {
+  EXPECT_EQ(history_view_of("GET", "/rates"), history_view::rates);
+  EXPECT_EQ(history_view_of("GET", "/timeline?x=1"), history_view::timeline);
+  EXPECT_EQ(history_view_of("GET", "/checkpoints"), history_view::checkpoints);
+  EXPECT_EQ(history_view_of("POST", "/rates"), std::nullopt);
+  EXPECT_EQ(history_view_of("GET", "/status"), std::nullopt);
+  EXPECT_EQ(history_view_of("GET", "/rates/more"), std::nullopt);
+}
+
+// Answers every view with its number, as the preemption module's history
+// actors answer with JSON.
+caf::behavior numbered_history() {
+  return {
+      [](history_atom, int32_t view) { return "{\"view\":" + std::to_string(view) + "}"; },
+  };
+}
+
+// Takes the question and never answers.
+caf::behavior silent_history(caf::event_based_actor* self) {
+  return {
+      [self](history_atom, int32_t) -> caf::result<std::string> {
+        return self->make_response_promise<std::string>();
+      },
+  };
+}
+
+class history_routes_endpoint_test : public test::status_endpoint_fixture {
+ protected:
+  http_response get(const std::string& target) {
+    http_request req;
+    req.method = "GET";
+    req.host = "127.0.0.1";
+    req.port = port_;
+    req.target = target;
+    auto res = http_send(req, http_timeout);
+    EXPECT_TRUE(res) << target << ": " << describe(res.error());
+    return res ? *res : http_response{};
+  }
+};
+
+TEST_F(history_routes_endpoint_test, an_endpoint_without_a_history_answers_404) {
+  start({});
+  EXPECT_EQ(get("/rates").status, 404);
+  EXPECT_EQ(get("/checkpoints").status, 404);
+}
+
+TEST_F(history_routes_endpoint_test, the_history_given_answers_each_view_as_json) {
+  status_endpoint_config cfg;
+  cfg.history = sys_.spawn(numbered_history);
+  start({}, cfg);
+  auto timeline = get("/timeline");
+  EXPECT_EQ(timeline.status, 200);
+  EXPECT_EQ(timeline.header("Content-Type").value_or(""), "application/json");
+  EXPECT_EQ(timeline.body, "{\"view\":1}");
+  EXPECT_EQ(get("/checkpoints").body, "{\"view\":2}");
+}
+
+TEST_F(history_routes_endpoint_test, a_history_that_does_not_answer_gives_503) {
+  status_endpoint_config cfg;
+  cfg.history = sys_.spawn(silent_history);
+  start({}, cfg);
+  auto rates = get("/rates");
+  EXPECT_EQ(rates.status, 503);
+  EXPECT_EQ(rates.body, "history unavailable\n");
+}
+
+}  // namespace
+}  // namespace lifeboat
