@@ -11,8 +11,6 @@
 namespace lifeboat {
 namespace {
 
-constexpr auto http_timeout = std::chrono::seconds{10};
-
 TEST(history_routes_test, names_the_three_views_of_a_get_and_nothing_else) {
   EXPECT_EQ(history_view_of("GET", "/rates"), history_view::rates);
   EXPECT_EQ(history_view_of("GET", "/timeline?x=1"), history_view::timeline);
@@ -39,19 +37,7 @@ caf::behavior silent_history(caf::event_based_actor* self) {
   };
 }
 
-class history_routes_endpoint_test : public test::status_endpoint_fixture {
- protected:
-  http_response get(const std::string& target) {
-    http_request req;
-    req.method = "GET";
-    req.host = "127.0.0.1";
-    req.port = port_;
-    req.target = target;
-    auto res = http_send(req, http_timeout);
-    EXPECT_TRUE(res) << target << ": " << describe(res.error());
-    return res ? *res : http_response{};
-  }
-};
+class history_routes_endpoint_test : public test::status_endpoint_fixture {};
 
 TEST_F(history_routes_endpoint_test, an_endpoint_without_a_history_answers_404) {
   start({});

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -16,6 +18,7 @@
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
+#include "platform/http_client.hpp"
 #include "tests/actors/status/status_test_support.hpp"
 
 namespace lifeboat::test {
@@ -46,6 +49,20 @@ class status_endpoint_fixture : public testing::Test {
     port_ = spawned->second;
     ASSERT_NE(port_, 0);
   }
+
+  /// An HTTP request to the endpoint; a failed one fails the test.
+  http_response get(const std::string& target, const std::string& method = "GET") {
+    http_request req;
+    req.method = method;
+    req.host = "127.0.0.1";
+    req.port = port_;
+    req.target = target;
+    auto res = http_send(req, http_timeout);
+    EXPECT_TRUE(res) << target << ": " << describe(res.error());
+    return res ? *res : http_response{};
+  }
+
+  static constexpr auto http_timeout = std::chrono::seconds{5};
 
   system_config cfg_;
   caf::actor_system sys_{cfg_};

@@ -24,8 +24,6 @@ using test::clock_type;
 using test::raw_connection;
 using test::saving_cluster;
 
-constexpr auto http_timeout = 5s;
-
 google::protobuf::Struct parse_json(const std::string& text) {
   google::protobuf::Struct out;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &out).ok()) << text;
@@ -159,19 +157,7 @@ TEST(status_endpoint_state, renders_fixed_routes_without_answers) {
 
 // -- the endpoint over a real socket -------------------------------------------
 
-class status_endpoint_test : public test::status_endpoint_fixture {
- protected:
-  http_response get(const std::string& target, const std::string& method = "GET") {
-    http_request req;
-    req.method = method;
-    req.host = "127.0.0.1";
-    req.port = port_;
-    req.target = target;
-    auto res = http_send(req, http_timeout);
-    EXPECT_TRUE(res) << target << ": " << describe(res.error());
-    return res ? *res : http_response{};
-  }
-};
+class status_endpoint_test : public test::status_endpoint_fixture {};
 
 TEST_F(status_endpoint_test, serves_the_merged_status_as_json_with_numbers) {
   start(saving_cluster());
