@@ -101,15 +101,19 @@ caf::actor spawn_job_history(caf::actor_system& sys, const caf::actor& service) 
 }
 
 caf::actor spawn_local_history(caf::actor_system& sys) {
-  return sys.spawn([]() -> caf::behavior {
-    return {
-        [](history_atom, int32_t view) {
-          job_history_state local;
-          local.on_events(decision_recorder::process().events());
-          return render(local, static_cast<history_view>(view));
-        },
-    };
-  });
+  // The recorder is an argument: CAF 0.17 dereferences a null argument tuple
+  // when it spawns a function of no arguments (UBSan reports it).
+  return sys.spawn(
+      [](decision_recorder* recorder) -> caf::behavior {
+        return {
+            [recorder](history_atom, int32_t view) {
+              job_history_state local;
+              local.on_events(recorder->events());
+              return render(local, static_cast<history_view>(view));
+            },
+        };
+      },
+      &decision_recorder::process());
 }
 
 }  // namespace lifeboat
