@@ -104,7 +104,7 @@ caf::actor spawn_local_history(caf::actor_system& sys) {
   // The recorder is an argument: CAF 0.17 dereferences a null argument tuple
   // when it spawns a function of no arguments (UBSan reports it).
   return sys.spawn(
-      [](decision_recorder* recorder) -> caf::behavior {
+      [](caf::event_based_actor*, decision_recorder* recorder) -> caf::behavior {
         return {
             [recorder](history_atom, int32_t view) {
               job_history_state local;
