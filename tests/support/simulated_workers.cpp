@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <utility>
+#include <vector>
 
+#include <caf/after.hpp>
 #include <caf/io/broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
@@ -33,6 +36,24 @@ constexpr int64_t notice_deadline_ms = 60000;
 
 // Leaves at teardown, this many at a time (each blocks its thread for a round trip).
 constexpr size_t teardown_threads = 16;
+// How long a stopped actor may take to be down before the group gives up on it.
+constexpr auto actor_stop_bound = std::chrono::seconds{10};
+
+// Stops `actors` and waits until each is down. The handles may only be
+// dropped then: CAF 0.17 frees a broker's control block on the thread that
+// drops the last handle, and ThreadSanitizer saw that race the multiplexer,
+// which was still reading it, when the handles went at once.
+void stop_and_wait(caf::actor_system& sys, const std::vector<caf::actor>& actors) {
+  caf::scoped_actor self{sys};
+  for (auto& a : actors) {
+    self->monitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  bool late = false;
+  for (size_t i = 0; i < actors.size() && !late; ++i)
+    self->receive([](const caf::down_msg&) {},
+                  caf::after(actor_stop_bound) >> [&] { late = true; });
+}
 constexpr std::chrono::seconds subscribe_bound{10};
 
 int64_t steady_ns() {
@@ -230,9 +251,11 @@ worker_group::worker_group(caf::actor_system& sys, worker_options opts, std::vec
 }
 
 worker_group::~worker_group() {
+  std::vector<caf::actor> actors;
   for (auto& w : workers_)
     for (auto* hdl : {&w->watcher, &w->resolver, &w->recorder})
-      if (*hdl) caf::anon_send_exit(*hdl, caf::exit_reason::user_shutdown);
+      if (*hdl) actors.push_back(*hdl);
+  stop_and_wait(sys_, actors);
   // Clients that did not leave do so in their destructors, one at a time.
   leave(teardown_threads);
 }
@@ -266,10 +289,13 @@ caf::error worker_group::join(size_t threads) {
 
 void worker_group::arm() {
   board_.clear();
+  std::vector<caf::actor> previous;
+  for (auto& w : workers_)
+    for (auto* hdl : {&w->watcher, &w->resolver})
+      if (*hdl) previous.push_back(*hdl);
+  stop_and_wait(sys_, previous);
   for (auto& w : workers_) {
     if (!w->client) continue;
-    for (auto* hdl : {&w->watcher, &w->resolver})
-      if (*hdl) caf::anon_send_exit(*hdl, caf::exit_reason::user_shutdown);
     step_resolver_state::config cfg;
     cfg.rank = w->rank;
     cfg.world_size = opts_.world_size;
