@@ -16,6 +16,7 @@
 #include "actors/preemption/poll_watcher.hpp"
 #include "actors/preemption/signal_watcher.hpp"
 #include "actors/status/status_endpoint.hpp"
+#include "actors/stop_actors.hpp"
 #include "actors/system_config.hpp"
 #include "lifeboat/errors.hpp"
 #include "messages/errors.hpp"
@@ -188,18 +189,8 @@ void worker_actors::stop() {
   // left acting on a client that has left (the writer's commit after the
   // last backup save, say). Their shares keep the client and the gate alive
   // in any case: a late one (warned about) only delays the system's end.
-  if (!running.empty()) {
-    caf::scoped_actor self{*system_};
-    for (auto& actor : running) {
-      self->monitor(actor);
-      self->send_exit(actor, caf::exit_reason::user_shutdown);
-    }
-    bool late = false;
-    for (size_t ended = 0; ended < running.size() && !late;)
-      self->receive([&](caf::down_msg&) { ++ended; },
-                    caf::after(actor_stop_bound) >> [&] { late = true; });
-    if (late) log(log_level::warning, "runtime", "an actor did not stop in time at shutdown");
-  }
+  if (!stop_actors(*system_, running, actor_stop_bound))
+    log(log_level::warning, "runtime", "an actor did not stop in time at shutdown");
   client_.reset();
   system_.reset();
 }

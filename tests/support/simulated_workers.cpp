@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include <caf/after.hpp>
 #include <caf/io/broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
@@ -21,6 +20,7 @@
 #include "actors/preemption/protocol.hpp"
 #include "actors/preemption/step_gate.hpp"
 #include "actors/preemption/step_resolver.hpp"
+#include "actors/stop_actors.hpp"
 #include "messages/errors.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/wire.hpp"
@@ -36,24 +36,10 @@ constexpr int64_t notice_deadline_ms = 60000;
 
 // Leaves at teardown, this many at a time (each blocks its thread for a round trip).
 constexpr size_t teardown_threads = 16;
-// How long a stopped actor may take to be down before the group gives up on it.
+// How long a stopped actor may take to be down before the group gives up on
+// it. The handles go only after (stop_actors says why).
 constexpr auto actor_stop_bound = std::chrono::seconds{10};
 
-// Stops `actors` and waits until each is down. The handles may only be
-// dropped then: CAF 0.17 frees a broker's control block on the thread that
-// drops the last handle, and ThreadSanitizer saw that race the multiplexer,
-// which was still reading it, when the handles went at once.
-void stop_and_wait(caf::actor_system& sys, const std::vector<caf::actor>& actors) {
-  caf::scoped_actor self{sys};
-  for (auto& a : actors) {
-    self->monitor(a);
-    self->send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  bool late = false;
-  for (size_t i = 0; i < actors.size() && !late; ++i)
-    self->receive([](const caf::down_msg&) {},
-                  caf::after(actor_stop_bound) >> [&] { late = true; });
-}
 constexpr std::chrono::seconds subscribe_bound{10};
 
 int64_t steady_ns() {
@@ -255,7 +241,7 @@ worker_group::~worker_group() {
   for (auto& w : workers_)
     for (auto* hdl : {&w->watcher, &w->resolver, &w->recorder})
       if (*hdl) actors.push_back(*hdl);
-  stop_and_wait(sys_, actors);
+  stop_actors(sys_, actors, actor_stop_bound);
   // Clients that did not leave do so in their destructors, one at a time.
   leave(teardown_threads);
 }
@@ -293,7 +279,7 @@ void worker_group::arm() {
   for (auto& w : workers_)
     for (auto* hdl : {&w->watcher, &w->resolver})
       if (*hdl) previous.push_back(*hdl);
-  stop_and_wait(sys_, previous);
+  stop_actors(sys_, previous, actor_stop_bound);
   for (auto& w : workers_) {
     if (!w->client) continue;
     step_resolver_state::config cfg;
