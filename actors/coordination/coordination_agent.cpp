@@ -20,6 +20,13 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
   st.cfg = std::move(cfg);
   st.join_deadline = std::chrono::steady_clock::now() + st.cfg.join_timeout;
   close_on_exit_forget_on_down(self, self->state.subscribers);
+  if (st.cfg.tls.enabled) {
+    auto tls = tls_context::make(st.cfg.tls, st.cfg.token, tls_role::client);
+    if (tls)
+      st.tls = std::move(*tls);
+    else
+      finish_join(self, tls.error());
+  }
   self->send(self, connect_atom::value);
   self->delayed_send(self, st.cfg.join_timeout, join_deadline_atom::value);
   return {
@@ -42,32 +49,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         refuse_stranger(self, "it did not greet within " +
                                   std::to_string(st.cfg.handshake_timeout.count()) + " ms");
       },
-      [self](const caf::io::new_data_msg& msg) {
-        auto& st = self->state;
-        if (!st.connected || msg.handle != st.hdl) return;
-        st.last_heard = std::chrono::steady_clock::now();
-        st.reader.append(msg.buf.data(), msg.buf.size());
-        // One read may hold several frames; one may end the connection.
-        for (wire::Envelope env; st.connected && msg.handle == st.hdl; env.Clear()) {
-          switch (st.reader.next(env)) {
-            case frame_splitter::status::need_more:
-              return;
-            case frame_splitter::status::oversized:
-            case frame_splitter::status::malformed:
-              self->close(st.hdl);
-              if (!st.joined) {
-                st.connected = false;
-                refuse_stranger(self, "it sent what is no frame of the protocol");
-                return;
-              }
-              on_connection_lost(self, "bad frame from the service");
-              return;
-            case frame_splitter::status::frame:
-              on_envelope(self, env);
-              break;
-          }
-        }
-      },
+      [self](const caf::io::new_data_msg& msg) { on_bytes(self, msg); },
       [self](const caf::io::connection_closed_msg& msg) {
         if (msg.handle == self->state.hdl && self->state.connected)
           on_connection_lost(self, "connection closed");

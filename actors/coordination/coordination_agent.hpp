@@ -12,6 +12,7 @@
 
 #include "actors/coordination/coordination_atoms.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/coordination/tls_config.hpp"
 
 namespace lifeboat {
 
@@ -58,6 +59,10 @@ struct agent_config {
   /// ended (a broker's mailbox stays open), so a request to it waits out its
   /// whole timeout; a caller that checks this first fails at once instead.
   std::shared_ptr<std::atomic<bool>> ended;
+  /// TLS 1.3 on the connection when enabled, as the service has it; with
+  /// certificates, the service's must name `host`. A failed handshake fails
+  /// the join at once with errc::refused (a retry would meet the same peer).
+  tls_config tls;
 };
 
 /// Spawns a worker's agent: a broker that connects to the service (retrying

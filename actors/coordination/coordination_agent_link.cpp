@@ -1,4 +1,5 @@
-// The coordination agent's link to the service: connecting with backoff,
+// The coordination agent's link to the service: connecting with backoff
+// (through TLS when configured), the bytes it delivers,
 // the challenge-response join (refusing strangers and impostors), heartbeats
 // with the sampled step, the frames the service sends, and the loss of the
 // connection.
@@ -56,8 +57,20 @@ void try_connect(agent_broker* self) {
     st.connected = true;
     st.greeted = false;
     st.challenge.clear();
-    st.reader = frame_splitter{};
+    st.stream = frame_stream{};
+    if (st.tls) {
+      auto channel = tls_channel::make(st.tls, st.cfg.host);
+      if (!channel) {
+        st.connected = false;
+        self->close(st.hdl);
+        finish_join(self, channel.error());
+        return;
+      }
+      st.stream = frame_stream{std::move(*channel)};
+    }
     self->configure_read(st.hdl, caf::io::receive_policy::at_most(frame_read_bytes));
+    // With TLS, the agent speaks first: its ClientHello.
+    st.stream.flush(self, st.hdl);
     self->delayed_send(self, st.cfg.handshake_timeout, handshake_deadline_atom::value,
                        ++st.connection_serial);
     return;
@@ -78,6 +91,45 @@ void try_connect(agent_broker* self) {
   }
   self->delayed_send(self, st.backoff, connect_atom::value);
   st.backoff = std::min(st.backoff * 2, max_backoff);
+}
+
+void on_bytes(agent_broker* self, const caf::io::new_data_msg& msg) {
+  auto& st = self->state;
+  if (!st.connected || msg.handle != st.hdl) return;
+  st.last_heard = std::chrono::steady_clock::now();
+  if (auto err = st.stream.receive(self, st.hdl, msg.buf.data(), msg.buf.size())) {
+    self->close(st.hdl);
+    if (!st.joined) {
+      // A peer that fails TLS's checks holds neither the job's key nor its
+      // certificates, or does not speak TLS: as a stranger, it is refused.
+      st.connected = false;
+      refuse_stranger(self, describe(err) + " (the service and every worker need the same " +
+                                tls_env + ", and the same cluster token or certificate authority)");
+      return;
+    }
+    on_connection_lost(self, describe(err));
+    return;
+  }
+  // One read may hold several frames; one may end the connection.
+  for (wire::Envelope env; st.connected && msg.handle == st.hdl; env.Clear()) {
+    switch (st.stream.next(env)) {
+      case frame_splitter::status::need_more:
+        return;
+      case frame_splitter::status::oversized:
+      case frame_splitter::status::malformed:
+        self->close(st.hdl);
+        if (!st.joined) {
+          st.connected = false;
+          refuse_stranger(self, "it sent what is no frame of the protocol");
+          return;
+        }
+        on_connection_lost(self, "bad frame from the service");
+        return;
+      case frame_splitter::status::frame:
+        on_envelope(self, env);
+        break;
+    }
+  }
 }
 
 void refuse_stranger(agent_broker* self, const std::string& why) {

@@ -14,7 +14,7 @@ caf::error reply_error(const wire::Reply& r) {
 }
 
 void send_envelope(agent_broker* self, const wire::Envelope& env) {
-  write_frame(self, self->state.hdl, env);
+  self->state.stream.send(self, self->state.hdl, encode_frame(env));
 }
 
 void notify(agent_broker* self, const caf::message& msg) {

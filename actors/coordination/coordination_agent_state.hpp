@@ -16,6 +16,7 @@
 
 #include "actors/coordination/coordination_agent.hpp"
 #include "actors/coordination/coordination_frame.hpp"
+#include "actors/coordination/frame_stream.hpp"
 
 namespace lifeboat::agent_detail {
 
@@ -59,9 +60,10 @@ struct agent_actor_state {
   bool stall_told = false;  // a heartbeat said the step is past the hang timeout
   std::chrono::steady_clock::time_point last_heard;  // when the service last sent a frame
   bool left = false;
-  caf::error join_error;  // set once joining failed for good
-  std::string challenge;  // this connection's nonce for the service to answer
-  frame_splitter reader;
+  caf::error join_error;             // set once joining failed for good
+  std::string challenge;             // this connection's nonce for the service to answer
+  frame_stream stream;               // this connection's frames
+  std::shared_ptr<tls_context> tls;  // null: clear text
   std::chrono::milliseconds backoff = first_backoff;
   std::chrono::steady_clock::time_point join_deadline;
   std::vector<caf::response_promise> join_waiters;
@@ -107,6 +109,10 @@ void fail_pending(agent_broker* self, const caf::error& err);
 uint64_t start_request(agent_broker* self, wire::Envelope env, pending_request p);
 
 void try_connect(agent_broker* self);
+
+// Takes what the connection delivered; a TLS failure ends the connection (and,
+// before the join, the join: refuse_stranger).
+void on_bytes(agent_broker* self, const caf::io::new_data_msg& msg);
 
 // A peer at the service's address that does not speak the protocol: a
 // retry would find the same stranger there, so the join fails at once.

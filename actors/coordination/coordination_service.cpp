@@ -15,6 +15,7 @@
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/coordination_frame.hpp"
 #include "actors/coordination/coordination_state.hpp"
+#include "actors/coordination/frame_stream.hpp"
 #include "actors/coordination/worker_listing.hpp"
 #include "messages/log.hpp"
 #include "messages/wire.hpp"
@@ -34,7 +35,8 @@ int64_t steady_now_ms() {
 struct service_actor_state {
   std::unique_ptr<coordination_state> logic;
   status_annotator annotate_status;
-  std::map<conn_id, frame_splitter> readers;
+  std::map<conn_id, frame_stream> readers;
+  std::shared_ptr<tls_context> tls;  // null: clear text
   std::vector<caf::actor> subscribers;
   // Due times of the ticks already in flight; a new one is sent only when the
   // state's next deadline comes before all of them.
@@ -69,13 +71,14 @@ void apply_output(service_broker* self) {
     if (run != out.broadcasts.end() && run->first == i) {
       auto bytes = encode_frame(out.frames[i].second);
       for (auto end = i + run->count; i < end; ++i)
-        if (readers.count(out.frames[i].first) > 0)
-          write_bytes(self, handle_of(out.frames[i].first), bytes);
+        if (auto r = readers.find(out.frames[i].first); r != readers.end())
+          r->second.send(self, handle_of(r->first), bytes);
       ++run;
       continue;
     }
     auto& [conn, env] = out.frames[i++];
-    if (readers.count(conn) > 0) write_frame(self, handle_of(conn), env);
+    if (auto r = readers.find(conn); r != readers.end())
+      r->second.send(self, handle_of(conn), encode_frame(env));
   }
   for (auto conn : out.closes) {
     self->state.readers.erase(conn);
@@ -95,8 +98,17 @@ void drop_connection(service_broker* self, conn_id conn, const std::string& why)
   apply_output(self);
 }
 
-caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
-                            service_config cfg) {
+// A fresh connection's stream: clear text, or a TLS session that waits for
+// the agent's first handshake bytes (the greeting is held until it ends).
+caf::expected<frame_stream> open_stream(service_broker* self) {
+  if (!self->state.tls) return frame_stream{};
+  auto channel = tls_channel::make(self->state.tls);
+  if (!channel) return channel.error();
+  return frame_stream{std::move(*channel)};
+}
+
+caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman, service_config cfg,
+                            std::shared_ptr<tls_context> tls) {
   // Every worker may be joining at once: at 1,024 the bound of 64 closed
   // connections at accept during a start, and their agents waited out a
   // backoff to try again. The world size is the number of legitimate ones.
@@ -105,12 +117,20 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
       static_cast<int64_t>(cfg.join_bound.count()),
       std::max(max_unjoined_connections, static_cast<size_t>(cfg.world_size))});
   self->state.annotate_status = std::move(cfg.annotate_status);
+  self->state.tls = std::move(tls);
   self->add_doorman(std::move(doorman));
   close_on_exit_forget_on_down(self, self->state.subscribers);
   return {
       [self](const caf::io::new_connection_msg& msg) {
         auto conn = msg.handle.id();
-        self->state.readers.emplace(conn, frame_splitter{});
+        auto stream = open_stream(self);
+        if (!stream) {
+          log(log_level::error, component, "closing connection ", conn, ": ",
+              describe(stream.error()));
+          self->close(msg.handle);
+          return;
+        }
+        self->state.readers.emplace(conn, std::move(*stream));
         self->configure_read(msg.handle, caf::io::receive_policy::at_most(frame_read_bytes));
         self->state.logic->on_connect(conn, make_join_nonce(), steady_now_ms());
         apply_output(self);
@@ -119,7 +139,10 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman,
         auto conn = msg.handle.id();
         auto i = self->state.readers.find(conn);
         if (i == self->state.readers.end()) return;
-        i->second.append(msg.buf.data(), msg.buf.size());
+        if (auto err = i->second.receive(self, msg.handle, msg.buf.data(), msg.buf.size())) {
+          drop_connection(self, conn, describe(err));
+          return;
+        }
         // One read may hold several frames; a frame may close the connection
         // (a refused join), which drops its reader: look it up each time.
         for (wire::Envelope env;; env.Clear()) {
@@ -218,6 +241,12 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::a
     return make_error(errc::invalid_config, "coordination service: join bound must be > 0");
   if (cfg.heartbeat_timeout.count() <= 0)
     return make_error(errc::invalid_config, "coordination service: heartbeat timeout must be > 0");
+  std::shared_ptr<tls_context> tls;
+  if (cfg.tls.enabled) {
+    auto made = tls_context::make(cfg.tls, cfg.token, tls_role::server);
+    if (!made) return made.error();
+    tls = std::move(*made);
+  }
   // The socket is opened here rather than inside the broker so that the bound
   // port (port 0 picks a free one) can be returned to the caller.
   auto doorman = sys.middleman().backend().new_tcp_doorman(cfg.port, cfg.host.c_str(), true);
@@ -226,8 +255,12 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::a
                                              ":" + std::to_string(cfg.port) + ": " +
                                              sys.render(doorman.error()));
   auto port = (*doorman)->port();
-  auto actor = sys.middleman().spawn_broker(service_actor, std::move(*doorman), std::move(cfg));
+  auto actor =
+      sys.middleman().spawn_broker(service_actor, std::move(*doorman), std::move(cfg), tls);
   log(log_level::info, component, "listening on port ", port);
+  if (tls)
+    log(log_level::info, component, "TLS 1.3 on every connection, authenticated by ",
+        tls->uses_certificates() ? "certificates" : "a key derived from the cluster token");
   return std::make_pair(caf::actor{actor}, port);
 }
 

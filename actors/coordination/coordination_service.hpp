@@ -13,6 +13,7 @@
 #include "actors/coordination/connection_limits.hpp"
 #include "actors/coordination/coordination_atoms.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/coordination/tls_config.hpp"
 
 namespace lifeboat {
 
@@ -40,6 +41,9 @@ struct service_config {
   std::chrono::milliseconds join_bound{unjoined_connection_bound_ms};
   /// Empty: the status answer carries no phase.
   status_annotator annotate_status;
+  /// TLS 1.3 on every connection when enabled (tls_context: certificates,
+  /// else a key derived from `token`); agents must agree.
+  tls_config tls;
 };
 
 /// Starts the job's coordination service: a broker listening on
@@ -47,6 +51,9 @@ struct service_config {
 /// whose logic is coordination_state. Returns the actor and the bound port.
 /// Its bounds: those of coordination_state, and frames of at most
 /// max_frame_bytes (a larger one closes the connection, with a log line).
+/// With cfg.tls enabled, a connection whose handshake or any later record
+/// fails TLS's checks is closed like one that closed (a joined rank is lost).
+/// errc::invalid_config when cfg.tls cannot be set up (tls_context::make).
 ///
 /// Local interface (messages from actors in the hosting process):
 ///   (workers_atom) -> std::vector<wire::WorkerInfo>     one row per rank

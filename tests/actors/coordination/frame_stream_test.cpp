@@ -1,0 +1,170 @@
+// The coordination connections end to end, through a proxy on 127.0.0.1
+// that records and may tamper with what it forwards: with TLS on, no frame's
+// payload crosses in clear text, and a flipped byte ends the connection (the
+// worker is lost, by rank) instead of delivering a forged message.
+#include "actors/coordination/frame_stream.hpp"
+
+#include <caf/scoped_actor.hpp>
+
+#include "actors/coordination/coordination_client.hpp"
+#include "actors/coordination/coordination_service.hpp"
+#include "actors/system_config.hpp"
+#include "messages/errors.hpp"
+#include "tests/actors/coordination/tcp_proxy.hpp"
+#include "tests/actors/coordination/tls_certificates.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace lifeboat;
+using namespace lifeboat::test;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string token = "frame-stream-test-token";
+constexpr int world_size = 2;
+constexpr int proxied_rank = 1;
+constexpr auto event_bound = 10s;
+const std::string probe_key = "lifeboat/probe/clear-text-key";
+const std::string probe_value = "agreed-step-7f3a9c-value";
+
+tls_config psk_tls() {
+  tls_config cfg;
+  cfg.enabled = true;
+  return cfg;
+}
+
+caf::expected<std::pair<caf::actor, uint16_t>> spawn_service(caf::actor_system& sys,
+                                                             const tls_config& tls) {
+  service_config cfg;
+  cfg.world_size = world_size;
+  cfg.token = token;
+  cfg.tls = tls;
+  return spawn_coordination_service(sys, cfg);
+}
+
+// The proxied rank's agent, joining at `port`.
+agent_config agent_at(uint16_t port, const tls_config& tls, const std::string& agent_token) {
+  agent_config cfg;
+  cfg.port = port;
+  cfg.rank = proxied_rank;
+  cfg.world_size = world_size;
+  cfg.token = agent_token;
+  cfg.tls = tls;
+  cfg.heartbeat_interval = 100ms;
+  cfg.join_timeout = event_bound;
+  return cfg;
+}
+
+class frame_stream_test : public ::testing::Test {
+ protected:
+  void start(const tls_config& tls) {
+    auto spawned = spawn_service(sys, tls);
+    ASSERT_TRUE(spawned) << describe(spawned.error());
+    service = spawned->first;
+    proxy = std::make_unique<tcp_proxy>(spawned->second);
+    ASSERT_NE(proxy->port(), 0);
+    self->send(service, subscribe_atom::value, caf::actor{self});
+    auto joined = coordination_client::connect(sys, agent_at(proxy->port(), tls, token));
+    ASSERT_TRUE(joined) << describe(joined.error());
+    client = std::move(*joined);
+    expect_event(membership_event::joined);
+  }
+
+  void TearDown() override {
+    client.reset();
+    if (service) caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+  }
+
+  // The next membership event is of `kind` and names the proxied rank.
+  void expect_event(int32_t kind) {
+    self->receive(
+        [kind](const membership_event& ev) {
+          EXPECT_EQ(ev.kind, kind) << ev.message;
+          EXPECT_EQ(ev.rank, proxied_rank) << ev.message;
+        },
+        caf::after(event_bound) >> [] { ADD_FAILURE() << "no membership event"; });
+  }
+
+  std::map<std::string, std::string> service_keys() {
+    std::map<std::string, std::string> out;
+    self->request(service, event_bound, snapshot_atom::value, std::string{})
+        .receive([&out](std::map<std::string, std::string>& kv) { out = std::move(kv); },
+                 [](caf::error& err) { ADD_FAILURE() << describe(err); });
+    return out;
+  }
+
+  system_config cfg_;
+  caf::actor_system sys{cfg_};
+  caf::scoped_actor self{sys};
+  caf::actor service;
+  std::unique_ptr<tcp_proxy> proxy;
+  std::unique_ptr<coordination_client> client;
+};
+
+TEST_F(frame_stream_test, without_tls_a_capture_sees_the_payload) {
+  start(tls_config{});
+  ASSERT_FALSE(client->insert(probe_key, probe_value));
+  auto seen = proxy->recorded();
+  EXPECT_NE(seen.find(probe_value), std::string::npos);
+  EXPECT_NE(seen.find(probe_key), std::string::npos);
+}
+
+TEST_F(frame_stream_test, with_tls_no_payload_travels_in_clear_text) {
+  start(psk_tls());
+  ASSERT_FALSE(client->insert(probe_key, probe_value));
+  EXPECT_EQ(service_keys()[probe_key], probe_value);
+  auto seen = proxy->recorded();
+  EXPECT_GT(seen.size(), probe_value.size());
+  EXPECT_EQ(seen.find(probe_value), std::string::npos) << "the value crossed in clear text";
+  EXPECT_EQ(seen.find(probe_key), std::string::npos) << "the key crossed in clear text";
+  EXPECT_EQ(seen.find(token), std::string::npos) << "the token crossed in clear text";
+}
+
+TEST_F(frame_stream_test, with_certificates_no_payload_travels_in_clear_text) {
+  tls_certificates certs;
+  ASSERT_EQ(certs.error(), "");
+  start(certs.config());
+  ASSERT_FALSE(client->insert(probe_key, probe_value));
+  auto seen = proxy->recorded();
+  EXPECT_EQ(seen.find(probe_value), std::string::npos) << "the value crossed in clear text";
+}
+
+TEST_F(frame_stream_test, a_flipped_byte_after_the_join_loses_the_worker_and_forges_nothing) {
+  start(psk_tls());
+  proxy->flip_next_upstream_byte();
+  // The insert, or a heartbeat before it, carries the flipped byte.
+  auto err = client->insert(probe_key, probe_value);
+  expect_event(membership_event::lost);
+  EXPECT_TRUE(proxy->flipped());
+  EXPECT_EQ(service_keys().count(probe_key), 0u) << "a tampered frame was accepted";
+  // The worker hears that it lost the service, and its requests fail.
+  if (!err) err = client->insert(probe_key + "/again", probe_value);
+  EXPECT_TRUE(err);
+}
+
+// A worker whose join a service of `service_tls` must refuse at once, with
+// an error that names TLS.
+void expect_refused(caf::actor_system& sys, const tls_config& service_tls,
+                    const tls_config& agent_tls, const std::string& agent_token) {
+  auto spawned = spawn_service(sys, service_tls);
+  ASSERT_TRUE(spawned) << describe(spawned.error());
+  auto started = std::chrono::steady_clock::now();
+  auto joined = coordination_client::connect(sys, agent_at(spawned->second, agent_tls, agent_token));
+  caf::anon_send_exit(spawned->first, caf::exit_reason::user_shutdown);
+  ASSERT_FALSE(joined);
+  EXPECT_EQ(joined.error(), make_error(errc::refused)) << describe(joined.error());
+  EXPECT_NE(describe(joined.error()).find("TLS"), std::string::npos) << describe(joined.error());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, event_bound / 2);
+}
+
+TEST_F(frame_stream_test, a_worker_of_another_token_fails_the_handshake_and_is_refused) {
+  expect_refused(sys, psk_tls(), psk_tls(), "another-job-token");
+}
+
+TEST_F(frame_stream_test, a_worker_with_tls_refuses_a_service_without_it) {
+  expect_refused(sys, tls_config{}, psk_tls(), token);
+}
+
+}  // namespace
