@@ -19,17 +19,20 @@ constexpr int default_control_port_offset = 2;
 
 constexpr const char* synopsis =
     "usage: lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P]\n"
-    "                       [--status-port BASE] -- CMD ARGS...\n"
+    "                       [--status-port BASE] [--tls] -- CMD ARGS...\n"
     "       lifeboat-launch --nnodes M --node-rank K --coordinator HOST:PORT --nproc N\n"
     "                       [--control-port P] [--max-restarts R] [--restart-code C]\n"
-    "                       [--status-port BASE] -- CMD ARGS...\n";
+    "                       [--status-port BASE] [--tls] -- CMD ARGS...\n";
 
 constexpr const char* explanation =
     "Starts N workers (global ranks K*N .. K*N+N-1 of M*N), hosts their coordination\n"
     "service (node 0, on HOST:PORT), restarts them after a save with the restart code\n"
     "(default 42) and after at most R failures. A multi-node launcher needs\n"
     "LIFEBOAT_CLUSTER_TOKEN (the same on every node); node 0's launcher listens for the\n"
-    "others on HOST:CONTROL_PORT (default PORT + 2).";
+    "others on HOST:CONTROL_PORT (default PORT + 2). The coordination connections use\n"
+    "TLS 1.3 with --tls, LIFEBOAT_TLS=1 or --nnodes > 1 (LIFEBOAT_TLS=0 turns it off):\n"
+    "certificates from LIFEBOAT_TLS_CERT, LIFEBOAT_TLS_KEY and LIFEBOAT_TLS_CA, else a\n"
+    "key derived from LIFEBOAT_CLUSTER_TOKEN.";
 
 // HOST:PORT of --coordinator; the port must be one the other nodes can name.
 bool parse_coordinator(const std::string& text, launch_options& out, std::string& error) {
@@ -131,6 +134,8 @@ parsed_launch_options parse_launch_options(int argc, char** argv) {
                  "free ports)")
       ->check(integer_in(0, 65535))
       ->type_name("BASE");
+  app.add_flag("--tls", out.tls,
+               "TLS 1.3 on the coordination connections (default: with --nnodes > 1)");
 
   if (auto code = parse_command_line(app, flags_end, argv)) return {std::nullopt, *code};
   if (auto error = check(out, app, port, status_base, control_port))

@@ -22,6 +22,9 @@ struct launch_options {
   /// Where node 0's launcher listens for the other launchers (multi-node only).
   uint16_t control_port = 0;
   std::optional<uint16_t> status_port_base;
+  /// --tls: TLS 1.3 on the coordination connections even on one node
+  /// (LIFEBOAT_TLS; multi-node jobs have it by default).
+  bool tls = false;
   std::vector<std::string> command;
 
   int world_size() const { return nnodes * nproc; }

@@ -2,10 +2,11 @@
 // for jobs whose workers are not started by lifeboat-launch.
 //
 //   lifeboat-coordinator --port P --world-size N [--token T] [--host H]
-//                        [--heartbeat-timeout-ms MS] [--status-port P]
+//                        [--heartbeat-timeout-ms MS] [--status-port P] [--tls]
 //
-// The token comes from --token or LIFEBOAT_CLUSTER_TOKEN. SIGTERM or SIGINT
-// stops it cleanly.
+// The token comes from --token or LIFEBOAT_CLUSTER_TOKEN. TLS 1.3 is on with
+// --tls, with LIFEBOAT_TLS=1, or by default when --host is not a loopback
+// address (LIFEBOAT_TLS=0 turns it off). SIGTERM or SIGINT stops it cleanly.
 
 #include <pthread.h>
 #include <csignal>
@@ -16,6 +17,7 @@
 #include <caf/send.hpp>
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/coordination/tls_config.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/job_history.hpp"
 #include "actors/preemption/preemption_watcher.hpp"
@@ -35,7 +37,7 @@ constexpr int64_t default_heartbeat_timeout_ms = 10000;
 
 constexpr const char* synopsis =
     "usage: lifeboat-coordinator --port P --world-size N [--token T] [--host H]\n"
-    "                            [--heartbeat-timeout-ms MS] [--status-port P]\n";
+    "                            [--heartbeat-timeout-ms MS] [--status-port P] [--tls]\n";
 
 }  // namespace
 
@@ -68,7 +70,18 @@ int main(int argc, char** argv) {
   auto* status_flag = apps::add_integer(app, "--status-port", status_port, 0, 65535,
                                         "serve the status endpoint here (0: any free port)")
                           ->type_name("P");
+  bool tls_flag = false;
+  app.add_flag("--tls", tls_flag,
+               "TLS 1.3 on every connection (default: when --host is not a loopback address)");
   if (auto code = apps::parse_command_line(app, argc, argv)) return *code;
+  // Workers on other hosts reach a service that binds beyond loopback.
+  auto tls = read_tls_config(std::getenv, !is_loopback_host(cfg.host));
+  if (!tls) {
+    write_stderr_line(streamed(program, ": ", describe(tls.error())));
+    return EXIT_FAILURE;
+  }
+  cfg.tls = *tls;
+  if (tls_flag) cfg.tls.enabled = true;
   cfg.port = static_cast<uint16_t>(port);
   cfg.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
   cfg.annotate_status = annotate_preemption_status;

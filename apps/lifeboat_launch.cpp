@@ -2,7 +2,7 @@
 // and restarts the group after a preemption (DESIGN "lifeboat-launch").
 //
 //   lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P]
-//                   [--status-port BASE] -- CMD ARGS...
+//                   [--status-port BASE] [--tls] -- CMD ARGS...
 //   lifeboat-launch --nnodes M --node-rank K --coordinator HOST:PORT --nproc N
 //                   [--control-port P] [...] -- CMD ARGS...
 //
@@ -18,6 +18,8 @@
 // With --status-port, rank r serves its status endpoint on BASE + r, and the
 // launcher its own (the coordinator's view: one row per worker) on
 // BASE + nproc; BASE 0: each picks a free port and logs it.
+// With --tls (default with --nnodes > 1, LIFEBOAT_TLS overrides), every
+// coordination connection runs TLS 1.3; the workers get LIFEBOAT_TLS.
 // SIGTERM/SIGINT are forwarded to every worker; the launcher then exits with
 // the group's outcome: the restart code after a save, and also when the
 // SIGTERM ended workers before they could save (nothing was torn). Exits 0
@@ -37,6 +39,7 @@
 #include "messages/errors.hpp"
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/coordination/tls_config.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/job_history.hpp"
 #include "actors/preemption/preemption_watcher.hpp"
@@ -163,6 +166,15 @@ int main(int argc, char** argv) {
     say("cannot read /dev/urandom for a cluster token");
     return failure_exit_code;
   }
+  // A multi-node job's coordination connections cross the network: TLS is
+  // on unless LIFEBOAT_TLS=0. The workers are told the outcome, so that they
+  // and the service agree whatever their own defaults would be.
+  auto tls = lifeboat::read_tls_config(std::getenv, opts.multi_node());
+  if (!tls) {
+    say(lifeboat::describe(tls.error()));
+    return usage_exit_code;
+  }
+  if (opts.tls) tls->enabled = true;
   auto where = [](const std::string& host, uint16_t port) {
     return host + ":" + std::to_string(port);
   };
@@ -180,6 +192,7 @@ int main(int argc, char** argv) {
     service_cfg.world_size = opts.world_size();
     service_cfg.token = token;
     service_cfg.annotate_status = lifeboat::annotate_preemption_status;
+    service_cfg.tls = *tls;
     auto spawned = lifeboat::spawn_coordination_service(sys, service_cfg);
     if (!spawned) {
       say(lifeboat::streamed("cannot host the coordination service on port ", opts.port, ": ",
@@ -253,6 +266,7 @@ int main(int argc, char** argv) {
        {"LIFEBOAT_COORDINATOR", where(reach, port)},
        {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
        {"LIFEBOAT_CLUSTER_TOKEN", token},
+       {lifeboat::tls_env, tls->enabled ? "1" : "0"},
        {lifeboat::kRestartCodeVariable, std::to_string(opts.restart_code)}},
       opts.status_port_base,
       opts.node_rank};

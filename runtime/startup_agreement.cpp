@@ -1,6 +1,7 @@
 #include "runtime/startup_agreement.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -10,6 +11,7 @@
 #include "actors/coordination/coordination_barrier.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/coordination/tls_config.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/decision_recorder.hpp"
 #include "lifeboat/errors.hpp"
@@ -57,6 +59,11 @@ std::string verdict(const caf::error& err) { return err ? describe(err) : can_va
 
 void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_config& cfg) {
   auto& sys = actors.system();
+  // A coordinator beyond loopback means the job spans hosts: TLS by default
+  // (lifeboat-launch says LIFEBOAT_TLS explicitly, so its workers agree).
+  auto tls = read_tls_config(std::getenv,
+                             cluster.world_size > 1 && !is_loopback_host(cluster.coordinator_host));
+  if (!tls) fail_config(describe(tls.error()));
   if (!cluster.coordinator_external && cluster.rank == 0) {
     service_config service_cfg;
     service_cfg.host = cluster.world_size == 1 ? "127.0.0.1" : cluster.coordinator_host;
@@ -65,6 +72,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
     service_cfg.token = cluster.token;
     service_cfg.heartbeat_timeout = cfg.heartbeat_timeout;
     service_cfg.annotate_status = annotate_preemption_status;
+    service_cfg.tls = *tls;
     auto service = spawn_coordination_service(sys, service_cfg);
     if (!service)
       fail_config("cannot host the coordination service at " + service_cfg.host + ":" +
@@ -105,6 +113,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   agent.paused_source = cfg.heartbeat.paused;
   agent.blocked_source = cfg.heartbeat.blocked_ms;
   agent.hang_timeout_ms = cfg.hang_timeout_ms;
+  agent.tls = *tls;
   auto client = coordination_client::connect(sys, agent);
   // A service lost during the start is a lost peer (exit 3 by the contract),
   // anything else that keeps a worker from joining is its configuration.

@@ -46,8 +46,12 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         if (!st.connected || st.greeted || serial != st.connection_serial) return;
         self->close(st.hdl);
         st.connected = false;
+        // A service with TLS on waits for the worker's handshake in silence.
         refuse_stranger(self, "it did not greet within " +
-                                  std::to_string(st.cfg.handshake_timeout.count()) + " ms");
+                                  std::to_string(st.cfg.handshake_timeout.count()) + " ms" +
+                                  (st.tls ? ""
+                                          : std::string{" (if it has TLS on, set "} + tls_env +
+                                                "=1 for the workers too)"));
       },
       [self](const caf::io::new_data_msg& msg) { on_bytes(self, msg); },
       [self](const caf::io::connection_closed_msg& msg) {

@@ -47,9 +47,8 @@ caf::expected<tls_channel> tls_channel::make(const std::shared_ptr<tls_context>&
   }
   SSL_set_connect_state(ssl);
   if (ctx->uses_certificates() && !expect_name(ssl, server_name))
-    return make_error(errc::invalid_config,
-                      "TLS: cannot check the coordinator's name " + server_name + ": " +
-                          take_openssl_errors());
+    return make_error(errc::invalid_config, "TLS: cannot check the coordinator's name " +
+                                                server_name + ": " + take_openssl_errors());
   if (auto err = channel.advance_handshake()) return err;
   return channel;
 }

@@ -151,7 +151,8 @@ void expect_refused(caf::actor_system& sys, const tls_config& service_tls,
   auto spawned = spawn_service(sys, service_tls);
   ASSERT_TRUE(spawned) << describe(spawned.error());
   auto started = std::chrono::steady_clock::now();
-  auto joined = coordination_client::connect(sys, agent_at(spawned->second, agent_tls, agent_token));
+  auto joined =
+      coordination_client::connect(sys, agent_at(spawned->second, agent_tls, agent_token));
   caf::anon_send_exit(spawned->first, caf::exit_reason::user_shutdown);
   ASSERT_FALSE(joined);
   EXPECT_EQ(joined.error(), make_error(errc::refused)) << describe(joined.error());

@@ -41,8 +41,7 @@ tcp_proxy::tcp_proxy(uint16_t upstream_port) : upstream_port_(upstream_port) {
   socklen_t len = sizeof(addr);
   if (listener_ < 0 || ::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::listen(listener_, 16) != 0 ||
-      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      ::pipe(stop_) != 0)
+      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 || ::pipe(stop_) != 0)
     return;
   port_ = ntohs(addr.sin_port);
   thread_ = std::thread{[this] { run(); }};

@@ -57,9 +57,9 @@ cert_ptr make_cert(EVP_PKEY* key, const char* common_name, X509* issuer, EVP_PKE
 bool write_pem(const std::string& path, X509* cert, EVP_PKEY* key) {
   auto* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return false;
-  auto ok = cert != nullptr ? PEM_write_X509(f, cert) == 1
-                            : PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr,
-                                                   nullptr) == 1;
+  auto ok = cert != nullptr
+                ? PEM_write_X509(f, cert) == 1
+                : PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
   return std::fclose(f) == 0 && ok;
 }
 
@@ -82,8 +82,7 @@ tls_certificates::tls_certificates(bool names_loopback) {
   auto ca = make_cert(ca_key.get(), "lifeboat test CA", nullptr, ca_key.get(), nullptr, 1);
   auto other = make_cert(other_key.get(), "stranger CA", nullptr, other_key.get(), nullptr, 2);
   auto leaf = make_cert(leaf_key.get(), "lifeboat coordinator", ca.get(), ca_key.get(),
-                        names_loopback ? "IP:127.0.0.1,DNS:localhost" : "DNS:elsewhere.invalid",
-                        3);
+                        names_loopback ? "IP:127.0.0.1,DNS:localhost" : "DNS:elsewhere.invalid", 3);
   if (!write_pem(dir_ + "/ca.pem", ca.get(), nullptr) ||
       !write_pem(dir_ + "/other_ca.pem", other.get(), nullptr) ||
       !write_pem(dir_ + "/cert.pem", leaf.get(), nullptr) ||

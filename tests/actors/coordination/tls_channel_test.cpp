@@ -20,8 +20,7 @@ struct channel_pair {
 
 // A client and a server channel of the given configurations.
 caf::expected<channel_pair> make_pair(const tls_config& client_cfg, const std::string& client_token,
-                                      const tls_config& server_cfg,
-                                      const std::string& server_token,
+                                      const tls_config& server_cfg, const std::string& server_token,
                                       const std::string& server_name = loopback) {
   auto client_ctx = tls_context::make(client_cfg, client_token, tls_role::client);
   if (!client_ctx) return client_ctx.error();
