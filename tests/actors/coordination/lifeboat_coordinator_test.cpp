@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/coordination/coordination_client.hpp"
+#include "actors/coordination/tls_config.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "actors/status/status_endpoint.hpp"
@@ -126,3 +127,42 @@ TEST(lifeboat_coordinator, rejects_missing_flags) {
 }
 
 }  // namespace
+
+// --tls: every connection runs TLS 1.3 with the key derived from the token; a
+// worker with TLS joins and one without is refused (it hears no greeting).
+TEST(lifeboat_coordinator, tls_flag_encrypts_every_connection) {
+  child_process coordinator{
+      {LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token", "t", "--tls"}, true};
+  uint16_t port = 0;
+  bool tls_logged = false;
+  while (auto line = coordinator.read_line(deadline)) {
+    tls_logged = tls_logged || line->find("TLS 1.3 on every connection") != std::string::npos;
+    if (line->find(service_listening) != std::string::npos) {
+      port = listening_port(*line);
+      break;
+    }
+  }
+  ASSERT_NE(port, 0);
+  EXPECT_TRUE(tls_logged);
+  {
+    system_config cfg;
+    caf::actor_system sys{cfg};
+    auto acfg = rank_one_of_two(port);
+    acfg.tls.enabled = true;
+    auto client = coordination_client::connect(sys, acfg);
+    ASSERT_TRUE(client) << describe(client.error());
+    ASSERT_FALSE((*client)->insert("k", "v"));
+    acfg.rank = 0;
+    acfg.tls.enabled = false;
+    acfg.handshake_timeout = std::chrono::milliseconds(500);
+    auto refused = coordination_client::connect(sys, acfg);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error(), make_error(errc::refused)) << describe(refused.error());
+    EXPECT_NE(describe(refused.error()).find(tls_env), std::string::npos)
+        << describe(refused.error());
+  }
+  coordinator.kill(SIGTERM);
+  auto status = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(status) << "lifeboat-coordinator hangs on SIGTERM";
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+}
