@@ -52,6 +52,7 @@ round_result agreement_round(const std::string& self, int n, int round, const ch
   ::setenv("LIFEBOAT_CLUSTER_TOKEN", ("bench-" + std::to_string(round)).c_str(), 1);
   ::setenv("LIFEBOAT_LOG_LEVEL", log_level, 1);
   std::vector<std::unique_ptr<lifeboat::test::child_process>> workers;
+  auto spawned = clock_type::now();
   for (int r = 0; r < n; ++r) {
     ::setenv("LIFEBOAT_RANK", std::to_string(r).c_str(), 1);
     workers.push_back(std::make_unique<lifeboat::test::child_process>(
@@ -66,6 +67,7 @@ round_result agreement_round(const std::string& self, int n, int round, const ch
     }
   }
 
+  auto ready_ms = std::chrono::duration<double, std::milli>(clock_type::now() - spawned).count();
   workers_threads threads{workers};
   auto cpu_before = threads.read();
   std::vector<std::vector<std::string>> lines(workers.size());
@@ -101,8 +103,8 @@ round_result agreement_round(const std::string& self, int n, int round, const ch
   for (auto& w : workers)
     if (!w->wait_exit(worker_exit_timeout)) die("a worker did not exit after saving");
   fs::remove_all(dir);
-  return {std::chrono::duration<double, std::milli>(last - start).count(), cpu_after - cpu_before,
-          signal_unix_us, std::move(lines)};
+  return {std::chrono::duration<double, std::milli>(last - start).count(), ready_ms,
+          cpu_after - cpu_before, signal_unix_us, std::move(lines)};
 }
 
 }  // namespace lifeboat::bench::handler_bench

@@ -16,8 +16,9 @@ namespace lifeboat::bench::handler_bench {
 int run_worker(const std::string& dir);
 
 struct round_result {
-  double ms = 0;    // until the last worker logged the agreed step
-  workers_cpu cpu;  // used by all workers in that time
+  double ms = 0;        // until the last worker logged the agreed step
+  double ready_ms = 0;  // from the first worker's start until the last was ready (joined)
+  workers_cpu cpu;      // used by all workers in that time
   // For the phases: when the signal was sent, and each worker's lines.
   int64_t signal_unix_us = 0;
   std::vector<std::vector<std::string>> lines;

@@ -1,0 +1,166 @@
+// What TLS 1.3 on the coordination connections costs, each figure beside the
+// same measurement without TLS in the same run, rounds interleaved (on, off,
+// on, ...) so that the host's load weighs on both alike:
+//   join: 16 agents joining a fresh service (TLS: each with its handshake,
+//         pre-shared key from the token), from their spawn until the last
+//         join is acknowledged; target <= 2x without TLS. Each agent runs in
+//         an actor system of its own, as each worker process has one (its
+//         own I/O thread); the service in another, as in the launcher. The
+//         systems live across rounds: a worker's start is not the join's;
+//   start to ready: in those rounds, from the first of 16 worker processes
+//         started until the last is ready (its handler constructed: runtime
+//         started, joined, past the start agreement): the join as a job
+//         sees it; also held to <= 2x;
+//   notice to agreement: handler_bench's round (16 worker processes, a
+//         SIGTERM to one, until every worker logged the agreed step) with
+//         LIFEBOAT_TLS=1 and =0; target <= 1.2x without TLS.
+// Below the join, the CPU one handshake costs, both ends in this thread
+// (two tls_channels in memory, no socket): what TLS adds to each join
+// beyond its extra round trip.
+// The workers are this program, started again with --worker DIR.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/coordination/coordination_agent.hpp"
+#include "actors/coordination/coordination_service.hpp"
+#include "actors/coordination/tls_channel.hpp"
+#include "actors/system_config.hpp"
+#include "bench/handler/agreement.hpp"
+#include "bench/handler/settings.hpp"
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+
+using namespace lifeboat::bench::handler_bench;
+
+namespace {
+
+constexpr int workers = 16;
+constexpr int join_rounds = 20;       // per side; a round is milliseconds
+constexpr int agreement_rounds = 15;  // per side; a round starts 16 processes
+constexpr double join_target_ratio = 2.0;
+constexpr double agreement_target_ratio = 1.2;
+constexpr auto join_bound = 30s;
+constexpr int handshake_rounds = 200;
+const std::string bench_token = "tls-bench-token";
+
+// One round of the join: a service in `sys` and an agent in each of
+// `worker_systems`, with or without TLS.
+double join_round(caf::actor_system& sys,
+                  const std::vector<std::unique_ptr<caf::actor_system>>& worker_systems,
+                  bool tls) {
+  lifeboat::tls_config tls_cfg;
+  tls_cfg.enabled = tls;
+  lifeboat::service_config scfg;
+  scfg.world_size = workers;
+  scfg.token = bench_token;
+  scfg.tls = tls_cfg;
+  auto service = lifeboat::spawn_coordination_service(sys, scfg);
+  if (!service) die("cannot start the service: " + lifeboat::describe(service.error()));
+  caf::scoped_actor self{sys};
+  auto start = clock_type::now();
+  std::vector<caf::actor> agents;
+  for (int r = 0; r < workers; ++r) {
+    lifeboat::agent_config acfg;
+    acfg.port = service->second;
+    acfg.rank = r;
+    acfg.world_size = workers;
+    acfg.token = bench_token;
+    acfg.tls = tls_cfg;
+    agents.push_back(lifeboat::spawn_coordination_agent(*worker_systems[r], acfg));
+  }
+  for (auto& agent : agents)
+    self->request(agent, join_bound, lifeboat::join_wait_atom::value)
+        .receive([] {},
+                 [](caf::error& err) { die("a join failed: " + lifeboat::describe(err)); });
+  auto ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
+  for (auto& agent : agents) caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
+  return ms;
+}
+
+// Microseconds of one PSK handshake, client and server, in memory.
+double handshake_us() {
+  lifeboat::tls_config cfg;
+  cfg.enabled = true;
+  auto client_ctx = lifeboat::tls_context::make(cfg, bench_token, lifeboat::tls_role::client);
+  auto server_ctx = lifeboat::tls_context::make(cfg, bench_token, lifeboat::tls_role::server);
+  if (!client_ctx || !server_ctx) die("cannot make the TLS contexts");
+  auto start = clock_type::now();
+  for (int i = 0; i < handshake_rounds; ++i) {
+    auto client = lifeboat::tls_channel::make(*client_ctx);
+    auto server = lifeboat::tls_channel::make(*server_ctx);
+    if (!client || !server) die("cannot make the TLS channels");
+    for (;;) {
+      auto to_server = client->take_ciphertext();
+      auto to_client = server->take_ciphertext();
+      if (to_server.empty() && to_client.empty()) break;
+      if (server->feed(to_server.data(), to_server.size()) ||
+          client->feed(to_client.data(), to_client.size()))
+        die("a handshake in memory failed");
+    }
+  }
+  return std::chrono::duration<double, std::micro>(clock_type::now() - start).count() /
+         handshake_rounds;
+}
+
+void print_row(const char* what, const std::vector<double>& on, const std::vector<double>& off,
+               double target) {
+  auto on_p50 = percentile(on, 0.5);
+  auto off_p50 = percentile(off, 0.5);
+  auto ratio = on_p50 / off_p50;
+  std::printf(
+      "%s N=%d  TLS p50 %7.2f ms (p25 %.2f, p75 %.2f); without TLS p50 %7.2f ms (p25 %.2f, p75 "
+      "%.2f); %zu rounds each; ratio %.2fx  target <= %.1fx: %s\n",
+      what, workers, on_p50, percentile(on, 0.25), percentile(on, 0.75), off_p50,
+      percentile(off, 0.25), percentile(off, 0.75), on.size(), ratio, target,
+      ratio <= target ? "met" : "NOT met");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string{argv[1]} == "--worker") return run_worker(argv[2]);
+  for (const char* var : {"LIFEBOAT_RANK", "LIFEBOAT_WORLD_SIZE", "LIFEBOAT_COORDINATOR",
+                          "TF_CONFIG", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
+                          lifeboat::tls_cert_env, lifeboat::tls_key_env, lifeboat::tls_ca_env})
+    ::unsetenv(var);
+  std::vector<double> join_on, join_off;
+  {
+    lifeboat::set_log_level(lifeboat::log_level::warning);
+    lifeboat::system_config cfg;
+    caf::actor_system sys{cfg};
+    std::vector<std::unique_ptr<lifeboat::system_config>> worker_cfgs;
+    std::vector<std::unique_ptr<caf::actor_system>> worker_systems;
+    for (int r = 0; r < workers; ++r) {
+      worker_cfgs.push_back(std::make_unique<lifeboat::system_config>());
+      worker_systems.push_back(std::make_unique<caf::actor_system>(*worker_cfgs.back()));
+    }
+    for (int round = 0; round < join_rounds; ++round) {
+      join_on.push_back(join_round(sys, worker_systems, true));
+      join_off.push_back(join_round(sys, worker_systems, false));
+    }
+  }
+  auto self = fs::read_symlink("/proc/self/exe").string();
+  std::vector<double> agree_on, agree_off, ready_on, ready_off;
+  for (int round = 0; round < agreement_rounds; ++round) {
+    for (bool tls : {true, false}) {
+      ::setenv(lifeboat::tls_env, tls ? "1" : "0", 1);
+      auto result = agreement_round(self, workers, round);
+      (tls ? agree_on : agree_off).push_back(result.ms);
+      (tls ? ready_on : ready_off).push_back(result.ready_ms);
+    }
+  }
+  std::printf("\ntls_bench (TLS 1.3, pre-shared key from the cluster token)\n");
+  print_row("join of", join_on, join_off, join_target_ratio);
+  std::printf("    one handshake's CPU, both ends in memory: %.0f us (mean of %d)\n", handshake_us(),
+              handshake_rounds);
+  print_row("start to ready of", ready_on, ready_off, join_target_ratio);
+  print_row("notice to agreement", agree_on, agree_off, agreement_target_ratio);
+  return 0;
+}
