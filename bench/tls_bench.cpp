@@ -52,8 +52,7 @@ const std::string bench_token = "tls-bench-token";
 // One round of the join: a service in `sys` and an agent in each of
 // `worker_systems`, with or without TLS.
 double join_round(caf::actor_system& sys,
-                  const std::vector<std::unique_ptr<caf::actor_system>>& worker_systems,
-                  bool tls) {
+                  const std::vector<std::unique_ptr<caf::actor_system>>& worker_systems, bool tls) {
   lifeboat::tls_config tls_cfg;
   tls_cfg.enabled = tls;
   lifeboat::service_config scfg;
@@ -76,8 +75,7 @@ double join_round(caf::actor_system& sys,
   }
   for (auto& agent : agents)
     self->request(agent, join_bound, lifeboat::join_wait_atom::value)
-        .receive([] {},
-                 [](caf::error& err) { die("a join failed: " + lifeboat::describe(err)); });
+        .receive([] {}, [](caf::error& err) { die("a join failed: " + lifeboat::describe(err)); });
   auto ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
   for (auto& agent : agents) caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
@@ -158,8 +156,8 @@ int main(int argc, char** argv) {
   }
   std::printf("\ntls_bench (TLS 1.3, pre-shared key from the cluster token)\n");
   print_row("join of", join_on, join_off, join_target_ratio);
-  std::printf("    one handshake's CPU, both ends in memory: %.0f us (mean of %d)\n", handshake_us(),
-              handshake_rounds);
+  std::printf("    one handshake's CPU, both ends in memory: %.0f us (mean of %d)\n",
+              handshake_us(), handshake_rounds);
   print_row("start to ready of", ready_on, ready_off, join_target_ratio);
   print_row("notice to agreement", agree_on, agree_off, agreement_target_ratio);
   return 0;

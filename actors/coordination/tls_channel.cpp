@@ -60,22 +60,49 @@ tls_channel::tls_channel(std::shared_ptr<tls_context> ctx, ssl_st* ssl)
   SSL_set_bio(ssl, in_, out_);
 }
 
-caf::error tls_channel::advance_handshake() {
-  auto rc = SSL_do_handshake(ssl_.get());
-  if (rc == 1) {
-    established_ = true;
-    if (!held_.empty()) {
-      auto held = std::move(held_);
-      held_.clear();
-      write(held.data(), held.size());
-    }
-    return caf::none;
-  }
-  if (SSL_get_error(ssl_.get(), rc) == SSL_ERROR_WANT_READ) return caf::none;
+caf::error tls_channel::handshake_failed() {
   std::string why = take_openssl_errors();
   if (auto verdict = SSL_get_verify_result(ssl_.get()); verdict != X509_V_OK)
     why += " (certificate: " + std::string{X509_verify_cert_error_string(verdict)} + ")";
   return make_error(errc::refused, "TLS handshake failed: " + why);
+}
+
+void tls_channel::release_held() {
+  if (held_.empty()) return;
+  auto held = std::move(held_);
+  held_.clear();
+  write(held.data(), held.size());
+}
+
+caf::error tls_channel::advance_handshake() {
+  // A server first takes the ClientHello through SSL_read_early_data: once
+  // it returns "finish", what the service wrote (its greeting) may go out
+  // with the server's first flight as 0.5-RTT data, encrypted, instead of a
+  // round trip later. The key was already proven by the ClientHello's binder
+  // (or the client has yet to prove its certificate: the greeting is only a
+  // nonce, public without TLS too). Early data from the client is never
+  // accepted (max early data 0), so nothing is read here.
+  if (ctx_->role() == tls_role::server && !hello_taken_) {
+    char none[1];
+    size_t read = 0;
+    auto rc = SSL_read_early_data(ssl_.get(), none, sizeof(none), &read);
+    if (rc == SSL_READ_EARLY_DATA_ERROR) {
+      if (SSL_get_error(ssl_.get(), 0) == SSL_ERROR_WANT_READ) return caf::none;
+      return handshake_failed();
+    }
+    if (rc != SSL_READ_EARLY_DATA_FINISH)
+      return make_error(errc::refused, "TLS handshake failed: early data is not accepted");
+    hello_taken_ = true;
+    release_held();
+  }
+  auto rc = SSL_do_handshake(ssl_.get());
+  if (rc == 1) {
+    established_ = true;
+    release_held();
+    return caf::none;
+  }
+  if (SSL_get_error(ssl_.get(), rc) == SSL_ERROR_WANT_READ) return caf::none;
+  return handshake_failed();
 }
 
 caf::error tls_channel::feed(const char* data, size_t size) {
@@ -104,12 +131,18 @@ caf::error tls_channel::feed(const char* data, size_t size) {
 }
 
 void tls_channel::write(const char* data, size_t size) {
-  if (!established_) {
-    held_.append(data, size);
+  if (size == 0) return;
+  if (established_) {
+    // A memory BIO takes everything: SSL_write never returns short here.
+    SSL_write(ssl_.get(), data, static_cast<int>(size));
     return;
   }
-  // A memory BIO takes everything: SSL_write never returns short here.
-  if (size > 0) SSL_write(ssl_.get(), data, static_cast<int>(size));
+  if (hello_taken_) {
+    size_t written = 0;
+    SSL_write_early_data(ssl_.get(), data, size, &written);
+    return;
+  }
+  held_.append(data, size);
 }
 
 std::string tls_channel::take_plaintext() {

@@ -38,7 +38,8 @@ class tls_channel {
   /// session errc::unavailable. After an error the channel is unusable.
   caf::error feed(const char* data, size_t size);
 
-  /// Queues plaintext for the peer; held back until the handshake ends.
+  /// Queues plaintext for the peer: held back until the handshake ends, or
+  /// for a server until the ClientHello came (then sent as 0.5-RTT data).
   void write(const char* data, size_t size);
 
   /// The plaintext received so far, taken out.
@@ -57,6 +58,8 @@ class tls_channel {
   tls_channel(std::shared_ptr<tls_context> ctx, ssl_st* ssl);
 
   caf::error advance_handshake();
+  caf::error handshake_failed();
+  void release_held();
 
   std::shared_ptr<tls_context> ctx_;
   std::unique_ptr<ssl_st, ssl_deleter> ssl_;
@@ -65,6 +68,7 @@ class tls_channel {
   std::string held_;       // plaintext written before the handshake ended
   std::string plain_;
   bool established_ = false;
+  bool hello_taken_ = false;  // a server processed the ClientHello
 };
 
 }  // namespace lifeboat

@@ -74,6 +74,39 @@ TEST(tls_channel_test, two_channels_with_the_same_token_agree_and_carry_plaintex
   expect_both_ways(*p);
 }
 
+// What the service writes once the ClientHello came travels with its first
+// flight (0.5-RTT data): the worker reads the greeting before the server has
+// the worker's Finished, a round trip sooner than after the handshake.
+void expect_greeting_in_first_flight(channel_pair& p) {
+  const std::string greeting = "hello with the service's nonce";
+  p.server.write(greeting.data(), greeting.size());
+  auto hello = p.client.take_ciphertext();
+  ASSERT_FALSE(p.server.feed(hello.data(), hello.size()));
+  auto flight = p.server.take_ciphertext();
+  ASSERT_EQ(flight.find(greeting), std::string::npos) << "the greeting went out in clear text";
+  ASSERT_FALSE(p.client.feed(flight.data(), flight.size()));
+  EXPECT_TRUE(p.client.established());
+  EXPECT_FALSE(p.server.established());
+  EXPECT_EQ(p.client.take_plaintext(), greeting);
+  ASSERT_FALSE(pump(p));
+  EXPECT_TRUE(p.server.established());
+  expect_both_ways(p);
+}
+
+TEST(tls_channel_test, the_greeting_goes_with_the_first_flight_of_a_psk_handshake) {
+  auto p = make_pair(psk_config(), token, psk_config(), token);
+  ASSERT_TRUE(p) << describe(p.error());
+  expect_greeting_in_first_flight(*p);
+}
+
+TEST(tls_channel_test, the_greeting_goes_with_the_first_flight_of_a_certificate_handshake) {
+  tls_certificates certs;
+  ASSERT_EQ(certs.error(), "");
+  auto p = make_pair(certs.config(), "", certs.config(), "");
+  ASSERT_TRUE(p) << describe(p.error());
+  expect_greeting_in_first_flight(*p);
+}
+
 TEST(tls_channel_test, a_peer_with_another_token_fails_the_handshake) {
   auto p = make_pair(psk_config(), "another-token", psk_config(), token);
   ASSERT_TRUE(p) << describe(p.error());
