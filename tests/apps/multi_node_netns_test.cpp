@@ -1,7 +1,8 @@
 // Three lifeboat-launch processes, each in a network namespace of its own
 // (tests/support/network_namespaces.hpp), so the launchers and workers reach
 // one another only over that network, as on three machines: a SIGTERM to a
-// worker on host 2 restarts every host's workers alike. Skipped where
+// worker on host 2 restarts every host's workers alike, with TLS 1.3 on the
+// coordination connections, the default of a job across hosts. Skipped where
 // namespaces cannot be created (not root, no CAP_NET_ADMIN). The cut link,
 // the killed launcher and the stranger are in multi_node_partition_test.
 
@@ -62,6 +63,7 @@ TEST(multi_node_netns_test, sigterm_on_node_2_restarts_three_namespaced_nodes_al
   EXPECT_EQ(agreed.size(), static_cast<size_t>(nodes * per_node)) << job.text();
   EXPECT_EQ(std::set<long long>(agreed.begin(), agreed.end()).size(), 1u) << job.text();
   EXPECT_EQ(digests, expected) << job.text();
+  EXPECT_GE(logs[0]->count("TLS 1.3 on every connection"), 1) << job.text();
 }
 
 }  // namespace
