@@ -1,7 +1,7 @@
 // The preemption protocol end to end: a SIGTERM to one random worker at a
 // random step makes all four save at one agreed step and exit 42; restarted
 // over the same directory (fresh port and token), they restore that step and
-// finish with every step run exactly once.
+// finish with every step run exactly once; the same through TLS 1.3.
 
 #include <signal.h>
 
@@ -22,7 +22,17 @@ constexpr int64_t target_steps = 100;
 constexpr int64_t first_signal_step = 5;
 constexpr int64_t last_signal_step = 40;
 
-void preempt_random_worker_then_resume(const std::vector<std::string>& mode_args) {
+// The workers' options; with `tls`, LIFEBOAT_TLS=1: rank 0 hosts the service
+// with TLS 1.3 and every worker joins through it.
+cluster_options options(const temp_dir& dir, const std::vector<std::string>& args, int incarnation,
+                        bool tls) {
+  auto opts = make_options(workers, dir.str(), args, incarnation);
+  if (tls) opts.extra_env.push_back("LIFEBOAT_TLS=1");
+  return opts;
+}
+
+void preempt_random_worker_then_resume(const std::vector<std::string>& mode_args,
+                                       bool tls = false) {
   auto seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng{seed};
@@ -34,7 +44,7 @@ void preempt_random_worker_then_resume(const std::vector<std::string>& mode_args
   temp_dir dir{"preemption"};
   std::vector<std::string> args{"--steps", std::to_string(target_steps), "--step-ms", "10"};
   args.insert(args.end(), mode_args.begin(), mode_args.end());
-  worker_cluster first{make_options(workers, dir.str(), args)};
+  worker_cluster first{options(dir, args, 0, tls)};
   ASSERT_TRUE(first.wait_step(victim, at)) << first.transcript();
   first.worker(victim).kill(SIGTERM);
   auto codes = first.finish();
@@ -60,8 +70,11 @@ void preempt_random_worker_then_resume(const std::vector<std::string>& mode_args
         1u)
         << first.transcript();
 
-  EXPECT_TRUE(
-      resumes_and_finishes(make_options(workers, dir.str(), args, 1), agreed, target_steps));
+  if (tls) {
+    EXPECT_EQ(first.lines_containing(0, "TLS 1.3 on every connection").size(), 1u)
+        << first.transcript();
+  }
+  EXPECT_TRUE(resumes_and_finishes(options(dir, args, 1, tls), agreed, target_steps));
 }
 
 TEST(preemption_test, sigterm_to_a_random_worker_with_run_in_lock_step) {
@@ -74,6 +87,10 @@ TEST(preemption_test, sigterm_to_a_random_worker_with_run_without_lock_step) {
 
 TEST(preemption_test, sigterm_to_a_random_worker_with_save_checkpoint_if_preempted) {
   preempt_random_worker_then_resume({"--manual"});
+}
+
+TEST(preemption_test, sigterm_to_a_random_worker_with_tls_on_the_coordination_connections) {
+  preempt_random_worker_then_resume({}, true);
 }
 
 }  // namespace
