@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     write_stderr_line(streamed(program, ": ", describe(service.error())));
     return EXIT_FAILURE;
   }
-  std::optional<caf::actor> endpoint;
+  std::optional<status_endpoint_actor> endpoint;
   // Only for the status page's row: this process has no launcher to tell.
   std::optional<preemption_watcher> watcher;
   if (status_flag->count() > 0) {

@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   auto stop_service = [&] {
     if (service) caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
   };
-  caf::actor status_endpoint;
+  lifeboat::status_endpoint_actor status_endpoint;
   if (opts.status_port_base && hosts_service) {
     auto base = *opts.status_port_base;
     auto spawned = lifeboat::spawn_coordinator_status_endpoint(

@@ -13,6 +13,7 @@
 #include "actors/preemption/exit_controller.hpp"
 #include "actors/preemption/interfaces.hpp"
 #include "actors/preemption/step_resolver.hpp"
+#include "actors/status/status_endpoint.hpp"
 #include "checkpoint/async_saver.hpp"
 #include "checkpoint/barrier.hpp"
 
@@ -128,7 +129,7 @@ class worker_actors {
   caf::actor cluster_watcher_;
   caf::actor signal_watcher_;
   poll_watcher_actor poll_watcher_;
-  caf::actor status_endpoint_;
+  status_endpoint_actor status_endpoint_;
 };
 
 }  // namespace lifeboat

@@ -3,6 +3,8 @@
 // events that report them.
 #include "actors/coordination/coordination_state.hpp"
 
+#include <algorithm>
+
 #include "actors/coordination/coordination_auth.hpp"
 #include "messages/log.hpp"
 
@@ -113,18 +115,21 @@ void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, i
 }
 
 void coordination_state::expire_heartbeats(int64_t now_ms) {
+  auto report_due_ms =
+      now_ms + std::min(max_silence_window_ms, cfg_.heartbeat_timeout_ms / heartbeats_per_timeout);
   for (size_t r = 0; r < workers_.size(); ++r) {
     auto& w = workers_[r];
     if (w.conn != 0 && now_ms - w.last_heartbeat_ms >= cfg_.heartbeat_timeout_ms)
       mark_lost(static_cast<int32_t>(r),
-                "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms");
+                "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms",
+                report_due_ms);
   }
   heartbeat_due_.reset();
   for (auto& w : workers_)
     if (w.conn != 0) heartbeat_due_.lower_to(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
 }
 
-void coordination_state::mark_lost(int32_t rank, const std::string& why) {
+void coordination_state::mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms) {
   auto& w = workers_[static_cast<size_t>(rank)];
   auto conn = w.conn;
   w.state = rank_state::lost;
@@ -135,10 +140,30 @@ void coordination_state::mark_lost(int32_t rank, const std::string& why) {
   progress_.forget(rank);
   if (!first_failure_rank_) first_failure_rank_ = rank;
   log(log_level::warning, component, rank_text(rank), " lost: ", why);
+  emit_event(rank, membership_event::lost, static_cast<int32_t>(errc::peer_lost), why);
+  // The survivors hear of it a moment later, with the losses that come with
+  // it: each reports the first failure it hears, and a node gone named by
+  // one of its ranks hides that the whole node is gone.
+  pending_losses_.push_back({rank, why});
+  losses_due_.lower_to(report_due_ms);
+}
+
+void coordination_state::report_losses() {
+  std::string together;
+  if (pending_losses_.size() > 1) {
+    together = " (lost together: ";
+    for (size_t i = 0; i < pending_losses_.size(); ++i)
+      together += (i == 0 ? "" : ", ") + rank_text(pending_losses_[i].rank);
+    together += ")";
+  }
   auto code = static_cast<int32_t>(errc::peer_lost);
-  emit_event(rank, membership_event::lost, code, why);
-  broadcast_failure(rank, code, why, true);
-  fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " lost: " + why);
+  for (auto& loss : pending_losses_) {
+    auto why = loss.why + together;
+    broadcast_failure(loss.rank, code, why, true);
+    fail_barriers_with(loss.rank, errc::peer_lost, rank_text(loss.rank) + " lost: " + why);
+  }
+  pending_losses_.clear();
+  losses_due_.reset();
 }
 
 void coordination_state::emit_event(int32_t rank, int32_t kind, int32_t code, std::string message) {

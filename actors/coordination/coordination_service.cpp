@@ -194,7 +194,7 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman, 
         for (auto& ev : self->state.logic->present_workers()) self->send(subscriber, ev);
       },
       [self](exited_atom, int32_t rank, uint32_t generation, const std::string& how) {
-        self->state.logic->on_process_exit(rank, generation, how);
+        self->state.logic->on_process_exit(rank, generation, how, steady_now_ms());
         apply_output(self);
       },
       [self](reset_atom) {

@@ -112,17 +112,17 @@ void coordination_state::on_request(conn_id conn, int32_t rank, const wire::Enve
     default:
       log(log_level::warning, component, "closing connection of ", rank_text(rank),
           ": unexpected message ", static_cast<int>(env.body_case()));
-      mark_lost(rank, "sent an unexpected message");
+      mark_lost(rank, "sent an unexpected message", now_ms + closed_loss_window_ms);
       return;
   }
 }
 
-void coordination_state::on_disconnect(conn_id conn, int64_t) {
+void coordination_state::on_disconnect(conn_id conn, int64_t now_ms) {
   auto i = conns_.find(conn);
   if (i == conns_.end()) return;
   auto rank = i->second.rank;
   if (rank >= 0) {
-    mark_lost(rank, "connection closed without leave");
+    mark_lost(rank, "connection closed without leave", now_ms + closed_loss_window_ms);
     return;
   }
   drop_requests_of(conn);
@@ -130,12 +130,13 @@ void coordination_state::on_disconnect(conn_id conn, int64_t) {
   conns_.erase(i);
 }
 
-void coordination_state::on_process_exit(int32_t rank, uint32_t generation,
-                                         const std::string& how) {
+void coordination_state::on_process_exit(int32_t rank, uint32_t generation, const std::string& how,
+                                         int64_t now_ms) {
   if (rank < 0 || rank >= cfg_.world_size || generation < generation_) return;
   if (generation > generation_) start_generation(generation);
   auto& w = workers_[static_cast<size_t>(rank)];
-  if (w.state == rank_state::joining) mark_lost(rank, "its process " + how + " before it joined");
+  if (w.state == rank_state::joining)
+    mark_lost(rank, "its process " + how + " before it joined", now_ms + closed_loss_window_ms);
 }
 
 void coordination_state::on_tick(int64_t now_ms) {
@@ -148,6 +149,7 @@ void coordination_state::on_tick(int64_t now_ms) {
     expire_barriers(now_ms);
   }
   if (heartbeat_due_.reached(now_ms)) expire_heartbeats(now_ms);
+  if (losses_due_.reached(now_ms)) report_losses();
 }
 
 std::optional<int64_t> coordination_state::next_deadline_ms() const {
@@ -157,6 +159,7 @@ std::optional<int64_t> coordination_state::next_deadline_ms() const {
   };
   if (auto due = request_due_.due_ms()) consider(*due);
   if (auto due = heartbeat_due_.due_ms()) consider(*due);
+  if (auto due = losses_due_.due_ms()) consider(*due);
   if (auto join_due = limits_.next_deadline_ms()) consider(*join_due);
   return result;
 }
@@ -180,6 +183,8 @@ void coordination_state::reset() {
   first_failure_rank_.reset();
   heartbeat_due_.reset();
   request_due_.reset();
+  pending_losses_.clear();
+  losses_due_.reset();
 }
 
 void coordination_state::start_generation(uint32_t generation) {

@@ -32,6 +32,17 @@ struct coordination_output {
   std::vector<membership_event> events;
 };
 
+/// How long the survivors' news of a closed connection waits for other
+/// losses: a launcher killed outright takes its workers with it within
+/// milliseconds, and its node is reported as one event.
+constexpr int64_t closed_loss_window_ms = 200;
+/// The same for a rank whose heartbeats stopped, in heartbeat timeouts: the
+/// other ranks of a host cut off fall silent within one heartbeat interval of
+/// it, and the workers send one every quarter timeout, at most every second
+/// (runtime/startup_agreement.cpp).
+constexpr int64_t heartbeats_per_timeout = 4;
+constexpr int64_t max_silence_window_ms = 1000;
+
 /// Collapses repeated '/' and strips a trailing '/': "a//b/" -> "a/b".
 std::string normalize_key(const std::string& key);
 
@@ -54,6 +65,13 @@ std::string normalize_prefix(const std::string& prefix);
 /// waiting to join, a new one is closed at accept (no Hello); a joined
 /// connection with max_pending_requests_per_connection blocking requests
 /// pending gets errc::invalid_argument for the next one.
+///
+/// Losses: a rank lost (its connection closed without a leave, its heartbeats
+/// stopped for heartbeat_timeout_ms, its process ended before it joined) is
+/// told to every survivor, and fails the barriers it had not reached, once
+/// the losses that come with it are in (closed_loss_window_ms, or one
+/// heartbeat interval after a silence). Ranks lost in one report are named
+/// together in each failure's message: "... (lost together: rank 4, rank 5)".
 class coordination_state {
  public:
   struct config {
@@ -86,7 +104,7 @@ class coordination_state {
   /// left to its connection (a clean leave stays a leave). A report of an
   /// older generation changes nothing; one of a newer starts it, as its first
   /// join would.
-  void on_process_exit(int32_t rank, uint32_t generation, const std::string& how);
+  void on_process_exit(int32_t rank, uint32_t generation, const std::string& how, int64_t now_ms);
 
   /// Closes connections not joined within the join bound, expires blocking
   /// gets, barrier waits and heartbeats due at `now_ms`.
@@ -177,7 +195,8 @@ class coordination_state {
   void drop_unjoined(conn_id conn, const std::string& why);
   bool admit_blocking(conn_id conn, uint64_t id, const std::string& what);
   void start_generation(uint32_t generation);
-  void mark_lost(int32_t rank, const std::string& why);
+  void mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms);
+  void report_losses();
   void emit_event(int32_t rank, int32_t kind, int32_t code = 0, std::string message = {});
   void drop_requests_of(conn_id conn);
   void fail_barriers_with(int32_t rank, errc code, const std::string& why);
@@ -205,6 +224,14 @@ class coordination_state {
   // then made each heartbeat cost O(world size).
   deadline_floor heartbeat_due_;
   deadline_floor request_due_;
+  // Losses not yet told to the survivors, and when to tell them (see
+  // mark_lost): ranks lost together are named together.
+  struct pending_loss {
+    int32_t rank;
+    std::string why;
+  };
+  std::vector<pending_loss> pending_losses_;
+  deadline_floor losses_due_;
   coordination_output out_;
 };
 

@@ -1,11 +1,10 @@
 #pragma once
 
-#include <functional>
+#include <chrono>
 #include <optional>
 #include <string>
 
-#include <caf/actor.hpp>
-#include <caf/event_based_actor.hpp>
+#include <caf/expected.hpp>
 
 #include "actors/atoms.hpp"
 #include "actors/status/status_http_server.hpp"
@@ -16,10 +15,15 @@ namespace lifeboat {
 /// (/rates, /timeline, /checkpoints; a query string is ignored).
 std::optional<history_view> history_view_of(const std::string& method, const std::string& target);
 
-/// Answers a history route for an endpoint actor (`self`) with what `history`
-/// (an actor answering history_atom) says within a bound; 503 when it does
-/// not answer in time, 404 when the endpoint was given no history.
-void answer_history(caf::event_based_actor* self, const caf::actor& history, history_view view,
-                    std::function<void(status_http_reply)> done);
+/// How long an endpoint waits for its history (an actor answering
+/// (history_atom, int32_t view) -> std::string): it answers from memory.
+constexpr std::chrono::milliseconds history_ask_timeout{500};
+
+/// The reply to a history route: 200 with the history's JSON, or 503 when it
+/// did not answer within history_ask_timeout.
+status_http_reply history_reply(const caf::expected<std::string>& answer);
+
+/// The reply of an endpoint given no history: 404.
+status_http_reply no_history_reply();
 
 }  // namespace lifeboat

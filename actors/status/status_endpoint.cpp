@@ -9,9 +9,9 @@
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/util/json_util.h>
 #include <caf/actor_cast.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/atoms.hpp"
 #include "actors/status/history_routes.hpp"
@@ -217,9 +217,9 @@ struct endpoint_actor_state {
   static inline const char* name = status_endpoint_name;
 };
 
-using endpoint_actor = caf::stateful_actor<endpoint_actor_state>;
+using endpoint_pointer = status_endpoint_actor::stateful_pointer<endpoint_actor_state>;
 
-wire::ActorStatus own_answer(endpoint_actor* self) {
+wire::ActorStatus own_answer(endpoint_pointer self) {
   return self->state.logic->own_status(static_cast<int64_t>(self->mailbox().size()),
                                        self->state.server->stats());
 }
@@ -227,7 +227,7 @@ wire::ActorStatus own_answer(endpoint_actor* self) {
 // Asks every observed actor for its status at once and calls `done` with all
 // answers (stand-ins for the silent ones) plus the endpoint's own, after the
 // last answer or ask_timeout, whichever comes first.
-void gather(endpoint_actor* self, std::function<void(std::vector<wire::ActorStatus>)> done) {
+void gather(endpoint_pointer self, std::function<void(std::vector<wire::ActorStatus>)> done) {
   struct round {
     std::vector<wire::ActorStatus> answers;
     std::size_t outstanding = 0;
@@ -270,9 +270,22 @@ void gather(endpoint_actor* self, std::function<void(std::vector<wire::ActorStat
   settle();
 }
 
-caf::behavior endpoint_behavior(endpoint_actor* self, status_endpoint_config cfg,
-                                std::vector<caf::actor_addr> observed,
-                                std::shared_ptr<status_http_server> server) {
+// Answers a history route with what the history says (history_routes.hpp).
+void ask_history(endpoint_pointer self, uint64_t id, history_view view) {
+  auto complete = [self, id](status_http_reply reply) {
+    self->state.server->complete(id, std::move(reply));
+  };
+  if (!self->state.history) return complete(no_history_reply());
+  self->request(self->state.history, history_ask_timeout, history_atom::value,
+                static_cast<int32_t>(view))
+      .then([complete](std::string& json) { complete(history_reply(json)); },
+            [complete](caf::error& err) { complete(history_reply(err)); });
+}
+
+status_endpoint_actor::behavior_type endpoint_behavior(endpoint_pointer self,
+                                                       status_endpoint_config cfg,
+                                                       std::vector<caf::actor_addr> observed,
+                                                       std::shared_ptr<status_http_server> server) {
   self->state.logic = std::make_unique<status_endpoint_state>(cfg.rank, cfg.world_size);
   for (const auto& addr : observed) self->state.logic->observe(addr);
   self->state.ask_timeout = cfg.ask_timeout;
@@ -282,19 +295,14 @@ caf::behavior endpoint_behavior(endpoint_actor* self, status_endpoint_config cfg
   // The I/O thread reaches this actor through a weak address only, so the
   // server never keeps the actor (or the actor system) alive.
   self->state.server->serve([addr = self->address()](const status_http_request& req, uint64_t id) {
-    auto endpoint = caf::actor_cast<caf::actor>(addr);
+    auto endpoint = caf::actor_cast<status_endpoint_actor>(addr);
     if (!endpoint) return false;
     caf::anon_send(endpoint, http_request_atom::value, id, req.method, req.target);
     return true;
   });
   return {
       [self](http_request_atom, uint64_t id, const std::string& method, const std::string& target) {
-        if (auto view = history_view_of(method, target)) {
-          answer_history(self, self->state.history, *view, [self, id](status_http_reply reply) {
-            self->state.server->complete(id, std::move(reply));
-          });
-          return;
-        }
+        if (auto view = history_view_of(method, target)) return ask_history(self, id, *view);
         auto r = status_endpoint_state::classify(method, target);
         if (!status_endpoint_state::needs_answers(r)) {
           self->state.server->complete(id, self->state.logic->render(r, {}));
@@ -313,8 +321,8 @@ caf::behavior endpoint_behavior(endpoint_actor* self, status_endpoint_config cfg
 
 }  // namespace
 
-caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_system& sys,
-                                                                     status_endpoint_config cfg) {
+caf::expected<std::pair<status_endpoint_actor, uint16_t>> spawn_status_endpoint(
+    caf::actor_system& sys, status_endpoint_config cfg) {
   auto server = status_http_server::bind(cfg.port, cfg.limits, cfg.host);
   if (!server) return std::move(server.error());
   auto port = (*server)->port();
@@ -329,7 +337,7 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_
   return std::make_pair(std::move(endpoint), port);
 }
 
-caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
+caf::expected<std::pair<status_endpoint_actor, uint16_t>> spawn_coordinator_status_endpoint(
     caf::actor_system& sys, const caf::actor& service, const caf::actor& watcher,
     const caf::actor& history, int world_size, uint16_t port) {
   status_endpoint_config cfg;
@@ -344,7 +352,7 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint
   return spawned;
 }
 
-void stop_status_endpoint(caf::actor& endpoint) {
+void stop_status_endpoint(status_endpoint_actor& endpoint) {
   if (!endpoint) return;
   caf::anon_send_exit(endpoint, caf::exit_reason::user_shutdown);
   endpoint = nullptr;

@@ -12,6 +12,10 @@
 #include <caf/actor_system.hpp>
 #include <caf/atom.hpp>
 #include <caf/expected.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
 
 #include "actors/status/status_http_server.hpp"
 #include "messages/status.pb.h"
@@ -23,6 +27,16 @@ namespace lifeboat {
 /// the endpoint's own HTTP server hands it a request; the endpoint answers
 /// through status_http_server::complete(id, ...). Sent within the process only.
 using http_request_atom = caf::atom_constant<caf::atom("httpreq")>;
+
+/// The endpoint's interface:
+///   (http_request_atom, id, method, target)  a request from its own HTTP thread
+///   (status_atom) -> wire::ActorStatus       its own status ("status_endpoint")
+///   (caf::add_atom, caf::actor)              observe one more actor (any actor
+///                                            answering status_atom)
+using status_endpoint_actor =
+    caf::typed_actor<caf::reacts_to<http_request_atom, uint64_t, std::string, std::string>,
+                     caf::replies_to<status_atom>::with<wire::ActorStatus>,
+                     caf::reacts_to<caf::add_atom, caf::actor>>;
 
 /// Log component of the endpoint; the line "status endpoint listening on
 /// 127.0.0.1:PORT" is written under it once the socket is bound.
@@ -120,12 +134,10 @@ class status_endpoint_state {
 
 /// Binds cfg.host:cfg.port, logs the listening line and spawns the endpoint
 /// actor, which serves HTTP on its own I/O thread. Returns the actor and the
-/// bound port. The actor answers:
-///   (status_atom) -> wire::ActorStatus     its own status ("status_endpoint")
-///   (caf::add_atom, caf::actor)            observe one more actor
-/// Stop it with stop_status_endpoint before the actor system shuts down.
-caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_system& sys,
-                                                                     status_endpoint_config cfg);
+/// bound port. Stop it with stop_status_endpoint before the actor system
+/// shuts down.
+caf::expected<std::pair<status_endpoint_actor, uint16_t>> spawn_status_endpoint(
+    caf::actor_system& sys, status_endpoint_config cfg);
 
 /// The endpoint of a process that hosts the coordination service and is no
 /// worker (lifeboat-coordinator, lifeboat-launch): rank coordinator_status_rank,
@@ -133,12 +145,12 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_status_endpoint(caf::actor_
 /// watcher's actor) for its row, and `history` (spawn_job_history of the
 /// service) for the history routes; `history` ends with the endpoint, and is
 /// sent an exit when the endpoint cannot start.
-caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordinator_status_endpoint(
+caf::expected<std::pair<status_endpoint_actor, uint16_t>> spawn_coordinator_status_endpoint(
     caf::actor_system& sys, const caf::actor& service, const caf::actor& watcher,
     const caf::actor& history, int world_size, uint16_t port);
 
 /// Sends the endpoint an exit message and drops the handle. Its HTTP thread
 /// is joined when the actor terminates, before any other message is handled.
-void stop_status_endpoint(caf::actor& endpoint);
+void stop_status_endpoint(status_endpoint_actor& endpoint);
 
 }  // namespace lifeboat

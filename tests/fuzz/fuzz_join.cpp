@@ -72,7 +72,7 @@ class driver {
   }
 
   void process_exit(uint8_t rank) {
-    st_.on_process_exit(rank % world_size, st_.generation(), "fuzz");
+    st_.on_process_exit(rank % world_size, st_.generation(), "fuzz", now_);
     check();
   }
 

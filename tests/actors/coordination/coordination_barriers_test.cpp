@@ -35,7 +35,7 @@ TEST_F(state_test, barrier_fails_for_everyone_when_a_participant_is_lost) {
   request(1, barrier(1, "b", 10000));
   request(2, barrier(1, "b", 10000));
   st.on_disconnect(4, now);
-  out = st.take_output();
+  pass_loss_window();
   for (conn_id c : {1, 2}) {
     auto r = reply_to(c, 1);
     ASSERT_TRUE(r);

@@ -122,10 +122,58 @@ TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   EXPECT_EQ(state_of(0), "alive");
   EXPECT_EQ(st.workers(now)[0].step(), 17);
   EXPECT_EQ(out.closes, std::vector<conn_id>{4});
+  pass_loss_window(heartbeat_timeout_ms / heartbeats_per_timeout);
   int lost = 0;
   for (auto& [c, e] : out.frames)
     if (e.has_failure() && e.failure().rank() == 3 && e.failure().lost()) ++lost;
   EXPECT_EQ(lost, 3);
+}
+
+// A host cut off: its ranks fall silent within one heartbeat interval of each
+// other. Every survivor reports the first failure it hears, so each failure
+// names every rank lost with it.
+TEST_F(state_test, ranks_that_fall_silent_together_are_named_together) {
+  join_all();
+  auto interval = heartbeat_timeout_ms / heartbeats_per_timeout;
+  auto beat_from = [&](std::vector<conn_id> conns) {
+    wire::Envelope hb;
+    hb.mutable_heartbeat()->set_step(3);
+    for (auto c : conns) request(c, hb);
+  };
+  now += interval / 2;
+  beat_from({1, 2, 4});  // rank 2 (connection 3) is silent from here
+  now += interval / 2;
+  beat_from({1, 2});  // and rank 3 (connection 4) from here
+  now += heartbeat_timeout_ms - interval;
+  beat_from({1, 2});
+  now += interval / 2;
+  st.on_tick(now);
+  out = st.take_output();
+  EXPECT_EQ(state_of(2), "lost");
+  EXPECT_EQ(state_of(3), "alive");
+  for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
+  now += interval / 2;
+  st.on_tick(now);
+  out = st.take_output();
+  EXPECT_EQ(state_of(3), "lost");
+  pass_loss_window(interval);
+  std::vector<std::string> told;
+  for (auto& [c, e] : out.frames)
+    if (c == 1 && e.has_failure())
+      told.push_back("rank " + std::to_string(e.failure().rank()) + ": " + e.failure().message());
+  ASSERT_EQ(told.size(), 2u);
+  for (auto& t : told)
+    EXPECT_NE(t.find(" ms (lost together: rank 2, rank 3)"), std::string::npos) << t;
+}
+
+// A loss still untold when a new generation starts belongs to the old one.
+TEST_F(state_test, a_new_generation_hears_nothing_of_the_old_ones_losses) {
+  join_all();
+  st.on_disconnect(4, now);
+  st.take_output();
+  ASSERT_TRUE(join(10, 0, 1).ok());
+  pass_loss_window();
+  for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
 }
 
 TEST_F(state_test, clean_leave_is_not_a_loss) {

@@ -51,6 +51,12 @@ TEST_F(state_test, a_sweep_that_loses_nobody_is_next_due_at_the_oldest_heartbeat
   EXPECT_EQ(state_of(0), "lost");
   EXPECT_EQ(state_of(2), "lost");
   EXPECT_EQ(state_of(3), "alive");
+  // The survivors hear of the losses one heartbeat interval later; then the
+  // next due is rank 3's heartbeat.
+  auto report_due = now + heartbeat_timeout_ms / heartbeats_per_timeout;
+  EXPECT_EQ(st.next_deadline_ms(), report_due);
+  now = report_due;
+  st.on_tick(now);
   EXPECT_EQ(st.next_deadline_ms(), start + 550 + heartbeat_timeout_ms);
 }
 

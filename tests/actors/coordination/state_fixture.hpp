@@ -49,6 +49,13 @@ class state_test : public ::testing::Test {
     return {};
   }
 
+  // Lets `window_ms` pass, for the survivors to hear of the losses so far.
+  void pass_loss_window(int64_t window_ms = closed_loss_window_ms) {
+    now += window_ms;
+    st.on_tick(now);
+    out = st.take_output();
+  }
+
   void join_all() {
     for (int32_t r = 0; r < 4; ++r) ASSERT_TRUE(join(r + 1, r).ok());
   }

@@ -67,7 +67,7 @@ class status_endpoint_fixture : public testing::Test {
   system_config cfg_;
   caf::actor_system sys_{cfg_};
   std::vector<caf::actor> actors_;
-  caf::actor endpoint_;
+  status_endpoint_actor endpoint_;
   uint16_t port_ = 0;
 };
 
