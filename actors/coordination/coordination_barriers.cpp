@@ -27,7 +27,9 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
   // A participant that can no longer arrive fails the barrier at once rather
   // than at its timeout. One that failed or was lost is named before one that
   // left: workers leave when they give up after a peer's failure, so the
-  // failure is where it began.
+  // failure is where it began. While a participant's loss waits to be told
+  // (report_losses), the arrival waits with the others: the report fails the
+  // barrier naming every rank lost with it.
   auto state_of = [&](int32_t p) { return workers_[static_cast<size_t>(p)].state; };
   auto gone = std::find_if(participants.begin(), participants.end(), [&](int32_t p) {
     return state_of(p) == rank_state::lost || state_of(p) == rank_state::error;
@@ -35,7 +37,7 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
   if (gone == participants.end())
     gone = std::find_if(participants.begin(), participants.end(),
                         [&](int32_t p) { return state_of(p) == rank_state::left; });
-  if (gone != participants.end()) {
+  if (gone != participants.end() && !loss_pending(participants)) {
     auto state = state_of(*gone);
     auto code = state == rank_state::error ? errc::peer_error : errc::peer_lost;
     reply(conn, req.id(), code,
@@ -62,10 +64,18 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
   barriers_.erase(req.name());
 }
 
-void coordination_state::fail_barriers_with(int32_t rank, errc code, const std::string& why) {
+bool coordination_state::loss_pending(const std::vector<int32_t>& participants) const {
+  return std::any_of(pending_losses_.begin(), pending_losses_.end(), [&](const pending_loss& l) {
+    return std::binary_search(participants.begin(), participants.end(), l.rank);
+  });
+}
+
+void coordination_state::fail_barriers_with(int32_t rank, errc code, const std::string& why,
+                                            bool unless_loss_pending) {
   for (auto b = barriers_.begin(); b != barriers_.end();) {
     auto& ps = b->second.participants;
-    if (!std::binary_search(ps.begin(), ps.end(), rank)) {
+    if (!std::binary_search(ps.begin(), ps.end(), rank) ||
+        (unless_loss_pending && loss_pending(ps))) {
       ++b;
       continue;
     }

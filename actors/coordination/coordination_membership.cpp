@@ -87,7 +87,9 @@ void coordination_state::on_leave(conn_id conn, int32_t rank, const wire::Leave&
   progress_.forget(rank);
   emit_event(rank, membership_event::left);
   log(log_level::info, component, rank_text(rank), " left");
-  fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " left");
+  // A rank leaves when it gives up after a failure: a loss still to be told
+  // is where that began, and names its ranks when it fails the barrier.
+  fail_barriers_with(rank, errc::peer_lost, rank_text(rank) + " left", true);
 }
 
 void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, int64_t now_ms) {

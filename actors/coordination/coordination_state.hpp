@@ -199,7 +199,11 @@ class coordination_state {
   void report_losses();
   void emit_event(int32_t rank, int32_t kind, int32_t code = 0, std::string message = {});
   void drop_requests_of(conn_id conn);
-  void fail_barriers_with(int32_t rank, errc code, const std::string& why);
+  // Fails every barrier `rank` takes part in; with `unless_loss_pending`, not
+  // those with a participant whose loss report_losses will tell.
+  void fail_barriers_with(int32_t rank, errc code, const std::string& why,
+                          bool unless_loss_pending = false);
+  bool loss_pending(const std::vector<int32_t>& participants) const;
   void broadcast_failure(int32_t rank, int32_t code, const std::string& message, bool lost);
   void send_frame(conn_id conn, wire::Envelope env);
   // Queues `env` to every joined rank that `to` accepts, as one broadcast run.

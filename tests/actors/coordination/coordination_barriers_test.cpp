@@ -47,6 +47,32 @@ TEST_F(state_test, barrier_fails_for_everyone_when_a_participant_is_lost) {
   EXPECT_EQ(reply_to(3, 2)->error_code(), static_cast<uint32_t>(errc::peer_lost));
 }
 
+// A launcher killed outright: its ranks' connections close a moment apart.
+// An arrival meanwhile, or a survivor that gives up and leaves, fails no
+// barrier naming one rank alone: the report of the losses fails it, naming
+// both.
+TEST_F(state_test, a_barrier_waits_for_the_report_of_a_loss_and_names_every_rank_lost) {
+  join_all();
+  request(1, barrier(1, "b", 10000));
+  st.on_disconnect(3, now);  // rank 2
+  out = st.take_output();
+  request(2, barrier(1, "b", 10000));
+  EXPECT_FALSE(reply_to(2, 1));
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  now += 5;
+  st.on_disconnect(4, now);  // rank 3
+  out = st.take_output();
+  request(1, leave);
+  EXPECT_FALSE(reply_to(1, 1));
+  pass_loss_window();
+  auto r = reply_to(2, 1);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::peer_lost));
+  EXPECT_NE(r->error_message().find("(lost together: rank 2, rank 3)"), std::string::npos)
+      << r->error_message();
+}
+
 // Workers leave when they give up after a peer's failure: a barrier that
 // finds both names the lost rank, where the failure began, not the first
 // rank that left.
@@ -57,7 +83,7 @@ TEST_F(state_test, a_barrier_names_a_lost_participant_before_one_that_left) {
   request(1, leave);
   st.on_disconnect(1, now);
   st.on_disconnect(3, now);
-  out = st.take_output();
+  pass_loss_window();
   request(4, barrier(1, "b", 10000));
   auto r = reply_to(4, 1);
   ASSERT_TRUE(r);
