@@ -13,8 +13,13 @@ constexpr const char* commit_barrier_prefix = "checkpoint-committed-";
 
 }  // namespace
 
-async_saver::async_saver(store& st, barrier* ready, std::chrono::milliseconds barrier_timeout)
-    : store_(st), ready_(ready), barrier_timeout_(barrier_timeout), thread_([this] { run(); }) {}
+async_saver::async_saver(store& st, barrier* ready, std::chrono::milliseconds barrier_timeout,
+                         memory_tier* memory)
+    : store_(st),
+      ready_(ready),
+      memory_(memory),
+      barrier_timeout_(barrier_timeout),
+      thread_([this] { run(); }) {}
 
 async_saver::~async_saver() {
   {
@@ -94,12 +99,25 @@ void async_saver::run() {
   }
 }
 
+std::vector<tier_time> async_saver::save_fast_tiers(const job& next) {
+  std::vector<tier_time> tiers;
+  if (memory_ == nullptr) return tiers;
+  auto saved = memory_->save(next.snap, next.step, next.total_run_calls);
+  if (saved)
+    tiers.push_back({tier_memory, saved->seconds});
+  else
+    log(log_level::warning, component, "memory tier: checkpoint of step ", next.step,
+        " only in the checkpoint directory: ", describe(saved.error()));
+  return tiers;
+}
+
 caf::expected<checkpoint_info> async_saver::execute(job& next) {
   auto start = std::chrono::steady_clock::now();
   auto& cfg = store_.config();
   if (ready_ == nullptr && cfg.world_size > 1)
     return make_error(errc::invalid_config, "checkpoint of " + std::to_string(cfg.world_size) +
                                                 " workers without a checkpoint-ready barrier");
+  auto tiers = save_fast_tiers(next);
   auto info = store_.write_shard(next.snap, next.step);
   // The staging memory goes back to the pool as soon as it is on disk.
   next.snap = snapshot{};
@@ -118,9 +136,13 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
       return err;
   }
   info->total_run_calls = next.total_run_calls;
+  tiers.push_back({tier_directory, info->seconds});
+  info->tiers = std::move(tiers);
   info->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log(log_level::info, component, "checkpoint of step ", next.step, " committed in ", info->path,
       " (", info->bytes, " bytes, ", info->seconds, " s)");
+  log(log_level::info, component, "checkpoint of step ", next.step,
+      " reached tiers: ", describe_tiers(info->tiers));
   // Old checkpoints are removed once the peers passed the commit barrier, so
   // that none waits for it; a removal that fails leaves this commit standing.
   if (commit_rank) {

@@ -13,6 +13,7 @@
 #include <caf/expected.hpp>
 
 #include "checkpoint/barrier.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "checkpoint/snapshot.hpp"
 #include "checkpoint/store.hpp"
 
@@ -36,9 +37,12 @@ constexpr const char* saver_thread_name = "lifeboat.saver";
 /// and the staging memory of the previous save is reused).
 class async_saver {
  public:
-  /// `ready` may be null only for a world of one.
+  /// `ready` may be null only for a world of one. With a `memory` tier, each
+  /// shard is written and committed there first (a failure there is a
+  /// warning, the directory still gets it), then to the store's directory.
   async_saver(store& st, barrier* ready,
-              std::chrono::milliseconds barrier_timeout = default_barrier_timeout);
+              std::chrono::milliseconds barrier_timeout = default_barrier_timeout,
+              memory_tier* memory = nullptr);
 
   /// Waits for the save in flight, then stops the I/O thread.
   ~async_saver();
@@ -72,8 +76,12 @@ class async_saver {
   caf::expected<checkpoint_info> execute(job& next);
   void wait_idle(std::unique_lock<std::mutex>& lock);
 
+  // The tiers before the directory that `next` reached.
+  std::vector<tier_time> save_fast_tiers(const job& next);
+
   store& store_;
   barrier* ready_;
+  memory_tier* memory_;
   std::chrono::milliseconds barrier_timeout_;
   mutable std::mutex mtx_;
   std::condition_variable cv_;

@@ -12,6 +12,7 @@
 #include "actors/coordination/coordination_service.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/decision_recorder.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "lifeboat/errors.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -124,8 +125,8 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
 startup_agreement::startup_agreement(coordination_client& client, int rank, int world_size)
     : client_(client), rank_(rank), world_size_(world_size) {}
 
-int64_t startup_agreement::restore(checkpoint::store* store, checkpoint_state& state,
-                                   const std::string& checkpoint_dir) {
+int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_tier* memory,
+                                   checkpoint_state& state, const std::string& checkpoint_dir) {
   if (store == nullptr) {
     // A round reaches only the workers that have joined: one that joins
     // after a peer's notice never answers it, and the round never ends. With
@@ -145,7 +146,7 @@ int64_t startup_agreement::restore(checkpoint::store* store, checkpoint_state& s
     // A rank whose checkpoint is already at the limit keeps it: reading the
     // same step again would change nothing but the time the round takes.
     if (round == 0 || (restored && restored->step > *limit)) {
-      auto loaded = store->restore_latest(state.registry(), limit);
+      auto loaded = checkpoint::restore_fastest(*store, memory, state.registry(), limit);
       if (!loaded)
         fail_config("restoring from '" + checkpoint_dir + "': " + describe(loaded.error()));
       restored = std::move(*loaded);

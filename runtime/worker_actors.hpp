@@ -87,9 +87,11 @@ class worker_actors {
              std::shared_ptr<published_phase> phase);
 
   /// The saver of a worker that writes its own checkpoints to `st`, with
-  /// `ready` as its checkpoint-ready barrier (null: one worker).
+  /// `ready` as its checkpoint-ready barrier (null: one worker), and to
+  /// `memory` first (null: no memory tier; it must outlive this group too).
   checkpoint::async_saver& start_saver(checkpoint::store& st,
-                                       std::unique_ptr<checkpoint::barrier> ready);
+                                       std::unique_ptr<checkpoint::barrier> ready,
+                                       checkpoint::memory_tier* memory);
 
   /// Serves the status of every actor; a failure to bind is logged, not fatal.
   void start_status_endpoint(int rank, int world_size, const worker_status_config& cfg);

@@ -109,6 +109,7 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
     if (!opened)
       fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(opened.error()));
     store_.emplace(std::move(*opened));
+    open_memory_tier();
   }
   log(log_level::info, "runtime", "rank ", cluster.rank, " of ", cluster.world_size, " (",
       cluster.origin, ", platform ", settings_.platform_name, ", restart ", cluster.restart_count,
@@ -137,7 +138,8 @@ void worker_runtime::start() {
   join_cluster(*actors_, settings_.cluster, join);
   if (startup_guard_) startup_guard_->joined();
   startup_agreement agreement{*actors_->client(), rank(), world_size()};
-  restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, state_, checkpoint_dir_);
+  restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory_ ? &*memory_ : nullptr,
+                                     state_, checkpoint_dir_);
   if (store_) {
     completed_step_.store(restored_step_);
     // The first save's staging memory is mapped and pre-faulted now, not at
@@ -149,12 +151,28 @@ void worker_runtime::start() {
   }
   spawn_actors();
   if (store_)
-    saver_ =
-        &actors_->start_saver(*store_, agreement.make_ready_barrier(config_.nccl_communicator));
+    saver_ = &actors_->start_saver(*store_, agreement.make_ready_barrier(config_.nccl_communicator),
+                                   memory_ ? &*memory_ : nullptr);
   if (config_.save_every_steps > 0) gate_->set_backup_interval(config_.save_every_steps);
   if (settings_.status_port)
     actors_->start_status_endpoint(
         rank(), world_size(), worker_status_config{*settings_.status_port, settings_.status_host});
+}
+
+void worker_runtime::open_memory_tier() {
+  auto& local = settings_.local_dir;
+  if (local == std::string{checkpoint::memory_tier_off}) return;
+  auto dir =
+      local ? caf::expected<std::string>{*local} : checkpoint::default_memory_dir(checkpoint_dir_);
+  auto opened = dir ? checkpoint::memory_tier::open(*dir, rank(), world_size())
+                    : caf::expected<checkpoint::memory_tier>{dir.error()};
+  if (!opened) {
+    log(log_level::warning, "runtime",
+        "no memory tier, checkpoints go to the directory only: ", describe(opened.error()));
+    return;
+  }
+  memory_.emplace(std::move(*opened));
+  log(log_level::info, "runtime", "memory tier: ", memory_->path());
 }
 
 void worker_runtime::spawn_actors() {
@@ -351,6 +369,11 @@ void worker_runtime::shutdown() {
   actors_->wait_for_peers_to_leave();
   saver_ = nullptr;
   actors_.reset();
+  // Training ended: no restart will read this rank's memory tier, and what
+  // it holds is host memory (the directory keeps the checkpoints).
+  if (ok && memory_)
+    if (auto err = memory_->remove())
+      log(log_level::warning, "runtime", "removing the memory tier: ", describe(err));
   // The signals get their previous action back only once no thread of ours
   // runs: a SIGTERM during the teardown lands on any thread that does not
   // block it, and with the default action back it would kill a worker that

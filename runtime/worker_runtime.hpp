@@ -78,6 +78,8 @@ class worker_runtime {
   [[noreturn]] void wait_and_exit(int64_t step);
   [[noreturn]] void throw_failure();
   void shutdown();
+  // Opens this rank's memory tier (LIFEBOAT_LOCAL_DIR); a failure leaves it off.
+  void open_memory_tier();
 
   checkpoint_state& state_;
   std::string checkpoint_dir_;
@@ -95,6 +97,8 @@ class worker_runtime {
   std::unique_ptr<stack_dumper> stack_dumper_;
 
   std::optional<checkpoint::store> store_;
+  // Tier 0, written before the store's directory; none when off.
+  std::optional<checkpoint::memory_tier> memory_;
   // Owned by actors_; set when this worker writes its own checkpoints.
   checkpoint::async_saver* saver_ = nullptr;
   // Declared after everything its actors read through `this`: it stops first.
