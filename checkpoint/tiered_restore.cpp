@@ -43,4 +43,20 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
   return restored;
 }
 
+caf::error persist_to_directory(async_saver& saver, const store& directory,
+                                const state_registry& registry, const checkpoint_info& restored) {
+  if (restored.tiers.empty() || restored.tiers[0].name != tier_memory) return {};
+  if (directory.newest_committed_step(restored.step) == restored.step) return {};
+  auto step = restored.step;
+  log(log_level::info, component, "checkpoint of step ", step,
+      " is in memory only: writing it to the checkpoint directory while training resumes");
+  return saver.save(registry, step, restored.total_run_calls,
+                    [step](const caf::expected<checkpoint_info>& done) {
+                      if (done)
+                        log(log_level::info, component, "checkpoint of step ", step,
+                            " persisted to the checkpoint directory ", done->path);
+                    },
+                    {0, true});
+}
+
 }  // namespace lifeboat::checkpoint

@@ -5,6 +5,7 @@
 
 #include <caf/expected.hpp>
 
+#include "checkpoint/async_saver.hpp"
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
 
@@ -19,5 +20,14 @@ namespace lifeboat::checkpoint {
 caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, memory_tier* memory,
                                                               state_registry& registry,
                                                               std::optional<int64_t> max_step);
+
+/// After a restore from the memory tier of a step the directory lacks (a
+/// final save that committed in memory only): hands `saver` a directory-only
+/// save of the restored `registry` at that step, which runs while training
+/// resumes; every rank takes the same branch (they restored the same step and
+/// see the same directory). Nothing to do otherwise. An error when the
+/// snapshot cannot be taken.
+caf::error persist_to_directory(async_saver& saver, const store& directory,
+                                const state_registry& registry, const checkpoint_info& restored);
 
 }  // namespace lifeboat::checkpoint

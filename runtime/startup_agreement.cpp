@@ -44,6 +44,10 @@ constexpr const char* nccl_usable_key_prefix = "lifeboat/nccl/usable/";
 constexpr const char* nccl_split_key_prefix = "lifeboat/nccl/split/";
 constexpr const char* can_value = "ok";
 constexpr const char* no_communicator_value = "no NCCL communicator was handed over";
+// A final save's tier votes (checkpoint/tier_choice.hpp), per step; every
+// rank votes as soon as its shard is in memory, so this bounds a lost peer.
+constexpr const char* tier_vote_key_prefix = "lifeboat/tiers/";
+constexpr auto tier_vote_timeout = 60s;
 constexpr const char* ready_barrier_agreement = "agreeing on the checkpoint-ready barrier";
 // Splitting the trainer's communicator: every worker is past the restore
 // agreement by then, so this bounds only a worker that dies on the way.
@@ -141,7 +145,7 @@ int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_
     if (auto err = store->remove_partial())
       log(log_level::warning, "runtime", "cleaning partial checkpoints: ", describe(err));
   std::optional<int64_t> limit;
-  std::optional<checkpoint::checkpoint_info> restored;
+  auto& restored = restored_;
   for (int round = 0; round < max_restore_rounds; ++round) {
     // A rank whose checkpoint is already at the limit keeps it: reading the
     // same step again would change nothing but the time the round takes.
@@ -221,6 +225,21 @@ std::unique_ptr<checkpoint::barrier> startup_agreement::make_ready_barrier(
     }
   }
   return std::make_unique<coordination_barrier>(client_);
+}
+
+checkpoint::tier_vote_exchange startup_agreement::make_tier_vote_exchange() {
+  if (world_size_ == 1) return nullptr;
+  return [client = &client_, rank = rank_](
+             int64_t step, const std::string& vote) -> caf::expected<std::vector<std::string>> {
+    auto prefix = tier_vote_key_prefix + std::to_string(step) + "/";
+    if (auto err = client->insert(prefix + std::to_string(rank), vote)) return err;
+    if (auto err = client->barrier(prefix, tier_vote_timeout)) return err;
+    auto published = client->get_prefix(prefix);
+    if (!published) return std::move(published.error());
+    std::vector<std::string> votes;
+    for (auto& entry : *published) votes.push_back(std::move(entry.second));
+    return votes;
+  };
 }
 
 // Publish, meet, read: the barrier fails at once for everyone when a peer is

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "checkpoint/barrier.hpp"
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
+#include "checkpoint/tier_choice.hpp"
 #include "lifeboat/checkpoint_state.hpp"
 #include "platform/cluster_discovery.hpp"
 
@@ -66,6 +68,14 @@ class startup_agreement {
   int64_t restore(checkpoint::store* store, checkpoint::memory_tier* memory,
                   checkpoint_state& state, const std::string& checkpoint_dir);
 
+  /// What restore restored; none for a fresh start.
+  const std::optional<checkpoint::checkpoint_info>& restored() const { return restored_; }
+
+  /// The exchange of a final save's tier votes (checkpoint::tier_vote_exchange)
+  /// through the coordination service; null for one worker. It uses the
+  /// client: it must not outlive it.
+  checkpoint::tier_vote_exchange make_tier_vote_exchange();
+
   /// The checkpoint-ready barrier every worker uses: NCCL on a communicator
   /// split from `nccl_communicator` where every worker can, else the
   /// coordination service's (which uses the client: it must not outlive it);
@@ -87,6 +97,7 @@ class startup_agreement {
   coordination_client& client_;
   int rank_;
   int world_size_;
+  std::optional<checkpoint::checkpoint_info> restored_;
 };
 
 }  // namespace lifeboat

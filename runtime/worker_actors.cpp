@@ -93,10 +93,10 @@ void worker_actors::spawn(worker_actors_config cfg, std::shared_ptr<step_gate> g
 
 checkpoint::async_saver& worker_actors::start_saver(checkpoint::store& st,
                                                     std::unique_ptr<checkpoint::barrier> ready,
-                                                    checkpoint::memory_tier* memory) {
+                                                    checkpoint::saver_tiers tiers) {
   ready_barrier_ = std::move(ready);
-  saver_ = std::make_unique<checkpoint::async_saver>(st, ready_barrier_.get(),
-                                                     checkpoint::default_barrier_timeout, memory);
+  saver_ = std::make_unique<checkpoint::async_saver>(
+      st, ready_barrier_.get(), checkpoint::default_barrier_timeout, std::move(tiers));
   return *saver_;
 }
 

@@ -88,10 +88,10 @@ class worker_actors {
 
   /// The saver of a worker that writes its own checkpoints to `st`, with
   /// `ready` as its checkpoint-ready barrier (null: one worker), and to
-  /// `memory` first (null: no memory tier; it must outlive this group too).
+  /// the `tiers` before the directory (their memory tier must outlive this group too).
   checkpoint::async_saver& start_saver(checkpoint::store& st,
                                        std::unique_ptr<checkpoint::barrier> ready,
-                                       checkpoint::memory_tier* memory);
+                                       checkpoint::saver_tiers tiers);
 
   /// Serves the status of every actor; a failure to bind is logged, not fatal.
   void start_status_endpoint(int rank, int world_size, const worker_status_config& cfg);

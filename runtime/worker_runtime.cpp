@@ -14,6 +14,7 @@
 #include "actors/preemption/exit_controller.hpp"
 #include "actors/preemption/poll_watcher.hpp"
 #include "actors/preemption/protocol.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "lifeboat/errors.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -150,9 +151,15 @@ void worker_runtime::start() {
       log(log_level::warning, "runtime", "staging memory not prepared: ", describe(err));
   }
   spawn_actors();
-  if (store_)
-    saver_ = &actors_->start_saver(*store_, agreement.make_ready_barrier(config_.nccl_communicator),
-                                   memory_ ? &*memory_ : nullptr);
+  if (store_) {
+    saver_ =
+        &actors_->start_saver(*store_, agreement.make_ready_barrier(config_.nccl_communicator),
+                              {memory_ ? &*memory_ : nullptr, agreement.make_tier_vote_exchange()});
+    if (agreement.restored())
+      if (auto err = checkpoint::persist_to_directory(*saver_, *store_, state_.registry(),
+                                                      *agreement.restored()))
+        log(log_level::warning, "runtime", describe(err));
+  }
   if (config_.save_every_steps > 0) gate_->set_backup_interval(config_.save_every_steps);
   if (settings_.status_port)
     actors_->start_status_endpoint(
@@ -222,12 +229,12 @@ void worker_runtime::on_action_step(int64_t step) {
     case step_gate::action_kind::fail:
       throw_failure();
     case step_gate::action_kind::save:
-      save(act.step, act.final_save);
+      save(act.step, act.final_save, act.deadline_unix_ms);
       return;
   }
 }
 
-void worker_runtime::save(int64_t step, bool final_save) {
+void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_ms) {
   caf::anon_send(actors_->writer(), saving_atom::value, step);
   auto started = std::chrono::steady_clock::now();
   if (config_.save_fn) {
@@ -263,7 +270,10 @@ void worker_runtime::save(int64_t step, bool final_save) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
           info.set_seconds(seconds);
           caf::anon_send(writer, saved_atom::value, step, final_save, info, seconds);
-        });
+        },
+        // Without a grace period the deadline is the notice itself: no
+        // directory write would fit, and none is skipped for it.
+        checkpoint::save_options{settings_.grace_period.count() > 0 ? deadline_unix_ms : 0});
     if (err) caf::anon_send(actors_->writer(), save_failed_atom::value, step, describe(err));
   }
   if (final_save) wait_and_exit(step);

@@ -74,7 +74,7 @@ class worker_runtime {
   // Steps 2 to 4 of the construction: join, restore, start the actors.
   void start();
   void spawn_actors();
-  void save(int64_t step, bool final_save);
+  void save(int64_t step, bool final_save, int64_t deadline_unix_ms);
   [[noreturn]] void wait_and_exit(int64_t step);
   [[noreturn]] void throw_failure();
   void shutdown();

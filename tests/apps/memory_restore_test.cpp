@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 using namespace lifeboat::test;
 
 constexpr int workers = 4;
-// 2 s of training: the notice comes well before the last step.
-constexpr int64_t steps = 400;
+// 1.5 s of training: the notice comes well before the last step.
+constexpr int64_t steps = 300;
 constexpr const char* from_memory = "from the memory tier";
 
 // Runs the demo after wiping rank 2's memory tier in the first restart: a
