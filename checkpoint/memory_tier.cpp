@@ -26,6 +26,17 @@ constexpr const char* job_dir_prefix = "lifeboat-";
 // per GiB of state), with a wide margin.
 constexpr uint64_t index_allowance = uint64_t{1} << 20;
 constexpr uint64_t mib = uint64_t{1} << 20;
+// In a job's default memory directory: the absolute checkpoint directory.
+constexpr const char* owner_file_name = "CHECKPOINT_DIR";
+
+// Whether the memory directory named `name` still belongs to the checkpoint
+// directory recorded in `record`.
+bool still_owned(const std::string& name, const std::string& record) {
+  auto recorded = read_whole_file(record);
+  if (!recorded) return true;  // being written, or unreadable: not ours to judge
+  auto expected = default_memory_dir(*recorded);
+  return expected && std::filesystem::path{*expected}.filename() == name;
+}
 
 std::string rank_dir_name(int rank, int world_size) {
   char buf[48];
@@ -54,6 +65,34 @@ caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir)
   std::snprintf(name, sizeof(name), "%s%016" PRIx64, job_dir_prefix,
                 static_cast<uint64_t>(XXH3_64bits(identity.data(), identity.size())));
   return join_path(default_memory_root, name);
+}
+
+caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto absolute = fs::absolute(checkpoint_dir, ec).lexically_normal().string();
+  if (ec) return make_error(errc::io_error, "the absolute path of " + checkpoint_dir);
+  // A rename makes the record whole for any worker that reads it.
+  if (auto err = write_file_durably(*posix_file_system(), dir, owner_file_name, absolute,
+                                    private_file_mode))
+    return err;
+  auto own = fs::path{dir}.filename().string();
+  for (auto& entry : fs::directory_iterator(fs::path{dir}.parent_path(), ec)) {
+    auto name = entry.path().filename().string();
+    struct stat st {};
+    if (name == own || name.rfind(job_dir_prefix, 0) != 0 ||
+        ::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
+      continue;
+    auto record = (entry.path() / owner_file_name).string();
+    if (!file_exists(record) || still_owned(name, record)) continue;
+    if (auto err = remove_tree(entry.path().string())) return err;
+    log(log_level::info, component, "removed the memory tier ", entry.path().string(),
+        " of a checkpoint directory that is gone");
+  }
+  if (ec)
+    return make_error(errc::io_error,
+                      "listing " + fs::path{dir}.parent_path().string() + ": " + ec.message());
+  return {};
 }
 
 caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, int world_size,
@@ -130,9 +169,14 @@ caf::expected<checkpoint_info> memory_tier::restore_step(int64_t step, state_reg
 
 caf::error memory_tier::remove() {
   if (auto err = remove_tree(path())) return err;
-  // The job's directory goes with its last rank; while another rank of this
-  // host still has its tier there, rmdir fails, as it should.
-  ::rmdir(std::filesystem::path{path()}.parent_path().c_str());
+  // The job's directory goes with its last rank (and its record, if any);
+  // while another rank of this host still has its tier there, it stays. Two
+  // last ranks at once may both try: a failure here is only a leftover.
+  auto job = std::filesystem::path{path()}.parent_path();
+  auto names = list_dir(job.string());
+  if (names && (names->empty() || (names->size() == 1 && names->front() == owner_file_name)))
+    if (auto err = remove_tree(job.string()))
+      log(log_level::debug, component, "the job's memory directory stays: ", describe(err));
   return {};
 }
 

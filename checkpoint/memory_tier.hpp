@@ -26,6 +26,14 @@ constexpr int memory_tier_max_to_keep = 2;
 /// again (a fresh start) never finds the checkpoints of the one before.
 caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir);
 
+/// Records `checkpoint_dir` in `dir` (a job's default memory directory,
+/// made by memory_tier::open) and removes, beside it, the memory tiers of
+/// this user's other jobs whose checkpoint directory is gone or was made
+/// again: no start can restore from them, and they hold host memory (a job
+/// that ended for good without a clean end, a test's removed directory).
+/// Tiers without a record (made by LIFEBOAT_LOCAL_DIR, or being made) stay.
+caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir);
+
 /// Tier 0: this rank's shards in host memory (a tmpfs), which outlives the
 /// worker process but not the host. It is a store of its own per rank,
 /// `<dir>/rank-RRRRR-of-WWWWW`, holding world-of-one checkpoints: the same

@@ -35,6 +35,8 @@ struct worker_actors_config {
   /// owns from then on; -1: no signals are watched.
   int signal_reader = -1;
   int64_t grace_period_ms = 0;
+  /// What this worker restored at start, for the status (empty: fresh start).
+  wire::CheckpointInfo restored;
 };
 
 /// Where and how the status endpoint serves.

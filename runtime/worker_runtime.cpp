@@ -24,6 +24,7 @@
 #include "platform/notice_source.hpp"
 #include "platform/platform_detection.hpp"
 #include "platform/signal_pipe.hpp"
+#include "runtime/checkpoint_tiers.hpp"
 #include "runtime/startup_agreement.hpp"
 
 namespace lifeboat {
@@ -110,7 +111,8 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
     if (!opened)
       fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(opened.error()));
     store_.emplace(std::move(*opened));
-    open_memory_tier();
+    memory_ = open_worker_memory_tier(settings_.local_dir, checkpoint_dir_, cluster.rank,
+                                      cluster.world_size);
   }
   log(log_level::info, "runtime", "rank ", cluster.rank, " of ", cluster.world_size, " (",
       cluster.origin, ", platform ", settings_.platform_name, ", restart ", cluster.restart_count,
@@ -141,6 +143,8 @@ void worker_runtime::start() {
   startup_agreement agreement{*actors_->client(), rank(), world_size()};
   restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory_ ? &*memory_ : nullptr,
                                      state_, checkpoint_dir_);
+  if (agreement.restored())
+    restored_report_ = checkpoint_report(*agreement.restored(), agreement.restored()->seconds);
   if (store_) {
     completed_step_.store(restored_step_);
     // The first save's staging memory is mapped and pre-faulted now, not at
@@ -164,22 +168,6 @@ void worker_runtime::start() {
   if (settings_.status_port)
     actors_->start_status_endpoint(
         rank(), world_size(), worker_status_config{*settings_.status_port, settings_.status_host});
-}
-
-void worker_runtime::open_memory_tier() {
-  auto& local = settings_.local_dir;
-  if (local == std::string{checkpoint::memory_tier_off}) return;
-  auto dir =
-      local ? caf::expected<std::string>{*local} : checkpoint::default_memory_dir(checkpoint_dir_);
-  auto opened = dir ? checkpoint::memory_tier::open(*dir, rank(), world_size())
-                    : caf::expected<checkpoint::memory_tier>{dir.error()};
-  if (!opened) {
-    log(log_level::warning, "runtime",
-        "no memory tier, checkpoints go to the directory only: ", describe(opened.error()));
-    return;
-  }
-  memory_.emplace(std::move(*opened));
-  log(log_level::info, "runtime", "memory tier: ", memory_->path());
 }
 
 void worker_runtime::spawn_actors() {
@@ -218,6 +206,7 @@ void worker_runtime::spawn_actors() {
       log(log_level::error, "runtime", "signals not watched: ", describe(fd.error()));
   }
   cfg.grace_period_ms = settings_.grace_period.count();
+  cfg.restored = restored_report_;
   actors_->spawn(std::move(cfg), gate_, phase_);
 }
 
@@ -262,14 +251,10 @@ void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_m
             caf::anon_send(writer, save_failed_atom::value, step, describe(done.error()));
             return;
           }
-          wire::CheckpointInfo info;
-          info.set_step(done->step);
-          info.set_path(done->path);
-          info.set_bytes(done->bytes);
           double seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-          info.set_seconds(seconds);
-          caf::anon_send(writer, saved_atom::value, step, final_save, info, seconds);
+          caf::anon_send(writer, saved_atom::value, step, final_save,
+                         checkpoint_report(*done, seconds), seconds);
         },
         // Without a grace period the deadline is the notice itself: no
         // directory write would fit, and none is skipped for it.

@@ -78,8 +78,6 @@ class worker_runtime {
   [[noreturn]] void wait_and_exit(int64_t step);
   [[noreturn]] void throw_failure();
   void shutdown();
-  // Opens this rank's memory tier (LIFEBOAT_LOCAL_DIR); a failure leaves it off.
-  void open_memory_tier();
 
   checkpoint_state& state_;
   std::string checkpoint_dir_;
@@ -91,6 +89,8 @@ class worker_runtime {
   std::shared_ptr<published_phase> phase_ = std::make_shared<published_phase>();
   std::atomic<int64_t>& completed_step_;
   int64_t restored_step_ = 0;
+  // What the restore read, for the status; empty for a fresh start.
+  wire::CheckpointInfo restored_report_;
   bool failure_reported_ = false;
   // Time the training thread spent in barrier(), for the service's step times.
   std::atomic<int64_t> blocked_ms_{0};

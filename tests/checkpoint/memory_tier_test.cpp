@@ -111,5 +111,38 @@ TEST_F(memory_tier_test, the_default_directory_is_under_dev_shm_and_per_checkpoi
   EXPECT_FALSE(default_memory_dir(dir_.sub("absent")));
 }
 
+TEST_F(memory_tier_test, the_tiers_of_checkpoint_directories_that_are_gone_are_removed) {
+  namespace fs = std::filesystem;
+  // Three jobs' memory directories side by side: one whose checkpoint
+  // directory exists, one whose directory was removed, one without a record.
+  auto parent = dir_.sub("shm");
+  auto live_ckpt = dir_.sub("live");
+  auto gone_ckpt = dir_.sub("gone");
+  fs::create_directories(live_ckpt);
+  fs::create_directories(gone_ckpt);
+  auto job_dir = [&](const std::string& ckpt) {
+    return parent + "/" + fs::path{*default_memory_dir(ckpt)}.filename().string();
+  };
+  auto live = job_dir(live_ckpt);
+  auto gone = job_dir(gone_ckpt);
+  auto unrecorded = parent + "/lifeboat-0000000000000000";
+  for (auto* d : {&live, &gone}) ASSERT_TRUE(memory_tier::open(*d, 0, 1));
+  ASSERT_FALSE(remove_orphaned_memory_tiers(gone, gone_ckpt));
+  fs::remove_all(gone_ckpt);
+  fs::create_directories(unrecorded);
+  ASSERT_FALSE(remove_orphaned_memory_tiers(live, live_ckpt));
+  EXPECT_TRUE(fs::exists(live + "/rank-00000-of-00001"));
+  EXPECT_FALSE(fs::exists(gone));
+  EXPECT_TRUE(fs::exists(unrecorded));
+}
+
+TEST_F(memory_tier_test, the_last_rank_to_go_removes_the_record_too) {
+  auto job = dir_.sub("job");
+  auto tier = open();
+  ASSERT_FALSE(remove_orphaned_memory_tiers(job, dir_.path()));
+  EXPECT_FALSE(tier.remove());
+  EXPECT_FALSE(testing::exists(job));
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

@@ -1,6 +1,7 @@
 // restore_fastest: the memory tier when it has the newest step, the directory
 // when the memory copy is older, absent or corrupt (logged with "corrupt" and
-// the file), and max_step for both.
+// the file), and max_step for both; persist_to_directory writes a step only
+// the memory tier had.
 #include "checkpoint/tiered_restore.hpp"
 
 #include <gtest/gtest.h>
@@ -109,6 +110,35 @@ TEST_F(tiered_restore_test, without_a_memory_tier_the_directory) {
   ASSERT_TRUE(restored && *restored);
   EXPECT_EQ((*restored)->tiers.at(0).name, tier_directory);
   EXPECT_TRUE(fresh.holds(1));
+}
+
+TEST_F(tiered_restore_test, a_step_restored_from_memory_only_is_persisted_to_the_directory) {
+  save(1, true, true);
+  save(2, true, false);
+  worker_state restored{state_bytes};
+  auto info = restore_fastest(*directory_, &*memory_, restored.registry, std::nullopt);
+  ASSERT_TRUE(info && *info);
+  async_saver saver{*directory_, nullptr};
+  ASSERT_FALSE(persist_to_directory(saver, *directory_, restored.registry, **info));
+  ASSERT_FALSE(saver.wait(std::chrono::seconds{30}));
+  EXPECT_EQ(directory_->newest_committed_step(std::nullopt), 2);
+  worker_state fresh{state_bytes};
+  auto from_directory = directory_->restore_latest(fresh.registry);
+  ASSERT_TRUE(from_directory && *from_directory);
+  EXPECT_TRUE(fresh.holds(2));
+}
+
+TEST_F(tiered_restore_test, a_step_the_directory_has_is_not_written_again) {
+  save(1, true, true);
+  worker_state restored{state_bytes};
+  auto info = restore_fastest(*directory_, &*memory_, restored.registry, std::nullopt);
+  ASSERT_TRUE(info && *info);
+  async_saver saver{*directory_, nullptr};
+  ::testing::internal::CaptureStderr();
+  ASSERT_FALSE(persist_to_directory(saver, *directory_, restored.registry, **info));
+  ASSERT_FALSE(saver.wait(std::chrono::seconds{30}));
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.find("in memory only"), std::string::npos) << log;
 }
 
 }  // namespace
