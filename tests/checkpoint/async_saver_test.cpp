@@ -164,7 +164,7 @@ TEST_F(async_saver_test, several_workers_need_a_barrier) {
 // seam) and a memory tier beside it: a final save whose directory write
 // would end after the deadline commits in memory only, and a later
 // directory_only save persists the same bytes to the directory.
-class deadline_save_test : public async_saver_test {
+class async_saver_deadline_test : public async_saver_test {
  protected:
   static constexpr auto write_delay = std::chrono::milliseconds{300};
 
@@ -199,7 +199,7 @@ class deadline_save_test : public async_saver_test {
   std::optional<memory_tier> memory_;
 };
 
-TEST_F(deadline_save_test, a_directory_too_slow_for_the_deadline_is_left_to_the_next_start) {
+TEST_F(async_saver_deadline_test, a_directory_too_slow_for_the_deadline_is_left_to_the_next_start) {
   async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr}};
   // The first save measures the directory's bandwidth: 1 MiB in two delayed
   // writes (data and index), 600 ms.
@@ -231,7 +231,7 @@ TEST_F(deadline_save_test, a_directory_too_slow_for_the_deadline_is_left_to_the_
   EXPECT_TRUE(fresh.holds(2));
 }
 
-TEST_F(deadline_save_test, a_directory_that_fits_the_deadline_gets_the_final_save) {
+TEST_F(async_saver_deadline_test, a_directory_that_fits_the_deadline_gets_the_final_save) {
   async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr}};
   save_and_wait(saver, 1);
   save_and_wait(saver, 2, {unix_ms_in(std::chrono::seconds{60})});
