@@ -1,5 +1,7 @@
 #include "checkpoint/async_saver.hpp"
 
+#include "checkpoint/file_io.hpp"
+#include "checkpoint/layout.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -13,8 +15,13 @@ constexpr const char* commit_barrier_prefix = "checkpoint-committed-";
 
 }  // namespace
 
-async_saver::async_saver(store& st, barrier* ready, std::chrono::milliseconds barrier_timeout)
-    : store_(st), ready_(ready), barrier_timeout_(barrier_timeout), thread_([this] { run(); }) {}
+async_saver::async_saver(store& st, barrier* ready, std::chrono::milliseconds barrier_timeout,
+                         saver_tiers tiers)
+    : store_(st),
+      ready_(ready),
+      tiers_(std::move(tiers)),
+      barrier_timeout_(barrier_timeout),
+      thread_([this] { run(); }) {}
 
 async_saver::~async_saver() {
   {
@@ -31,7 +38,7 @@ void async_saver::wait_idle(std::unique_lock<std::mutex>& lock) {
 }
 
 caf::error async_saver::save(const state_registry& registry, int64_t step, int64_t total_run_calls,
-                             save_callback done) {
+                             save_callback done, save_options options) {
   {
     // Waiting before the snapshot lets it reuse the staging memory that the
     // previous save returns to the pool.
@@ -40,16 +47,16 @@ caf::error async_saver::save(const state_registry& registry, int64_t step, int64
   }
   auto snap = store_.take_snapshot(registry);
   if (!snap) return std::move(snap.error());
-  submit(std::move(*snap), step, total_run_calls, std::move(done));
+  submit(std::move(*snap), step, total_run_calls, std::move(done), options);
   return {};
 }
 
-void async_saver::submit(snapshot&& snap, int64_t step, int64_t total_run_calls,
-                         save_callback done) {
+void async_saver::submit(snapshot&& snap, int64_t step, int64_t total_run_calls, save_callback done,
+                         save_options options) {
   {
     std::unique_lock<std::mutex> lock{mtx_};
     wait_idle(lock);
-    pending_ = job{std::move(snap), step, total_run_calls, std::move(done)};
+    pending_ = job{std::move(snap), step, total_run_calls, std::move(done), options};
   }
   cv_.notify_all();
 }
@@ -94,13 +101,71 @@ void async_saver::run() {
   }
 }
 
+std::vector<tier_time> async_saver::save_fast_tiers(const job& next) {
+  std::vector<tier_time> tiers;
+  if (tiers_.memory == nullptr || next.options.directory_only) return tiers;
+  auto saved = tiers_.memory->save(next.snap, next.step, next.total_run_calls);
+  if (saved)
+    tiers.push_back({tier_memory, saved->seconds});
+  else
+    log(log_level::warning, component, "memory tier: checkpoint of step ", next.step,
+        " only in the checkpoint directory: ", describe(saved.error()));
+  return tiers;
+}
+
+caf::expected<bool> async_saver::agree_memory_only(const job& next, bool in_memory) {
+  auto deadline = next.options.deadline_unix_ms;
+  if (deadline == 0 || next.options.directory_only) return false;
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  auto mine = tier_vote(in_memory, directory_meter_, next.snap.size(), deadline, now);
+  std::vector<std::string> votes{mine};
+  if (tiers_.exchange) {
+    auto all = tiers_.exchange(next.step, mine);
+    if (!all) return std::move(all.error());
+    votes = std::move(*all);
+  }
+  if (!memory_only(votes)) return false;
+  // The one line that says why this preemption checkpoint is not in the
+  // directory yet, and when it will be.
+  auto needed = directory_meter_.seconds_for(next.snap.size());
+  if (mine == vote_directory_slow)
+    log(log_level::warning, component, "checkpoint of step ", next.step,
+        " committed in memory only: the directory write would take about ", *needed, " s, ",
+        static_cast<double>(deadline - now) / 1000,
+        " s are left before the deadline; the next start writes it to the directory");
+  else
+    log(log_level::warning, component, "checkpoint of step ", next.step,
+        " committed in memory only: a peer's directory write would end after the deadline;"
+        " the next start writes it to the directory");
+  return true;
+}
+
 caf::expected<checkpoint_info> async_saver::execute(job& next) {
   auto start = std::chrono::steady_clock::now();
   auto& cfg = store_.config();
   if (ready_ == nullptr && cfg.world_size > 1)
     return make_error(errc::invalid_config, "checkpoint of " + std::to_string(cfg.world_size) +
                                                 " workers without a checkpoint-ready barrier");
+  auto tiers = save_fast_tiers(next);
+  auto memory_only = agree_memory_only(next, !tiers.empty());
+  if (!memory_only) return std::move(memory_only.error());
+  if (*memory_only) {
+    checkpoint_info info;
+    info.step = next.step;
+    info.total_run_calls = next.total_run_calls;
+    info.path = join_path(tiers_.memory->path(), step_dir_name(next.step));
+    info.bytes = static_cast<int64_t>(next.snap.size());
+    info.tiers = std::move(tiers);
+    info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log(log_level::info, component, "checkpoint of step ", next.step,
+        " reached tiers: ", describe_tiers(info.tiers));
+    return info;
+  }
   auto info = store_.write_shard(next.snap, next.step);
+  // The whole shard write (data, index, syncs) is what a final save waits for.
+  if (info) directory_meter_.record(static_cast<uint64_t>(info->bytes), info->seconds);
   // The staging memory goes back to the pool as soon as it is on disk.
   next.snap = snapshot{};
   if (!info) return info;
@@ -118,9 +183,13 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
       return err;
   }
   info->total_run_calls = next.total_run_calls;
+  tiers.push_back({tier_directory, info->seconds});
+  info->tiers = std::move(tiers);
   info->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log(log_level::info, component, "checkpoint of step ", next.step, " committed in ", info->path,
       " (", info->bytes, " bytes, ", info->seconds, " s)");
+  log(log_level::info, component, "checkpoint of step ", next.step,
+      " reached tiers: ", describe_tiers(info->tiers));
   // Old checkpoints are removed once the peers passed the commit barrier, so
   // that none waits for it; a removal that fails leaves this commit standing.
   if (commit_rank) {

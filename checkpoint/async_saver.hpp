@@ -13,8 +13,10 @@
 #include <caf/expected.hpp>
 
 #include "checkpoint/barrier.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "checkpoint/snapshot.hpp"
 #include "checkpoint/store.hpp"
+#include "checkpoint/tier_choice.hpp"
 
 namespace lifeboat::checkpoint {
 
@@ -23,6 +25,22 @@ namespace lifeboat::checkpoint {
 using save_callback = std::function<void(const caf::expected<checkpoint_info>&)>;
 
 constexpr auto default_barrier_timeout = std::chrono::minutes{5};
+
+/// The tiers before the checkpoint directory (DESIGN "Checkpoint tiers").
+struct saver_tiers {
+  memory_tier* memory = nullptr;  // null: no memory tier
+  tier_vote_exchange exchange;    // null: one worker
+};
+
+/// How one save goes beyond its step.
+struct save_options {
+  /// The notice's deadline of a final save (0: none): when a rank's
+  /// directory write would end too late, the save commits in memory only.
+  int64_t deadline_unix_ms = 0;
+  /// Writes the directory only: the memory tier already holds this step (a
+  /// memory-only checkpoint persisted by the next generation).
+  bool directory_only = false;
+};
 
 /// The name of the I/O thread, for tools that tell it from the trainer's.
 constexpr const char* saver_thread_name = "lifeboat.saver";
@@ -36,9 +54,12 @@ constexpr const char* saver_thread_name = "lifeboat.saver";
 /// and the staging memory of the previous save is reused).
 class async_saver {
  public:
-  /// `ready` may be null only for a world of one.
+  /// `ready` may be null only for a world of one. With a memory tier, each
+  /// shard is written and committed there first (a failure there is a
+  /// warning, the directory still gets it), then to the store's directory.
   async_saver(store& st, barrier* ready,
-              std::chrono::milliseconds barrier_timeout = default_barrier_timeout);
+              std::chrono::milliseconds barrier_timeout = default_barrier_timeout,
+              saver_tiers tiers = {});
 
   /// Waits for the save in flight, then stops the I/O thread.
   ~async_saver();
@@ -50,10 +71,11 @@ class async_saver {
   /// stall) and hands the snapshot to the I/O thread. `done` runs on the I/O
   /// thread and must not submit another save.
   caf::error save(const state_registry& registry, int64_t step, int64_t total_run_calls,
-                  save_callback done);
+                  save_callback done, save_options options = {});
 
   /// Hands a snapshot taken with the store to the I/O thread (waits for a save in flight).
-  void submit(snapshot&& snap, int64_t step, int64_t total_run_calls, save_callback done);
+  void submit(snapshot&& snap, int64_t step, int64_t total_run_calls, save_callback done,
+              save_options options = {});
 
   /// Waits until no save is in flight; errc::timeout naming the step otherwise.
   caf::error wait(std::chrono::milliseconds timeout);
@@ -66,14 +88,23 @@ class async_saver {
     int64_t step;
     int64_t total_run_calls;
     save_callback done;
+    save_options options;
   };
 
   void run();
   caf::expected<checkpoint_info> execute(job& next);
   void wait_idle(std::unique_lock<std::mutex>& lock);
 
+  // The tiers before the directory that `next` reached.
+  std::vector<tier_time> save_fast_tiers(const job& next);
+  // Whether the ranks agreed to leave the directory out of `next` (a final
+  // save whose directory write would end after the deadline somewhere).
+  caf::expected<bool> agree_memory_only(const job& next, bool in_memory);
+
   store& store_;
   barrier* ready_;
+  saver_tiers tiers_;
+  bandwidth_meter directory_meter_;
   std::chrono::milliseconds barrier_timeout_;
   mutable std::mutex mtx_;
   std::condition_variable cv_;

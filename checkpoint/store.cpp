@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
@@ -59,6 +60,17 @@ caf::error check_writable(file_system& fs, const std::string& dir) {
 
 }  // namespace
 
+std::string describe_tiers(const std::vector<tier_time>& tiers) {
+  std::string out;
+  for (auto& tier : tiers) {
+    if (!out.empty()) out += ", ";
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.3f", tier.seconds);
+    out += tier.name + " (" + seconds + " s)";
+  }
+  return out;
+}
+
 store::store(store_config cfg) : cfg_(std::move(cfg)), pool_(staging_pool::make()) {}
 
 caf::expected<store> store::open(store_config cfg) {
@@ -91,7 +103,16 @@ caf::expected<std::vector<int64_t>> store::committed_steps() const {
   return steps;
 }
 
-caf::expected<checkpoint_info> store::load(int64_t step, state_registry& registry, bool& touched) {
+std::optional<int64_t> store::newest_committed_step(std::optional<int64_t> max_step) const {
+  auto steps = committed_steps();
+  if (!steps) return std::nullopt;
+  for (auto i = steps->rbegin(); i != steps->rend(); ++i)
+    if (!max_step || *i <= *max_step) return *i;
+  return std::nullopt;
+}
+
+caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry& registry,
+                                                   bool& touched) {
   auto start = std::chrono::steady_clock::now();
   auto path = step_path(step);
   auto manifest = read_manifest(path, step);
@@ -117,6 +138,7 @@ caf::expected<checkpoint_info> store::load(int64_t step, state_registry& registr
   info.path = path;
   info.bytes = record.data_bytes();
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  info.tiers = {{tier_directory, info.seconds}};
   return info;
 }
 
@@ -129,7 +151,7 @@ caf::expected<std::optional<checkpoint_info>> store::restore_latest(
   for (auto i = steps->rbegin(); i != steps->rend(); ++i) {
     if (max_step && *i > *max_step) continue;
     bool touched_now = false;
-    auto info = load(*i, registry, touched_now);
+    auto info = restore_step(*i, registry, touched_now);
     if (info) {
       log(log_level::info, component, "restored step ", info->step, " from ", info->path, " (",
           info->bytes, " bytes in ", info->seconds, " s)");

@@ -35,6 +35,13 @@ struct store_config {
   std::shared_ptr<file_system> files = posix_file_system();
 };
 
+/// One tier that holds (or gave) a checkpoint, and the seconds its write
+/// (or read) of this rank's shard took.
+struct tier_time {
+  std::string name;  // tier_memory, tier_directory
+  double seconds = 0;
+};
+
 struct checkpoint_info {
   int64_t step = 0;
   int64_t total_run_calls = 0;
@@ -42,7 +49,16 @@ struct checkpoint_info {
   int64_t bytes = 0;  // this rank's shard
   double seconds = 0;
   write_breakdown breakdown;  // of this rank's shard files (write_shard)
+  // The tiers that hold it after a save, or the one it was read from at a restore.
+  std::vector<tier_time> tiers;
 };
+
+/// The names of the tiers in checkpoint_info::tiers, logs and /status.
+constexpr const char* tier_memory = "memory";
+constexpr const char* tier_directory = "directory";
+
+/// "memory (0.012 s), directory (0.4 s)": the tiers of a log line.
+std::string describe_tiers(const std::vector<tier_time>& tiers);
 
 /// The checkpoint store of one rank (DESIGN "Checkpoint layout"):
 ///   <dir>/step-<12 digits>/shard-RRRRR-of-WWWWW.{data,index} and MANIFEST.
@@ -72,6 +88,11 @@ class store {
   /// `max_step` limits the search (ranks that disagree restore the common step).
   caf::expected<std::optional<checkpoint_info>> restore_latest(
       state_registry& registry, std::optional<int64_t> max_step = std::nullopt);
+
+  /// Loads the committed checkpoint of exactly `step` into `registry`, verified.
+  /// `touched`: whether registered buffers were (partly) overwritten.
+  caf::expected<checkpoint_info> restore_step(int64_t step, state_registry& registry,
+                                              bool& touched);
 
   /// Maps and pre-faults staging memory for `registry` now (at start-up, off
   /// the training path), so that even the first save's stall is only the copy.
@@ -103,6 +124,10 @@ class store {
   /// The steps of committed checkpoints (with MANIFEST), oldest first.
   caf::expected<std::vector<int64_t>> committed_steps() const;
 
+  /// The newest committed step not after `max_step`; none when there is none
+  /// (or the directory cannot be read).
+  std::optional<int64_t> newest_committed_step(std::optional<int64_t> max_step) const;
+
   std::string step_path(int64_t step) const;
 
   staging_pool& pool() { return *pool_; }
@@ -112,9 +137,6 @@ class store {
 
   // errc::invalid_argument on every rank but the commit rank.
   caf::error check_commit_rank() const;
-
-  // The loading of one checkpoint; `touched` as in load_shard.
-  caf::expected<checkpoint_info> load(int64_t step, state_registry& registry, bool& touched);
 
   store_config cfg_;
   std::shared_ptr<staging_pool> pool_;

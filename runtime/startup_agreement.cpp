@@ -14,6 +14,7 @@
 #include "actors/coordination/tls_config.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/decision_recorder.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "lifeboat/errors.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -45,6 +46,10 @@ constexpr const char* nccl_usable_key_prefix = "lifeboat/nccl/usable/";
 constexpr const char* nccl_split_key_prefix = "lifeboat/nccl/split/";
 constexpr const char* can_value = "ok";
 constexpr const char* no_communicator_value = "no NCCL communicator was handed over";
+// A final save's tier votes (checkpoint/tier_choice.hpp), per step; every
+// rank votes as soon as its shard is in memory, so this bounds a lost peer.
+constexpr const char* tier_vote_key_prefix = "lifeboat/tiers/";
+constexpr auto tier_vote_timeout = 60s;
 constexpr const char* ready_barrier_agreement = "agreeing on the checkpoint-ready barrier";
 // Splitting the trainer's communicator: every worker is past the restore
 // agreement by then, so this bounds only a worker that dies on the way.
@@ -136,8 +141,8 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
 startup_agreement::startup_agreement(coordination_client& client, int rank, int world_size)
     : client_(client), rank_(rank), world_size_(world_size) {}
 
-int64_t startup_agreement::restore(checkpoint::store* store, checkpoint_state& state,
-                                   const std::string& checkpoint_dir) {
+int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_tier* memory,
+                                   checkpoint_state& state, const std::string& checkpoint_dir) {
   if (store == nullptr) {
     // A round reaches only the workers that have joined: one that joins
     // after a peer's notice never answers it, and the round never ends. With
@@ -152,12 +157,12 @@ int64_t startup_agreement::restore(checkpoint::store* store, checkpoint_state& s
     if (auto err = store->remove_partial())
       log(log_level::warning, "runtime", "cleaning partial checkpoints: ", describe(err));
   std::optional<int64_t> limit;
-  std::optional<checkpoint::checkpoint_info> restored;
+  auto& restored = restored_;
   for (int round = 0; round < max_restore_rounds; ++round) {
     // A rank whose checkpoint is already at the limit keeps it: reading the
     // same step again would change nothing but the time the round takes.
     if (round == 0 || (restored && restored->step > *limit)) {
-      auto loaded = store->restore_latest(state.registry(), limit);
+      auto loaded = checkpoint::restore_fastest(*store, memory, state.registry(), limit);
       if (!loaded)
         fail_config("restoring from '" + checkpoint_dir + "': " + describe(loaded.error()));
       restored = std::move(*loaded);
@@ -232,6 +237,21 @@ std::unique_ptr<checkpoint::barrier> startup_agreement::make_ready_barrier(
     }
   }
   return std::make_unique<coordination_barrier>(client_);
+}
+
+checkpoint::tier_vote_exchange startup_agreement::make_tier_vote_exchange() {
+  if (world_size_ == 1) return nullptr;
+  return [client = &client_, rank = rank_](
+             int64_t step, const std::string& vote) -> caf::expected<std::vector<std::string>> {
+    auto prefix = tier_vote_key_prefix + std::to_string(step) + "/";
+    if (auto err = client->insert(prefix + std::to_string(rank), vote)) return err;
+    if (auto err = client->barrier(prefix, tier_vote_timeout)) return err;
+    auto published = client->get_prefix(prefix);
+    if (!published) return std::move(published.error());
+    std::vector<std::string> votes;
+    for (auto& entry : *published) votes.push_back(std::move(entry.second));
+    return votes;
+  };
 }
 
 // Publish, meet, read: the barrier fails at once for everyone when a peer is

@@ -4,12 +4,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "checkpoint/barrier.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
+#include "checkpoint/tier_choice.hpp"
 #include "lifeboat/checkpoint_state.hpp"
 #include "platform/cluster_discovery.hpp"
 
@@ -55,13 +58,23 @@ class startup_agreement {
   startup_agreement(coordination_client& client, int rank, int world_size);
 
   /// Without a store, waits for every worker to join. With one, every rank
-  /// restores the newest checkpoint it can verify; when they differ, all
-  /// restore the newest step every rank has. Returns the restored
+  /// restores the newest checkpoint it can verify, from its `memory` tier
+  /// (may be null) where that has it, else from the store's directory
+  /// (checkpoint::restore_fastest); when they differ, all restore the newest
+  /// step every rank has. Returns the restored
   /// total_run_calls (0: a fresh start). Throws config_error when no step can
   /// be agreed on or a checkpoint cannot be read, peer_error when a meeting
   /// fails.
-  int64_t restore(checkpoint::store* store, checkpoint_state& state,
-                  const std::string& checkpoint_dir);
+  int64_t restore(checkpoint::store* store, checkpoint::memory_tier* memory,
+                  checkpoint_state& state, const std::string& checkpoint_dir);
+
+  /// What restore restored; none for a fresh start.
+  const std::optional<checkpoint::checkpoint_info>& restored() const { return restored_; }
+
+  /// The exchange of a final save's tier votes (checkpoint::tier_vote_exchange)
+  /// through the coordination service; null for one worker. It uses the
+  /// client: it must not outlive it.
+  checkpoint::tier_vote_exchange make_tier_vote_exchange();
 
   /// The checkpoint-ready barrier every worker uses: NCCL on a communicator
   /// split from `nccl_communicator` where every worker can, else the
@@ -84,6 +97,7 @@ class startup_agreement {
   coordination_client& client_;
   int rank_;
   int world_size_;
+  std::optional<checkpoint::checkpoint_info> restored_;
 };
 
 }  // namespace lifeboat

@@ -78,7 +78,7 @@ void worker_actors::spawn(worker_actors_config cfg, std::shared_ptr<step_gate> g
   world_size_ = cfg.world_size;
   auto& sys = *system_;
   resolver_ = spawn_step_resolver(sys, cfg.resolver, step_resolver_links{gate, client_, phase});
-  writer_ = sys.spawn(checkpoint_writer, client_, resolver_, cfg.rank == 0);
+  writer_ = sys.spawn(checkpoint_writer, client_, resolver_, cfg.rank == 0, cfg.restored);
   exit_controller_ = sys.spawn(lifeboat::exit_controller, cfg.exit, gate);
   poll_watcher_ = sys.spawn(lifeboat::poll_watcher, &cfg.sources, cfg.poll_interval, resolver_);
   signal_watcher_ = spawn_signal_watcher(sys, cfg.signal_reader, cfg.grace_period_ms, resolver_);
@@ -92,9 +92,11 @@ void worker_actors::spawn(worker_actors_config cfg, std::shared_ptr<step_gate> g
 }
 
 checkpoint::async_saver& worker_actors::start_saver(checkpoint::store& st,
-                                                    std::unique_ptr<checkpoint::barrier> ready) {
+                                                    std::unique_ptr<checkpoint::barrier> ready,
+                                                    checkpoint::saver_tiers tiers) {
   ready_barrier_ = std::move(ready);
-  saver_ = std::make_unique<checkpoint::async_saver>(st, ready_barrier_.get());
+  saver_ = std::make_unique<checkpoint::async_saver>(
+      st, ready_barrier_.get(), checkpoint::default_barrier_timeout, std::move(tiers));
   return *saver_;
 }
 

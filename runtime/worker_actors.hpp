@@ -36,6 +36,8 @@ struct worker_actors_config {
   /// owns from then on; -1: no signals are watched.
   int signal_reader = -1;
   int64_t grace_period_ms = 0;
+  /// What this worker restored at start, for the status (empty: fresh start).
+  wire::CheckpointInfo restored;
 };
 
 /// Where and how the status endpoint serves.
@@ -88,9 +90,11 @@ class worker_actors {
              std::shared_ptr<published_phase> phase);
 
   /// The saver of a worker that writes its own checkpoints to `st`, with
-  /// `ready` as its checkpoint-ready barrier (null: one worker).
+  /// `ready` as its checkpoint-ready barrier (null: one worker), and to
+  /// the `tiers` before the directory (their memory tier must outlive this group too).
   checkpoint::async_saver& start_saver(checkpoint::store& st,
-                                       std::unique_ptr<checkpoint::barrier> ready);
+                                       std::unique_ptr<checkpoint::barrier> ready,
+                                       checkpoint::saver_tiers tiers);
 
   /// Serves the status of every actor; a failure to bind is logged, not fatal.
   void start_status_endpoint(int rank, int world_size, const worker_status_config& cfg);

@@ -14,6 +14,7 @@
 #include "actors/preemption/exit_controller.hpp"
 #include "actors/preemption/poll_watcher.hpp"
 #include "actors/preemption/protocol.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "lifeboat/errors.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -23,6 +24,7 @@
 #include "platform/notice_source.hpp"
 #include "platform/platform_detection.hpp"
 #include "platform/signal_pipe.hpp"
+#include "runtime/checkpoint_tiers.hpp"
 #include "runtime/startup_agreement.hpp"
 
 namespace lifeboat {
@@ -109,6 +111,8 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
     if (!opened)
       fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(opened.error()));
     store_.emplace(std::move(*opened));
+    memory_ = open_worker_memory_tier(settings_.local_dir, checkpoint_dir_, cluster.rank,
+                                      cluster.world_size);
   }
   log(log_level::info, "runtime", "rank ", cluster.rank, " of ", cluster.world_size, " (",
       cluster.origin, ", platform ", settings_.platform_name, ", restart ", cluster.restart_count,
@@ -137,7 +141,10 @@ void worker_runtime::start() {
   join_cluster(*actors_, settings_.cluster, join);
   if (startup_guard_) startup_guard_->joined();
   startup_agreement agreement{*actors_->client(), rank(), world_size()};
-  restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, state_, checkpoint_dir_);
+  restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory_ ? &*memory_ : nullptr,
+                                     state_, checkpoint_dir_);
+  if (agreement.restored())
+    restored_report_ = checkpoint_report(*agreement.restored(), agreement.restored()->seconds);
   if (store_) {
     completed_step_.store(restored_step_);
     // The first save's staging memory is mapped and pre-faulted now, not at
@@ -148,9 +155,15 @@ void worker_runtime::start() {
       log(log_level::warning, "runtime", "staging memory not prepared: ", describe(err));
   }
   spawn_actors();
-  if (store_)
+  if (store_) {
     saver_ =
-        &actors_->start_saver(*store_, agreement.make_ready_barrier(config_.nccl_communicator));
+        &actors_->start_saver(*store_, agreement.make_ready_barrier(config_.nccl_communicator),
+                              {memory_ ? &*memory_ : nullptr, agreement.make_tier_vote_exchange()});
+    if (agreement.restored())
+      if (auto err = checkpoint::persist_to_directory(*saver_, *store_, state_.registry(),
+                                                      *agreement.restored()))
+        log(log_level::warning, "runtime", describe(err));
+  }
   if (config_.save_every_steps > 0) gate_->set_backup_interval(config_.save_every_steps);
   if (settings_.status_port)
     actors_->start_status_endpoint(
@@ -193,6 +206,7 @@ void worker_runtime::spawn_actors() {
       log(log_level::error, "runtime", "signals not watched: ", describe(fd.error()));
   }
   cfg.grace_period_ms = settings_.grace_period.count();
+  cfg.restored = restored_report_;
   actors_->spawn(std::move(cfg), gate_, phase_);
 }
 
@@ -204,12 +218,12 @@ void worker_runtime::on_action_step(int64_t step) {
     case step_gate::action_kind::fail:
       throw_failure();
     case step_gate::action_kind::save:
-      save(act.step, act.final_save);
+      save(act.step, act.final_save, act.deadline_unix_ms);
       return;
   }
 }
 
-void worker_runtime::save(int64_t step, bool final_save) {
+void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_ms) {
   caf::anon_send(actors_->writer(), saving_atom::value, step);
   auto started = std::chrono::steady_clock::now();
   if (config_.save_fn) {
@@ -237,15 +251,14 @@ void worker_runtime::save(int64_t step, bool final_save) {
             caf::anon_send(writer, save_failed_atom::value, step, describe(done.error()));
             return;
           }
-          wire::CheckpointInfo info;
-          info.set_step(done->step);
-          info.set_path(done->path);
-          info.set_bytes(done->bytes);
           double seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-          info.set_seconds(seconds);
-          caf::anon_send(writer, saved_atom::value, step, final_save, info, seconds);
-        });
+          caf::anon_send(writer, saved_atom::value, step, final_save,
+                         checkpoint_report(*done, seconds), seconds);
+        },
+        // Without a grace period the deadline is the notice itself: no
+        // directory write would fit, and none is skipped for it.
+        checkpoint::save_options{settings_.grace_period.count() > 0 ? deadline_unix_ms : 0});
     if (err) caf::anon_send(actors_->writer(), save_failed_atom::value, step, describe(err));
   }
   if (final_save) wait_and_exit(step);
@@ -351,6 +364,11 @@ void worker_runtime::shutdown() {
   actors_->wait_for_peers_to_leave();
   saver_ = nullptr;
   actors_.reset();
+  // Training ended: no restart will read this rank's memory tier, and what
+  // it holds is host memory (the directory keeps the checkpoints).
+  if (ok && memory_)
+    if (auto err = memory_->remove())
+      log(log_level::warning, "runtime", "removing the memory tier: ", describe(err));
   // The signals get their previous action back only once no thread of ours
   // runs: a SIGTERM during the teardown lands on any thread that does not
   // block it, and with the default action back it would kill a worker that

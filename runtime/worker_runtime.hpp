@@ -74,7 +74,7 @@ class worker_runtime {
   // Steps 2 to 4 of the construction: join, restore, start the actors.
   void start();
   void spawn_actors();
-  void save(int64_t step, bool final_save);
+  void save(int64_t step, bool final_save, int64_t deadline_unix_ms);
   [[noreturn]] void wait_and_exit(int64_t step);
   [[noreturn]] void throw_failure();
   void shutdown();
@@ -89,12 +89,16 @@ class worker_runtime {
   std::shared_ptr<published_phase> phase_ = std::make_shared<published_phase>();
   std::atomic<int64_t>& completed_step_;
   int64_t restored_step_ = 0;
+  // What the restore read, for the status; empty for a fresh start.
+  wire::CheckpointInfo restored_report_;
   bool failure_reported_ = false;
   // Time the training thread spent in barrier(), for the service's step times.
   std::atomic<int64_t> blocked_ms_{0};
   std::unique_ptr<stack_dumper> stack_dumper_;
 
   std::optional<checkpoint::store> store_;
+  // Tier 0, written before the store's directory; none when off.
+  std::optional<checkpoint::memory_tier> memory_;
   // Owned by actors_; set when this worker writes its own checkpoints.
   checkpoint::async_saver* saver_ = nullptr;
   // Declared after everything its actors read through `this`: it stops first.

@@ -17,6 +17,7 @@ namespace {
 constexpr const char* status_port_variable = "LIFEBOAT_STATUS_PORT";
 constexpr const char* status_host_variable = "LIFEBOAT_STATUS_HOST";
 constexpr const char* hang_timeout_variable = "LIFEBOAT_HANG_TIMEOUT";
+constexpr const char* local_dir_variable = "LIFEBOAT_LOCAL_DIR";
 constexpr int64_t max_port = 65535;
 // LIFEBOAT_HANG_TIMEOUT at most (a week): beyond, it is a mistake.
 constexpr double max_hang_timeout_s = 7 * 86400;
@@ -65,6 +66,12 @@ caf::expected<worker_settings> resolve_worker_settings(const termination_config&
                         std::string{status_host_variable} + "='" + host +
                             "': expected an IPv4 or IPv6 address to bind the status endpoint to");
     out.status_host = host;
+  }
+  if (auto* local = env_value(env, local_dir_variable)) {
+    if (*local == '\0')
+      return make_error(errc::invalid_config, std::string{local_dir_variable} +
+                                                  " is empty: expected a directory, or 'off'");
+    out.local_dir = local;
   }
   auto hang = hang_timeout_ms(config, env);
   if (!hang) return hang.error();

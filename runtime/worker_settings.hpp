@@ -29,6 +29,9 @@ struct worker_settings {
   std::optional<uint16_t> status_port;
   /// LIFEBOAT_STATUS_HOST, a numeric address.
   std::string status_host = "127.0.0.1";
+  /// LIFEBOAT_LOCAL_DIR: the memory tier's directory; none: the default
+  /// (checkpoint::default_memory_dir); checkpoint::memory_tier_off: no memory tier.
+  std::optional<std::string> local_dir;
   /// For the coordination service: -1 adaptive, 0 off, else milliseconds.
   int64_t hang_timeout_ms = 0;
   /// Signal numbers that are a termination notice, sorted, without duplicates.
@@ -47,7 +50,7 @@ using platform_lookup =
 /// anything is started or written, in this order: `config`, `checkpoint_dir`
 /// (may be empty only with a save_fn), the cluster (discover_cluster), the
 /// platform (`platform`), LIFEBOAT_STATUS_PORT, LIFEBOAT_STATUS_HOST,
-/// LIFEBOAT_HANG_TIMEOUT and the notice sources; every variable is read
+/// LIFEBOAT_LOCAL_DIR, LIFEBOAT_HANG_TIMEOUT and the notice sources; every variable is read
 /// through `env`. Fails with the first problem found, saying what is wrong
 /// and what is expected (errc::invalid_config, or the platform's error).
 /// Thread-safety: reentrant; it reads nothing but its arguments.

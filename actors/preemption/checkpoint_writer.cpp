@@ -18,10 +18,12 @@ const char* checkpoint_writer_state::name = "checkpoint_writer";
 
 checkpoint_writer_actor::behavior_type checkpoint_writer(
     checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
-    std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank) {
+    std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank,
+    wire::CheckpointInfo restored) {
   self->state.client = std::move(client);
   self->state.resolver = std::move(resolver);
   self->state.commit_rank = commit_rank;
+  self->state.restored = std::move(restored);
   return {
       [=](saving_atom, int64_t step) {
         self->state.saving_step = step;
@@ -67,6 +69,7 @@ checkpoint_writer_actor::behavior_type checkpoint_writer(
                                           : "idle");
         out.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
         *out.mutable_last_checkpoint() = st.last;
+        *out.mutable_restored() = st.restored;
         (*out.mutable_metrics())["saves_total"] = static_cast<double>(st.saves);
         (*out.mutable_metrics())["save_failures_total"] = static_cast<double>(st.failures);
         (*out.mutable_metrics())["save_seconds_total"] = st.seconds_total;

@@ -39,6 +39,7 @@ struct checkpoint_writer_state {
   bool commit_rank = false;
   int64_t saving_step = -1;
   wire::CheckpointInfo last;
+  wire::CheckpointInfo restored;  // at start; empty for a fresh start
   int64_t saves = 0;
   int64_t failures = 0;
   double seconds_total = 0;
@@ -46,6 +47,7 @@ struct checkpoint_writer_state {
 
 checkpoint_writer_actor::behavior_type checkpoint_writer(
     checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
-    std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank);
+    std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank,
+    wire::CheckpointInfo restored);
 
 }  // namespace lifeboat

@@ -46,12 +46,13 @@ int64_t step_gate::hold_next_step() {
   }
 }
 
-void step_gate::commit(int64_t step, bool final_save) {
+void step_gate::commit(int64_t step, bool final_save, int64_t deadline_unix_ms) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
     target_ = step;
     committed_step_ = step;
     committed_final_ = final_save;
+    committed_deadline_ms_ = deadline_unix_ms;
     rearm_locked();
   }
   cv_.notify_all();
@@ -96,7 +97,7 @@ step_gate::action step_gate::at_boundary(int64_t step) {
       bool final_save = committed_final_;
       if (!final_save) target_ = no_step;
       rearm_locked();
-      return {action_kind::save, step, final_save};
+      return {action_kind::save, step, final_save, final_save ? committed_deadline_ms_ : 0};
     }
     // A backup step that is also the pending decision's step waits for it:
     // saved now, the trainer would go on past the step the cluster may commit.

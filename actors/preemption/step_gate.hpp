@@ -48,8 +48,9 @@ class step_gate {
   /// is in) and returns that step; it waits there for a commit.
   int64_t hold_next_step();
 
-  /// The cluster agreed: save at `step` (and exit afterwards if `final_save`).
-  void commit(int64_t step, bool final_save);
+  /// The cluster agreed: save at `step` (and exit afterwards if `final_save`),
+  /// with the notice's deadline (0: none) for the final save's choice of tiers.
+  void commit(int64_t step, bool final_save, int64_t deadline_unix_ms = 0);
 
   /// A worker failed: the trainer raises at its next step boundary.
   void fail(int32_t origin_rank, std::string message, bool lost);
@@ -70,6 +71,7 @@ class step_gate {
     action_kind kind = action_kind::resume;
     int64_t step = 0;
     bool final_save = false;
+    int64_t deadline_unix_ms = 0;  // of a final save after a notice; else 0
   };
 
   /// Called when the trainer completed `step` and `step >= action_step`:
@@ -107,6 +109,7 @@ class step_gate {
   int64_t target_ = no_step;     // proposed or committed step of the current decision
   int64_t committed_step_ = -1;  // the agreed step, once committed
   bool committed_final_ = false;
+  int64_t committed_deadline_ms_ = 0;
   int64_t stopped_at_ = -1;  // the step the trainer waits at, if it waits
   int64_t last_saved_ = -1;  // never save the same step twice
   int64_t backup_every_ = 0;

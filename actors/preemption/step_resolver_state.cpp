@@ -247,7 +247,7 @@ std::vector<outgoing> step_resolver_state::on_report(const wire::StepReport& rep
 }
 
 void step_resolver_state::on_commit(const wire::StepCommit& commit, int64_t now_ms) {
-  gate_.commit(commit.step(), commit.final_save());
+  gate_.commit(commit.step(), commit.final_save(), commit.deadline_unix_ms());
   agreed_step_ = commit.step();
   agreed_final_ = commit.final_save();
   ++agreements_;

@@ -108,6 +108,10 @@ std::string render_metrics(const wire::Status& merged,
   add(out, "last_checkpoint_bytes", "Bytes this worker wrote for the last checkpoint.",
       static_cast<double>(ckpt.bytes()));
   add(out, "last_checkpoint_seconds", "Seconds the last checkpoint took.", ckpt.seconds());
+  for (const auto& tier : ckpt.tiers())
+    add(out, "last_checkpoint_tier_seconds",
+        "Seconds this worker's shard of the last checkpoint took in each tier that holds it.",
+        tier.seconds(), {{"tier", tier.name()}});
   if (merged.has_preemption()) {
     const auto& p = merged.preemption();
     add(out, "preemption_state",
@@ -141,6 +145,11 @@ std::string render_metrics(const wire::Status& merged,
         "1 for a worker whose median step time is over 1.5x the cluster's.",
         worker.straggler() ? 1 : 0, {{"rank", rank}});
   }
+  for (const auto& answer : answers)
+    for (const auto& tier : answer.restored().tiers())
+      add(out, "restore_seconds",
+          "Seconds this worker's restore at start took, by the tier it read.", tier.seconds(),
+          {{"tier", tier.name()}});
   for (const auto& answer : answers) {
     // Sorted, so the output does not depend on the map's iteration order.
     std::map<std::string, double> metrics{answer.metrics().begin(), answer.metrics().end()};

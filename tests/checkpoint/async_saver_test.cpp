@@ -9,6 +9,7 @@
 
 #include "checkpoint/layout.hpp"
 #include "messages/errors.hpp"
+#include "tests/checkpoint/faulty_file_system.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/checkpoint/worker_state.hpp"
 
@@ -157,6 +158,88 @@ TEST_F(async_saver_test, several_workers_need_a_barrier) {
   ASSERT_FALSE(saver.wait(long_wait));
   ASSERT_EQ(outcomes_.results.size(), 1u);
   EXPECT_EQ(outcomes_.results[0].error(), make_error(errc::invalid_config));
+}
+
+// A directory whose every write takes write_delay (through the file-system
+// seam) and a memory tier beside it: a final save whose directory write
+// would end after the deadline commits in memory only, and a later
+// directory_only save persists the same bytes to the directory.
+class async_saver_deadline_test : public async_saver_test {
+ protected:
+  static constexpr auto write_delay = std::chrono::milliseconds{300};
+
+  void SetUp() override {
+    auto files = std::make_shared<testing::faulty_file_system>();
+    files->delay_writes(dir_.path() + "/*", write_delay);
+    store_config cfg{dir_.path(), 0, 1};
+    cfg.files = files;
+    auto st = store::open(cfg);
+    ASSERT_TRUE(st);
+    directory_.emplace(std::move(*st));
+    auto tier = memory_tier::open(memory_dir_.path(), 0, 1);
+    ASSERT_TRUE(tier);
+    memory_.emplace(std::move(*tier));
+  }
+
+  static int64_t unix_ms_in(std::chrono::milliseconds from_now) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               (std::chrono::system_clock::now() + from_now).time_since_epoch())
+        .count();
+  }
+
+  // Saves the state of `step` and waits until the save ended.
+  void save_and_wait(async_saver& saver, int64_t step, save_options options = {}) {
+    state_.set(step);
+    ASSERT_FALSE(saver.save(state_.registry, step, step, outcomes_.callback(), options));
+    ASSERT_FALSE(saver.wait(long_wait));
+  }
+
+  testing::temp_dir memory_dir_;
+  std::optional<store> directory_;
+  std::optional<memory_tier> memory_;
+};
+
+TEST_F(async_saver_deadline_test, a_directory_too_slow_for_the_deadline_is_left_to_the_next_start) {
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr}};
+  // The first save measures the directory's bandwidth: 1 MiB in two delayed
+  // writes (data and index), 600 ms.
+  save_and_wait(saver, 1);
+  // The final save: the reserve leaves 200 ms before the deadline, too few.
+  ::testing::internal::CaptureStderr();
+  save_and_wait(saver, 2,
+                {unix_ms_in(std::chrono::milliseconds{deadline_reserve_ms} + write_delay * 2 / 3)});
+  auto log = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(outcomes_.results.size(), 2u);
+  ASSERT_TRUE(outcomes_.results[1]) << describe(outcomes_.results[1].error());
+  ASSERT_EQ(outcomes_.results[1]->tiers.size(), 1u);
+  EXPECT_EQ(outcomes_.results[1]->tiers[0].name, tier_memory);
+  EXPECT_NE(log.find("checkpoint of step 2 committed in memory only"), std::string::npos) << log;
+  EXPECT_EQ(directory_->newest_committed_step(std::nullopt), 1);
+  EXPECT_EQ(memory_->newest_step(std::nullopt), 2);
+  // The next start persists what it restored from memory.
+  worker_state restored{state_bytes};
+  bool touched = false;
+  ASSERT_TRUE(memory_->restore_step(2, restored.registry, touched));
+  ASSERT_FALSE(saver.save(restored.registry, 2, 2, outcomes_.callback(), {0, true}));
+  ASSERT_FALSE(saver.wait(long_wait));
+  ASSERT_EQ(outcomes_.results.size(), 3u);
+  ASSERT_TRUE(outcomes_.results[2]) << describe(outcomes_.results[2].error());
+  worker_state fresh{state_bytes};
+  auto from_directory = directory_->restore_latest(fresh.registry);
+  ASSERT_TRUE(from_directory && *from_directory);
+  EXPECT_EQ((*from_directory)->step, 2);
+  EXPECT_TRUE(fresh.holds(2));
+}
+
+TEST_F(async_saver_deadline_test, a_directory_that_fits_the_deadline_gets_the_final_save) {
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr}};
+  save_and_wait(saver, 1);
+  save_and_wait(saver, 2, {unix_ms_in(std::chrono::seconds{60})});
+  ASSERT_EQ(outcomes_.results.size(), 2u);
+  ASSERT_TRUE(outcomes_.results[1]);
+  ASSERT_EQ(outcomes_.results[1]->tiers.size(), 2u);
+  EXPECT_EQ(outcomes_.results[1]->tiers[1].name, tier_directory);
+  EXPECT_EQ(directory_->newest_committed_step(std::nullopt), 2);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <cerrno>
+#include <thread>
 
 namespace lifeboat::checkpoint::testing {
 
@@ -61,6 +62,12 @@ int faulty_file_system::open(const std::string& path, int flags, mode_t mode) {
   return fd;
 }
 
+void faulty_file_system::delay_writes(const std::string& pattern, std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  slow_writes_ = pattern;
+  write_delay_ = delay;
+}
+
 ssize_t faulty_file_system::pwrite(int fd, const char* data, size_t size, off_t offset) {
   auto path = path_of(fd);
   if (auto err = armed_error(call::pwrite, path)) {
@@ -76,6 +83,13 @@ ssize_t faulty_file_system::pwrite(int fd, const char* data, size_t size, off_t 
       size = size > 1 ? size / 2 : size;
     }
   }
+  std::chrono::milliseconds delay{0};
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (!slow_writes_.empty() && matches(slow_writes_, path)) delay = write_delay_;
+  }
+  // The slowness itself, not a synchronisation: the write takes this long.
+  std::this_thread::sleep_for(delay);
   return posix_file_system()->pwrite(fd, data, size, offset);
 }
 

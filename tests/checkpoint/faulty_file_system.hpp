@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
@@ -28,6 +29,10 @@ class faulty_file_system final : public file_system {
   /// to it takes none, as on a device that filled up.
   void shorten_writes(const std::string& pattern, bool then_full);
 
+  /// From now on each write to a path that `pattern` matches takes `delay`
+  /// longer, as on a slow network file system.
+  void delay_writes(const std::string& pattern, std::chrono::milliseconds delay);
+
   /// How many calls failed or were shortened on purpose so far.
   int injected() const;
 
@@ -53,6 +58,8 @@ class faulty_file_system final : public file_system {
   std::vector<failure> failures_;
   std::string short_writes_;  // the pattern; empty: none
   bool then_full_ = false;
+  std::string slow_writes_;  // the pattern; empty: none
+  std::chrono::milliseconds write_delay_{0};
   bool shortened_once_ = false;
   int injected_ = 0;
   std::map<int, std::string> open_paths_;

@@ -49,14 +49,15 @@ std::optional<wire::SaveCommitted> next_commit(caf::scoped_actor& worker) {
 // `resolver_` in place of the step resolver; rank 0 commits.
 class writer_test : public service_fixture {
  protected:
-  void start_writer(int rank) {
+  void start_writer(int rank, wire::CheckpointInfo restored = {}) {
     for (int r = 0; r < 2; ++r) {
       clients_[r] = join(r);
       ASSERT_TRUE(clients_[r]);
     }
     clients_[0]->subscribe(worker0_);
     clients_[1]->subscribe(worker1_);
-    writer_ = sys.spawn(checkpoint_writer, clients_[rank], caf::actor{resolver_}, rank == 0);
+    writer_ = sys.spawn(checkpoint_writer, clients_[rank], caf::actor{resolver_}, rank == 0,
+                        std::move(restored));
   }
 
   void TearDown() override {
@@ -93,6 +94,19 @@ TEST_F(writer_test, the_commit_rank_tells_every_worker_and_the_resolver_hears_th
   EXPECT_EQ(st.last_checkpoint().path(), "/ckpt/step-30");
   EXPECT_EQ(st.metrics().at("saves_total"), 1);
   EXPECT_EQ(st.metrics().at("last_checkpoint_bytes"), 4096);
+}
+
+TEST_F(writer_test, its_status_shows_what_the_worker_restored_and_from_which_tier) {
+  auto restored = info_of(20);
+  auto* tier = restored.add_tiers();
+  tier->set_name("memory");
+  tier->set_seconds(0.125);
+  ASSERT_NO_FATAL_FAILURE(start_writer(1, restored));
+  auto st = status_of(resolver_, writer_);
+  EXPECT_EQ(st.restored().step(), 20);
+  ASSERT_EQ(st.restored().tiers_size(), 1);
+  EXPECT_EQ(st.restored().tiers(0).name(), "memory");
+  EXPECT_EQ(st.restored().tiers(0).seconds(), 0.125);
 }
 
 TEST_F(writer_test, another_rank_reports_its_save_but_commits_nothing) {

@@ -111,6 +111,18 @@ TEST_F(gate_fixture, after_a_non_final_save_training_resumes_without_a_target) {
   EXPECT_EQ(finish_step(3).get().kind, step_gate::action_kind::resume);
 }
 
+TEST_F(gate_fixture, a_final_save_carries_the_notice_deadline_and_a_backup_none) {
+  constexpr int64_t deadline = 1'700'000'000'000;
+  gate.propose(2);
+  gate.commit(2, false, deadline);
+  EXPECT_EQ(finish_step(2).get().deadline_unix_ms, 0);
+  gate.propose(4);
+  gate.commit(4, true, deadline);
+  auto act = finish_step(4).get();
+  EXPECT_TRUE(act.final_save);
+  EXPECT_EQ(act.deadline_unix_ms, deadline);
+}
+
 TEST_F(gate_fixture, a_failure_stops_the_trainer_at_once_and_wakes_a_waiting_one) {
   gate.propose(3);
   auto stopped = finish_step(3);

@@ -46,6 +46,30 @@ TEST(status_metrics, renders_the_merged_status_as_gauges) {
   }
 }
 
+TEST(status_metrics, gives_the_seconds_of_each_tier_of_the_last_save_and_the_restore) {
+  auto answers = test::saving_cluster();
+  wire::ActorStatus writer;
+  writer.set_name("checkpoint_writer");
+  for (auto [name, seconds] : {std::pair{"memory", 0.5}, std::pair{"directory", 2.0}}) {
+    auto* tier = writer.mutable_last_checkpoint()->add_tiers();
+    tier->set_name(name);
+    tier->set_seconds(seconds);
+  }
+  writer.mutable_last_checkpoint()->set_step(200);
+  auto* restored = writer.mutable_restored()->add_tiers();
+  restored->set_name("memory");
+  restored->set_seconds(0.25);
+  answers.insert(answers.begin(), writer);
+  auto text = render(answers);
+  for (const char* line : {
+           "lifeboat_last_checkpoint_tier_seconds{tier=\"memory\"} 0.5",
+           "lifeboat_last_checkpoint_tier_seconds{tier=\"directory\"} 2",
+           "lifeboat_restore_seconds{tier=\"memory\"} 0.25",
+       }) {
+    EXPECT_TRUE(contains_line(text, line)) << line << "\n" << text;
+  }
+}
+
 TEST(status_metrics, gives_every_family_one_help_and_type_line_before_its_samples) {
   auto answers = test::saving_cluster();
   // The same metric name from two actors stays one family with two samples.

@@ -1,0 +1,213 @@
+// Recovery from a preemption, from the notice to every worker training again
+// after lifeboat-launch's restart: 4 lifeboat-demo workers x 256 MiB
+// (LIFEBOAT_BENCH_STATE_MB), restored from the memory tier, then from the
+// checkpoint directory (LIFEBOAT_LOCAL_DIR=off), in the same run. The parts,
+// each ending at the last worker's line (timed as it reaches this process):
+//   agree    notice (SIGTERM to rank 1) to "agreed to save"
+//   save     to "reached tiers" (every tier of the save written)
+//   exit     to the launcher's "exited with the restart code"
+//   start    to the launcher's start line of each worker of generation 1
+//   join     to "joined (generation 1)"
+//   restore  to "resumed at step" (the restore agreement, the read, the
+//            staging memory prepared); "read" is the slowest rank's own
+//            restore time ("restored step ... in T s")
+// The read is set beside a memcpy of the same bytes in the same run: one
+// rank's bytes on one thread, and every rank's on as many threads at once.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/child_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+constexpr int workers = 4;
+constexpr int default_state_mb = 256;
+// Long enough that the notice lands mid-training; the bench stops the job.
+constexpr const char* demo_steps = "100000";
+constexpr const char* demo_step_ms = "5";
+constexpr auto line_bound = 120s;
+constexpr auto exit_bound = 60s;
+constexpr int memcpy_rounds = 3;
+
+struct bench_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string binary(const char* name) { return std::string{LIFEBOAT_BINARY_DIR} + "/apps/" + name; }
+
+int state_mb() {
+  const char* text = std::getenv("LIFEBOAT_BENCH_STATE_MB");
+  return text != nullptr ? std::atoi(text) : default_state_mb;
+}
+
+// The environment of this process with `name`=`value` set.
+std::vector<std::string> environment_with(const std::string& name, const std::string& value) {
+  std::vector<std::string> out{name + "=" + value, "LIFEBOAT_PLATFORM=generic"};
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry{*e};
+    auto key = entry.substr(0, entry.find('='));
+    if (key != name && key != "LIFEBOAT_PLATFORM") out.push_back(entry);
+  }
+  return out;
+}
+
+// The launcher's lines, each timed on arrival.
+class timed_log {
+ public:
+  explicit timed_log(lifeboat::test::child_process& p) : p_(p) {}
+
+  // Reads until `count` lines containing `needle` came; the arrival of the last.
+  clock_type::time_point until_count(const std::string& needle, int count) {
+    int seen = 0;
+    for (size_t i = 0;; ++i) {
+      if (i == lines_.size()) {
+        auto line = p_.read_line(line_bound);
+        if (!line)
+          throw bench_error("no line with '" + needle + "' (" + std::to_string(seen) + " of " +
+                            std::to_string(count) + ")");
+        lines_.push_back(*line);
+        arrivals_.push_back(clock_type::now());
+      }
+      if (lines_[i].find(needle) != std::string::npos && ++seen == count) return arrivals_[i];
+    }
+  }
+
+  // The largest T of the lines "... <needle> ... in T s)".
+  double largest_seconds(const std::string& needle) const {
+    double largest = 0;
+    for (auto& line : lines_) {
+      if (line.find(needle) == std::string::npos) continue;
+      auto at = line.rfind(" in ");
+      if (at != std::string::npos) largest = std::max(largest, std::atof(line.c_str() + at + 4));
+    }
+    return largest;
+  }
+
+  // The pid in "lifeboat-launch: rank=R pid=P restart=0".
+  pid_t pid_of(int rank) const {
+    auto prefix = "lifeboat-launch: rank=" + std::to_string(rank) + " pid=";
+    for (auto& line : lines_)
+      if (line.rfind(prefix, 0) == 0) return std::atoi(line.c_str() + prefix.size());
+    throw bench_error("no pid for rank " + std::to_string(rank));
+  }
+
+ private:
+  lifeboat::test::child_process& p_;
+  std::vector<std::string> lines_;
+  std::vector<clock_type::time_point> arrivals_;
+};
+
+double seconds_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct recovery {
+  std::map<std::string, double> parts;  // in the order of part_names
+  double total = 0;
+  double read = 0;
+};
+
+const char* const part_names[] = {"agree", "save", "exit", "start", "join", "restore"};
+
+// One preemption and restart; `local_dir` is the memory tier ("off": none).
+recovery preempt_and_restart(const fs::path& scratch, const std::string& local_dir) {
+  auto ckpt = scratch / ("ckpt-" + std::to_string(clock_type::now().time_since_epoch().count()));
+  lifeboat::test::child_process launcher{
+      {binary("lifeboat-launch"), "--nproc", std::to_string(workers), "--max-restarts", "1",
+       "--status-port", "0", "--", binary("lifeboat-demo"), "--checkpoint-dir", ckpt.string(),
+       "--steps", demo_steps, "--state-mb", std::to_string(state_mb()), "--step-ms", demo_step_ms},
+      true,
+      environment_with("LIFEBOAT_LOCAL_DIR", local_dir)};
+  if (!launcher.started()) throw bench_error("cannot start lifeboat-launch");
+  timed_log log{launcher};
+  // Every worker past its handler's construction: a notice is saved now.
+  log.until_count("] status_endpoint: status endpoint listening", workers);
+  auto notice = clock_type::now();
+  ::kill(log.pid_of(1), SIGTERM);
+  std::vector<clock_type::time_point> ends{log.until_count("agreed to save at step", workers),
+                                           log.until_count("reached tiers", workers),
+                                           log.until_count("exited with the restart code", 1),
+                                           log.until_count(" restart=1", workers),
+                                           log.until_count("joined (generation 1)", workers),
+                                           log.until_count("resumed at step", workers)};
+  recovery out;
+  auto from = notice;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    out.parts[part_names[i]] = seconds_between(from, ends[i]);
+    from = ends[i];
+  }
+  out.total = seconds_between(notice, ends.back());
+  out.read = log.largest_seconds("] checkpoint: restored step ");
+  ::kill(launcher.pid(), SIGINT);
+  if (!launcher.wait_exit(exit_bound))
+    throw bench_error("lifeboat-launch did not exit after SIGINT");
+  fs::remove_all(ckpt);
+  return out;
+}
+
+// The best of memcpy_rounds copies of `bytes` on each of `threads` threads at once.
+double memcpy_seconds(size_t bytes, int threads) {
+  std::vector<std::vector<char>> from(threads, std::vector<char>(bytes, 1));
+  std::vector<std::vector<char>> to(threads, std::vector<char>(bytes, 0));
+  double best = 1e9;
+  for (int round = 0; round < memcpy_rounds; ++round) {
+    auto start = clock_type::now();
+    std::vector<std::thread> copies;
+    for (int t = 0; t < threads; ++t)
+      copies.emplace_back([&, t] { std::memcpy(to[t].data(), from[t].data(), bytes); });
+    for (auto& c : copies) c.join();
+    best = std::min(best, seconds_between(start, clock_type::now()));
+  }
+  return best;
+}
+
+void print(const char* what, const recovery& r) {
+  std::printf("%-22s total %6.3f s  (", what, r.total);
+  for (auto* name : part_names) std::printf(" %s %.3f", name, r.parts.at(name));
+  std::printf(" )  read %.3f s\n", r.read);
+}
+
+}  // namespace
+
+int main() {
+  try {
+    auto scratch =
+        fs::temp_directory_path() / ("lifeboat-recovery-bench-" + std::to_string(::getpid()));
+    auto memory = fs::path{"/dev/shm"} / ("lifeboat-recovery-bench-" + std::to_string(::getpid()));
+    fs::create_directories(scratch);
+    auto bytes = static_cast<size_t>(state_mb()) << 20;
+    std::printf("%d lifeboat-demo workers x %d MiB under lifeboat-launch, SIGTERM to rank 1\n",
+                workers, state_mb());
+    auto from_memory = preempt_and_restart(scratch, memory.string());
+    fs::remove_all(memory);
+    auto from_directory = preempt_and_restart(scratch, "off");
+    fs::remove_all(scratch);
+    auto one = memcpy_seconds(bytes, 1);
+    auto all = memcpy_seconds(bytes, workers);
+    print("from the memory tier", from_memory);
+    print("from the directory", from_directory);
+    std::printf("memcpy of %d MiB: %.3f s on 1 thread, %.3f s on %d threads at once\n", state_mb(),
+                one, all, workers);
+    std::printf("memory-tier read vs memcpy (%d threads): %.2fx the memcpy's speed\n", workers,
+                from_memory.read > 0 ? all / from_memory.read : 0.0);
+    std::printf("directory read vs memcpy (%d threads): %.2fx the memcpy's speed\n", workers,
+                from_directory.read > 0 ? all / from_directory.read : 0.0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "recovery_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,183 @@
+#include "checkpoint/memory_tier.hpp"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <xxhash.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+
+#include "checkpoint/file_io.hpp"
+#include "checkpoint/layout.hpp"
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat::checkpoint {
+
+namespace {
+
+constexpr const char* component = "checkpoint";
+constexpr const char* job_dir_prefix = "lifeboat-";
+// Room a shard needs beyond its data: the index and the manifest (a few KiB
+// per GiB of state), with a wide margin.
+constexpr uint64_t index_allowance = uint64_t{1} << 20;
+constexpr uint64_t mib = uint64_t{1} << 20;
+// In a job's default memory directory: the absolute checkpoint directory.
+constexpr const char* owner_file_name = "CHECKPOINT_DIR";
+
+// Whether the memory directory named `name` still belongs to the checkpoint
+// directory recorded in `record`.
+bool still_owned(const std::string& name, const std::string& record) {
+  auto recorded = read_whole_file(record);
+  if (!recorded) return true;  // being written, or unreadable: not ours to judge
+  auto expected = default_memory_dir(*recorded);
+  return expected && std::filesystem::path{*expected}.filename() == name;
+}
+
+std::string rank_dir_name(int rank, int world_size) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "rank-%05d-of-%05d", rank, world_size);
+  return buf;
+}
+
+caf::expected<uint64_t> free_bytes(const std::string& dir) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return io_error("statvfs", dir, errno);
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+}
+
+}  // namespace
+
+caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir) {
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(checkpoint_dir, ec).lexically_normal().string();
+  if (ec)
+    return make_error(errc::io_error,
+                      "the absolute path of " + checkpoint_dir + ": " + ec.message());
+  struct stat st {};
+  if (::stat(absolute.c_str(), &st) != 0) return io_error("stat", absolute, errno);
+  auto identity = absolute + '\0' + std::to_string(st.st_dev) + '\0' + std::to_string(st.st_ino);
+  char name[40];
+  std::snprintf(name, sizeof(name), "%s%016" PRIx64, job_dir_prefix,
+                static_cast<uint64_t>(XXH3_64bits(identity.data(), identity.size())));
+  return join_path(default_memory_root, name);
+}
+
+caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto absolute = fs::absolute(checkpoint_dir, ec).lexically_normal().string();
+  if (ec) return make_error(errc::io_error, "the absolute path of " + checkpoint_dir);
+  // A rename makes the record whole for any worker that reads it.
+  if (auto err = write_file_durably(*posix_file_system(), dir, owner_file_name, absolute,
+                                    private_file_mode))
+    return err;
+  auto own = fs::path{dir}.filename().string();
+  for (auto& entry : fs::directory_iterator(fs::path{dir}.parent_path(), ec)) {
+    auto name = entry.path().filename().string();
+    struct stat st {};
+    if (name == own || name.rfind(job_dir_prefix, 0) != 0 ||
+        ::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
+      continue;
+    auto record = (entry.path() / owner_file_name).string();
+    if (!file_exists(record) || still_owned(name, record)) continue;
+    if (auto err = remove_tree(entry.path().string())) return err;
+    log(log_level::info, component, "removed the memory tier ", entry.path().string(),
+        " of a checkpoint directory that is gone");
+  }
+  if (ec)
+    return make_error(errc::io_error,
+                      "listing " + fs::path{dir}.parent_path().string() + ": " + ec.message());
+  return {};
+}
+
+caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, int world_size,
+                                             uint64_t max_bytes,
+                                             std::shared_ptr<file_system> files) {
+  store_config cfg;
+  cfg.dir = join_path(dir, rank_dir_name(rank, world_size));
+  cfg.rank = 0;
+  cfg.world_size = 1;
+  cfg.max_to_keep = memory_tier_max_to_keep;
+  cfg.files = std::move(files);
+  auto opened = store::open(std::move(cfg));
+  if (!opened) return std::move(opened.error());
+  // A crash during a save leaves a manifest-less step behind; nobody else
+  // writes into this rank's tier, so it can go now.
+  if (auto err = opened->remove_partial()) return err;
+  return memory_tier{std::move(*opened), max_bytes};
+}
+
+caf::expected<checkpoint_info> memory_tier::save(const snapshot& snap, int64_t step,
+                                                 int64_t total_run_calls) {
+  if (auto err = make_room(snap.size() + index_allowance, step)) return err;
+  auto info = store_.write_shard(snap, step);
+  if (!info) return info;
+  if (auto err = store_.commit(step, total_run_calls)) return err;
+  info->total_run_calls = total_run_calls;
+  info->tiers = {{tier_memory, info->seconds}};
+  return info;
+}
+
+caf::expected<uint64_t> memory_tier::room() const {
+  auto available = free_bytes(path());
+  if (!available || max_bytes_ == unbounded) return available;
+  std::error_code ec;
+  uint64_t used = 0;
+  for (auto& entry : std::filesystem::recursive_directory_iterator(path(), ec))
+    if (entry.is_regular_file(ec)) used += entry.file_size(ec);
+  if (ec) return make_error(errc::io_error, "the size of " + path() + ": " + ec.message());
+  return std::min(*available, max_bytes_ > used ? max_bytes_ - used : 0);
+}
+
+caf::error memory_tier::make_room(uint64_t bytes, int64_t step) {
+  auto steps = store_.committed_steps();
+  if (!steps) return std::move(steps.error());
+  for (size_t dropped = 0;; ++dropped) {
+    auto available = room();
+    if (!available) return std::move(available.error());
+    if (*available >= bytes) return {};
+    if (dropped == steps->size())
+      return make_error(errc::io_error,
+                        "the shard of step " + std::to_string(step) + " (" +
+                            std::to_string(bytes / mib) + " MiB) does not fit in the memory tier " +
+                            path() + " (" + std::to_string(*available / mib) + " MiB of room)");
+    // Oldest first; the manifest goes first so that a crash on the way
+    // leaves a partial step (removed at the next open), never a torn one.
+    auto old = store_.step_path((*steps)[dropped]);
+    auto manifest = join_path(old, manifest_file_name);
+    if (::unlink(manifest.c_str()) != 0) return io_error("unlink", manifest, errno);
+    if (auto err = remove_tree(old)) return err;
+    log(log_level::info, component, "memory tier: removed ", old, " to make room for step ", step);
+  }
+}
+
+std::optional<int64_t> memory_tier::newest_step(std::optional<int64_t> max_step) const {
+  return store_.newest_committed_step(max_step);
+}
+
+caf::expected<checkpoint_info> memory_tier::restore_step(int64_t step, state_registry& registry,
+                                                         bool& touched) {
+  auto info = store_.restore_step(step, registry, touched);
+  if (info) info->tiers = {{tier_memory, info->seconds}};
+  return info;
+}
+
+caf::error memory_tier::remove() {
+  if (auto err = remove_tree(path())) return err;
+  // The job's directory goes with its last rank (and its record, if any);
+  // while another rank of this host still has its tier there, it stays. Two
+  // last ranks at once may both try: a failure here is only a leftover.
+  auto job = std::filesystem::path{path()}.parent_path();
+  auto names = list_dir(job.string());
+  if (names && (names->empty() || (names->size() == 1 && names->front() == owner_file_name)))
+    if (auto err = remove_tree(job.string()))
+      log(log_level::debug, component, "the job's memory directory stays: ", describe(err));
+  return {};
+}
+
+}  // namespace lifeboat::checkpoint

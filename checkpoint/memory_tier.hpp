@@ -1,0 +1,89 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "checkpoint/store.hpp"
+
+namespace lifeboat::checkpoint {
+
+/// The parent of every job's memory tier unless LIFEBOAT_LOCAL_DIR says otherwise.
+constexpr const char* default_memory_root = "/dev/shm";
+
+/// LIFEBOAT_LOCAL_DIR's value that turns the memory tier off.
+constexpr const char* memory_tier_off = "off";
+
+/// Committed checkpoints the memory tier keeps at most (fewer when they do not fit).
+constexpr int memory_tier_max_to_keep = 2;
+
+/// "/dev/shm/lifeboat-<16 hex digits>": the memory tier of the job whose
+/// checkpoint directory is `checkpoint_dir` (which must exist). The digits
+/// hash its absolute path, device and inode, so a directory removed and made
+/// again (a fresh start) never finds the checkpoints of the one before.
+caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir);
+
+/// Records `checkpoint_dir` in `dir` (a job's default memory directory,
+/// made by memory_tier::open) and removes, beside it, the memory tiers of
+/// this user's other jobs whose checkpoint directory is gone or was made
+/// again: no start can restore from them, and they hold host memory (a job
+/// that ended for good without a clean end, a test's removed directory).
+/// Tiers without a record (made by LIFEBOAT_LOCAL_DIR, or being made) stay.
+caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir);
+
+/// Tier 0: this rank's shards in host memory (a tmpfs), which outlives the
+/// worker process but not the host. It is a store of its own per rank,
+/// `<dir>/rank-RRRRR-of-WWWWW`, holding world-of-one checkpoints: the same
+/// framed, checksummed files and its own MANIFEST as commit, written by the
+/// rank itself as soon as its shard is there (ranks on other hosts cannot see
+/// it); the restore agreement makes sure every rank restores the same step.
+///
+/// Retention: the newest memory_tier_max_to_keep committed checkpoints, and
+/// only as many as the file system's free space holds: a save drops the older
+/// ones when the new shard would not fit (in the free space, or in the bound
+/// given to open), and fails (errc::io_error, "does not
+/// fit") when it does not fit even then. Thread-safety: as store.
+class memory_tier {
+ public:
+  static constexpr uint64_t unbounded = ~uint64_t{0};
+
+  /// Creates `<dir>/rank-RRRRR-of-WWWWW` (owner-only) and checks it is
+  /// writable. `max_bytes` bounds what this rank's tier holds, below the
+  /// file system's free space.
+  static caf::expected<memory_tier> open(const std::string& dir, int rank, int world_size,
+                                         uint64_t max_bytes = unbounded,
+                                         std::shared_ptr<file_system> files = posix_file_system());
+
+  /// Writes `snap` as the checkpoint of `step` and commits it.
+  caf::expected<checkpoint_info> save(const snapshot& snap, int64_t step, int64_t total_run_calls);
+
+  /// The newest committed step not after `max_step`; none when there is none.
+  std::optional<int64_t> newest_step(std::optional<int64_t> max_step) const;
+
+  /// Loads the checkpoint of `step`, verified; `touched` as store::restore_step.
+  caf::expected<checkpoint_info> restore_step(int64_t step, state_registry& registry,
+                                              bool& touched);
+
+  /// Removes this rank's memory tier (at a clean end of training).
+  caf::error remove();
+
+  const std::string& path() const { return store_.config().dir; }
+
+ private:
+  memory_tier(store st, uint64_t max_bytes) : store_(std::move(st)), max_bytes_(max_bytes) {}
+
+  // What the tier may still take: the free space, less what max_bytes_ leaves.
+  caf::expected<uint64_t> room() const;
+
+  // Drops committed checkpoints, oldest first, until `bytes` more fit or
+  // none is left; errc::io_error naming the sizes when they still do not fit.
+  caf::error make_room(uint64_t bytes, int64_t step);
+
+  store store_;
+  uint64_t max_bytes_;
+};
+
+}  // namespace lifeboat::checkpoint

@@ -1,0 +1,62 @@
+#include "checkpoint/tiered_restore.hpp"
+
+#include "messages/errors.hpp"
+#include "messages/log.hpp"
+
+namespace lifeboat::checkpoint {
+
+namespace {
+
+constexpr const char* component = "checkpoint";
+
+}  // namespace
+
+caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, memory_tier* memory,
+                                                              state_registry& registry,
+                                                              std::optional<int64_t> max_step) {
+  auto in_memory = memory != nullptr ? memory->newest_step(max_step) : std::nullopt;
+  auto in_directory = directory.newest_committed_step(max_step);
+  // An older step in memory than in the directory is a stale copy (a save
+  // that did not reach this host's tier): the directory's is the newest.
+  // The step of a corrupt memory copy that overwrote registered buffers in part.
+  std::optional<int64_t> partly_loaded;
+  if (in_memory && (!in_directory || *in_memory >= *in_directory)) {
+    bool touched = false;
+    auto info = memory->restore_step(*in_memory, registry, touched);
+    if (touched) partly_loaded = in_memory;
+    if (info) {
+      log(log_level::info, component, "restored step ", info->step, " from the memory tier ",
+          info->path, " (", info->bytes, " bytes in ", info->seconds, " s)");
+      return std::optional<checkpoint_info>{std::move(*info)};
+    }
+    // The directory's copy overwrites every registered buffer again, so one
+    // that was partly loaded from a corrupt copy does no harm.
+    log(log_level::warning, component, "memory tier: step ", *in_memory,
+        " not restored, reading the checkpoint directory: ", describe(info.error()));
+  }
+  auto restored = directory.restore_latest(registry, max_step);
+  if (restored && !*restored && partly_loaded)
+    return make_error(errc::corrupt, "the memory tier's copy of step " +
+                                         std::to_string(*partly_loaded) +
+                                         " overwrote registered buffers in part, and the "
+                                         "checkpoint directory has no checkpoint to restore");
+  return restored;
+}
+
+caf::error persist_to_directory(async_saver& saver, const store& directory,
+                                const state_registry& registry, const checkpoint_info& restored) {
+  if (restored.tiers.empty() || restored.tiers[0].name != tier_memory) return {};
+  if (directory.newest_committed_step(restored.step) == restored.step) return {};
+  auto step = restored.step;
+  log(log_level::info, component, "checkpoint of step ", step,
+      " is in memory only: writing it to the checkpoint directory while training resumes");
+  return saver.save(registry, step, restored.total_run_calls,
+                    [step](const caf::expected<checkpoint_info>& done) {
+                      if (done)
+                        log(log_level::info, component, "checkpoint of step ", step,
+                            " persisted to the checkpoint directory ", done->path);
+                    },
+                    {0, true});
+}
+
+}  // namespace lifeboat::checkpoint

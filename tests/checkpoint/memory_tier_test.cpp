@@ -1,0 +1,148 @@
+// The memory tier of one rank: a save commits there, retention keeps the
+// newest two and fewer when the bound leaves no room, a shard that does not
+// fit at all is refused with the sizes, a crash leftover goes at open, and
+// remove() leaves nothing behind.
+#include "checkpoint/memory_tier.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "checkpoint/layout.hpp"
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+#include "tests/checkpoint/worker_state.hpp"
+
+namespace lifeboat::checkpoint {
+namespace {
+
+using testing::worker_state;
+
+constexpr std::size_t state_bytes = 256 * 1024;
+constexpr int rank = 2;
+constexpr int world_size = 4;
+
+class memory_tier_test : public ::testing::Test {
+ protected:
+  memory_tier open(uint64_t max_bytes = memory_tier::unbounded) {
+    auto tier = memory_tier::open(dir_.sub("job"), rank, world_size, max_bytes);
+    EXPECT_TRUE(tier) << describe(tier.error());
+    return std::move(*tier);
+  }
+
+  caf::expected<checkpoint_info> save(memory_tier& tier, int64_t step) {
+    state_.set(step);
+    auto snap = take_snapshot(state_.registry, *pool_);
+    EXPECT_TRUE(snap);
+    return tier.save(*snap, step, step * 10);
+  }
+
+  testing::temp_dir dir_;
+  worker_state state_{state_bytes};
+  std::shared_ptr<staging_pool> pool_ = staging_pool::make();
+};
+
+TEST_F(memory_tier_test, a_save_is_committed_in_a_directory_of_the_rank) {
+  auto tier = open();
+  EXPECT_EQ(tier.path(), dir_.sub("job") + "/rank-00002-of-00004");
+  auto info = save(tier, 5);
+  ASSERT_TRUE(info) << describe(info.error());
+  ASSERT_EQ(info->tiers.size(), 1u);
+  EXPECT_EQ(info->tiers[0].name, tier_memory);
+  EXPECT_TRUE(testing::exists(tier.path() + "/" + step_dir_name(5) + "/" + manifest_file_name));
+  EXPECT_EQ(tier.newest_step(std::nullopt), 5);
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  auto restored = tier.restore_step(5, fresh.registry, touched);
+  ASSERT_TRUE(restored) << describe(restored.error());
+  EXPECT_EQ(restored->total_run_calls, 50);
+  EXPECT_TRUE(fresh.holds(5));
+}
+
+TEST_F(memory_tier_test, keeps_the_newest_two) {
+  auto tier = open();
+  for (int64_t step : {1, 2, 3}) ASSERT_TRUE(save(tier, step));
+  EXPECT_EQ(tier.newest_step(std::nullopt), 3);
+  EXPECT_EQ(tier.newest_step(2), 2);
+  EXPECT_EQ(tier.newest_step(1), std::nullopt);
+}
+
+TEST_F(memory_tier_test, keeps_only_the_newest_when_two_do_not_fit) {
+  // Room for one shard and its allowance, not for two.
+  auto tier = open(uint64_t{3} << 19);
+  ASSERT_TRUE(save(tier, 1));
+  ASSERT_TRUE(save(tier, 2));
+  EXPECT_EQ(tier.newest_step(std::nullopt), 2);
+  EXPECT_EQ(tier.newest_step(1), std::nullopt);
+}
+
+TEST_F(memory_tier_test, a_shard_that_does_not_fit_is_refused_with_the_sizes) {
+  auto tier = open(state_bytes);
+  auto info = save(tier, 1);
+  ASSERT_FALSE(info);
+  auto text = describe(info.error());
+  EXPECT_NE(text.find("does not fit in the memory tier " + tier.path()), std::string::npos) << text;
+  EXPECT_EQ(tier.newest_step(std::nullopt), std::nullopt);
+}
+
+TEST_F(memory_tier_test, a_crash_leftover_is_removed_at_open) {
+  auto leftover = dir_.sub("job") + "/rank-00002-of-00004/" + step_dir_name(7);
+  std::filesystem::create_directories(leftover);
+  auto tier = open();
+  EXPECT_FALSE(testing::exists(leftover));
+}
+
+TEST_F(memory_tier_test, remove_leaves_no_directory) {
+  auto tier = open();
+  ASSERT_TRUE(save(tier, 1));
+  EXPECT_FALSE(tier.remove());
+  EXPECT_FALSE(testing::exists(dir_.sub("job")));
+}
+
+TEST_F(memory_tier_test, the_default_directory_is_under_dev_shm_and_per_checkpoint_directory) {
+  auto first = default_memory_dir(dir_.path());
+  ASSERT_TRUE(first) << describe(first.error());
+  EXPECT_EQ(first->rfind(std::string{default_memory_root} + "/lifeboat-", 0), 0u) << *first;
+  std::filesystem::create_directories(dir_.sub("other"));
+  auto other = default_memory_dir(dir_.sub("other"));
+  ASSERT_TRUE(other);
+  EXPECT_NE(*first, *other);
+  EXPECT_EQ(default_memory_dir(dir_.path()), first);
+  EXPECT_FALSE(default_memory_dir(dir_.sub("absent")));
+}
+
+TEST_F(memory_tier_test, the_tiers_of_checkpoint_directories_that_are_gone_are_removed) {
+  namespace fs = std::filesystem;
+  // Three jobs' memory directories side by side: one whose checkpoint
+  // directory exists, one whose directory was removed, one without a record.
+  auto parent = dir_.sub("shm");
+  auto live_ckpt = dir_.sub("live");
+  auto gone_ckpt = dir_.sub("gone");
+  fs::create_directories(live_ckpt);
+  fs::create_directories(gone_ckpt);
+  auto job_dir = [&](const std::string& ckpt) {
+    return parent + "/" + fs::path{*default_memory_dir(ckpt)}.filename().string();
+  };
+  auto live = job_dir(live_ckpt);
+  auto gone = job_dir(gone_ckpt);
+  auto unrecorded = parent + "/lifeboat-0000000000000000";
+  for (auto* d : {&live, &gone}) ASSERT_TRUE(memory_tier::open(*d, 0, 1));
+  ASSERT_FALSE(remove_orphaned_memory_tiers(gone, gone_ckpt));
+  fs::remove_all(gone_ckpt);
+  fs::create_directories(unrecorded);
+  ASSERT_FALSE(remove_orphaned_memory_tiers(live, live_ckpt));
+  EXPECT_TRUE(fs::exists(live + "/rank-00000-of-00001"));
+  EXPECT_FALSE(fs::exists(gone));
+  EXPECT_TRUE(fs::exists(unrecorded));
+}
+
+TEST_F(memory_tier_test, the_last_rank_to_go_removes_the_record_too) {
+  auto job = dir_.sub("job");
+  auto tier = open();
+  ASSERT_FALSE(remove_orphaned_memory_tiers(job, dir_.path()));
+  EXPECT_FALSE(tier.remove());
+  EXPECT_FALSE(testing::exists(job));
+}
+
+}  // namespace
+}  // namespace lifeboat::checkpoint
