@@ -35,8 +35,12 @@ test-asan: deps
 
 # notices_test's tests assert that decisions land within a few dozen steps of
 # 10 ms; under ThreadSanitizer beside other tests one once took longer (in 1 of
-# 4 full runs), so they run in the plain and ASan passes only.
-TSAN_SKIP := ^notices_test[.]
+# 4 full runs), so they run in the plain and ASan passes only. So does the
+# grace-period test whose final save must end the exit margin before an
+# earlier deadline: the schedule's exit allowance (100 ms) is the plain
+# build's teardown, and under ThreadSanitizer the processes ended 63 ms inside
+# the margin once (a memory-tier final save also votes on its tiers).
+TSAN_SKIP := ^notices_test[.]|^grace_period_test[.]a_later_notice_with_an_earlier_deadline_moves_the_final_save$$
 
 test-tsan: deps
 	cmake -S . -B $(TSAN) $(CMAKE_GEN) -DLIFEBOAT_SANITIZE=thread -DLIFEBOAT_BUILD_BENCH=OFF
