@@ -146,13 +146,14 @@ TEST_F(state_test, ranks_that_fall_silent_together_are_named_together) {
   beat_from({1, 2});  // and rank 3 (connection 4) from here
   now += heartbeat_timeout_ms - interval;
   beat_from({1, 2});
-  now += interval / 2;
+  // Rank 2 is overdue from now on, rank 3 half an interval later.
+  now += interval / 4;
   st.on_tick(now);
   out = st.take_output();
   EXPECT_EQ(state_of(2), "lost");
   EXPECT_EQ(state_of(3), "alive");
   for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
-  now += interval / 2;
+  now += interval / 4;
   st.on_tick(now);
   out = st.take_output();
   EXPECT_EQ(state_of(3), "lost");

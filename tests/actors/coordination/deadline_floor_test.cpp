@@ -43,7 +43,7 @@ TEST_F(state_test, a_sweep_that_loses_nobody_is_next_due_at_the_oldest_heartbeat
   EXPECT_TRUE(out.closes.empty());
   EXPECT_EQ(st.next_deadline_ms(), start + 100 + heartbeat_timeout_ms);
   // Only rank 3 keeps beating: 0..2 are lost at their own deadline.
-  now = start + 550;
+  now = start + heartbeat_timeout_ms + 50;
   request(4, hb);
   now = start + 100 + heartbeat_timeout_ms;
   st.on_tick(now);
@@ -57,7 +57,7 @@ TEST_F(state_test, a_sweep_that_loses_nobody_is_next_due_at_the_oldest_heartbeat
   EXPECT_EQ(st.next_deadline_ms(), report_due);
   now = report_due;
   st.on_tick(now);
-  EXPECT_EQ(st.next_deadline_ms(), start + 550 + heartbeat_timeout_ms);
+  EXPECT_EQ(st.next_deadline_ms(), start + heartbeat_timeout_ms + 50 + heartbeat_timeout_ms);
 }
 
 TEST_F(state_test, a_broadcast_is_one_run_of_identical_frames) {

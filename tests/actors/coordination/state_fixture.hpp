@@ -15,7 +15,7 @@
 
 namespace lifeboat::test {
 
-constexpr int64_t heartbeat_timeout_ms = 500;
+constexpr int64_t heartbeat_timeout_ms = 2000;
 inline const std::string token = "secret";
 
 class state_test : public ::testing::Test {
