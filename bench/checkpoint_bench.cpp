@@ -24,6 +24,7 @@
 #include "checkpoint/staging.hpp"
 #include "checkpoint/store.hpp"
 #include "messages/errors.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace lc = lifeboat::checkpoint;
 
@@ -109,7 +110,7 @@ int main() {
     bytes = std::strtoull(env, nullptr, 10);
   bytes = std::max(mib, bytes / mib * mib);
   const double mb = bytes / 1e6;
-  const std::string dir = std::string{LIFEBOAT_BINARY_DIR} + "/checkpoint-bench-data";
+  const std::string dir = (lifeboat::test::build_tree() / "checkpoint-bench-data").string();
   check(lc::remove_tree(dir), "clean");
   auto st = check(lc::store::open({dir, 0, 1, 1}), "open store");
 

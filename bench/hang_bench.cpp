@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
 namespace {
@@ -38,8 +39,8 @@ int64_t one_round(const std::string& dir) {
                                "LIFEBOAT_HANG_TIMEOUT=" + std::to_string(hang_timeout_ms / 1000),
                                "PATH=/usr/bin:/bin"};
   lifeboat::test::child_process run{
-      {LIFEBOAT_BINARY_DIR "/apps/lifeboat-launch", "--nproc", std::to_string(workers),
-       "--max-restarts", "0", "--", LIFEBOAT_BINARY_DIR "/apps/lifeboat-demo", "--checkpoint-dir",
+      {lifeboat::test::built("apps/lifeboat-launch"), "--nproc", std::to_string(workers),
+       "--max-restarts", "0", "--", lifeboat::test::built("apps/lifeboat-demo"), "--checkpoint-dir",
        dir, "--steps", "100000", "--state-mb", "1", "--step-ms", "20", "--hang-rank", "3",
        "--hang-step", "30"},
       true,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/proc_stats.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
 namespace lifeboat::bench {
@@ -33,8 +34,6 @@ constexpr double worker_rss_target_mib = 30;
 constexpr const char* joined_marker = "joined the coordination service";
 constexpr const char* start_marker = "lifeboat-launch: rank=";
 
-std::string binary(const char* name) { return std::string{LIFEBOAT_BINARY_DIR} + "/apps/" + name; }
-
 }  // namespace
 
 void run_launch_scale() {
@@ -45,8 +44,8 @@ void run_launch_scale() {
   ::setenv("LIFEBOAT_LOG_LEVEL", "info", 1);
   auto t0 = steady_ns();
   test::child_process launcher{
-      {binary("lifeboat-launch"), "--nproc", std::to_string(launch_workers), "--",
-       binary("lifeboat-demo"), "--steps", demo_steps, "--checkpoint-dir",
+      {lifeboat::test::built("apps/lifeboat-launch"), "--nproc", std::to_string(launch_workers),
+       "--", lifeboat::test::built("apps/lifeboat-demo"), "--steps", demo_steps, "--checkpoint-dir",
        std::string{scratch} + "/ckpt", "--state-mb", "0", "--step-ms", demo_step_ms},
       true};
   ::unsetenv("LIFEBOAT_LOG_LEVEL");

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/network_namespaces.hpp"
 
@@ -40,8 +41,8 @@ constexpr int rounds = 20;
 constexpr auto line_deadline = 60s;
 constexpr const char* agreed_marker = "agreed to save at step";
 constexpr const char* joined_marker = " joined (generation 0)";
-const std::string launch = LIFEBOAT_BINARY_DIR "/apps/lifeboat-launch";
-const std::string demo = LIFEBOAT_BINARY_DIR "/apps/lifeboat-demo";
+const std::string launch = lifeboat::test::built("apps/lifeboat-launch");
+const std::string demo = lifeboat::test::built("apps/lifeboat-demo");
 // Each round's service and control ports in the namespaces: fresh ones, so
 // that no round waits for the last one's sockets to close.
 constexpr int first_port = 29400;

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
 namespace {
@@ -46,8 +47,6 @@ constexpr int memcpy_rounds = 3;
 struct bench_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-std::string binary(const char* name) { return std::string{LIFEBOAT_BINARY_DIR} + "/apps/" + name; }
 
 int state_mb() {
   const char* text = std::getenv("LIFEBOAT_BENCH_STATE_MB");
@@ -127,9 +126,10 @@ const char* const part_names[] = {"agree", "save", "exit", "start", "join", "res
 recovery preempt_and_restart(const fs::path& scratch, const std::string& local_dir) {
   auto ckpt = scratch / ("ckpt-" + std::to_string(clock_type::now().time_since_epoch().count()));
   lifeboat::test::child_process launcher{
-      {binary("lifeboat-launch"), "--nproc", std::to_string(workers), "--max-restarts", "1",
-       "--status-port", "0", "--", binary("lifeboat-demo"), "--checkpoint-dir", ckpt.string(),
-       "--steps", demo_steps, "--state-mb", std::to_string(state_mb()), "--step-ms", demo_step_ms},
+      {lifeboat::test::built("apps/lifeboat-launch"), "--nproc", std::to_string(workers),
+       "--max-restarts", "1", "--status-port", "0", "--",
+       lifeboat::test::built("apps/lifeboat-demo"), "--checkpoint-dir", ckpt.string(), "--steps",
+       demo_steps, "--state-mb", std::to_string(state_mb()), "--step-ms", demo_step_ms},
       true,
       environment_with("LIFEBOAT_LOCAL_DIR", local_dir)};
   if (!launcher.started()) throw bench_error("cannot start lifeboat-launch");

@@ -12,6 +12,7 @@
 #include "tests/apps/app_test_support.hpp"
 #include "tests/apps/status_client.hpp"
 #include "tests/platform/mock_server.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -45,8 +46,8 @@ TEST(azure_notice_test, preempt_event_is_saved_for_and_acknowledged_before_the_e
                                          {"SLURM_PROCID", ""},
                                          {"SLURM_NTASKS", ""}};
   // Training outlasts the test; only the notice ends it.
-  child_process worker{endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt"), true,
-                       environment_with(env)};
+  child_process worker{endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt"),
+                       true, environment_with(env)};
   output_log log{worker};
   auto status = await_training_past(log, "platform azure, restart code 42", notice_after_step,
                                     training_deadline);

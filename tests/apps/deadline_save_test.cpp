@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/tiered_demo_job.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -32,7 +33,7 @@ tiered_job_result run(const scratch_dir& dir, const std::string& name, bool pree
   o.steps = steps;
   o.demo_args = {"--state-mb", "8", "--step-ms", "3", "--grace-period", grace_period_s};
   o.env = {{"LIFEBOAT_LOCAL_DIR", dir / (name + "-local")},
-           {"LD_PRELOAD", LIFEBOAT_SLOW_WRITES},
+           {"LD_PRELOAD", lifeboat::test::built(LIFEBOAT_SLOW_WRITES)},
            {"SLOW_WRITES_DIR", fs::canonical(ckpt).string()},
            {"SLOW_WRITES_MS", write_delay_ms}};
   o.preempt = preempt;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -27,12 +28,13 @@ TEST(demo_failure_test, an_injected_failure_makes_every_worker_exit_3_naming_the
   int fail_step = 1 + static_cast<int>(rng() % max_fail_step);
   auto where = "--fail-rank " + std::to_string(fail_rank) + " --fail-step " +
                std::to_string(fail_step) + "\n";
-  child_process run{{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--max-restarts", "0",
-                     "--", LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps",
-                     std::to_string(steps), "--state-mb", "1", "--step-ms", "2", "--fail-rank",
-                     std::to_string(fail_rank), "--fail-step", std::to_string(fail_step)},
-                    true,
-                    environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  child_process run{
+      {lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc", std::to_string(workers), "--max-restarts",
+       "0", "--", lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", dir / "ckpt", "--steps",
+       std::to_string(steps), "--state-mb", "1", "--step-ms", "2", "--fail-rank",
+       std::to_string(fail_rank), "--fail-step", std::to_string(fail_step)},
+      true,
+      environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
   output_log log{run};
   log.read_all();
   EXPECT_EQ(exit_code(run), failure_exit_code) << where << log.text();

@@ -17,6 +17,7 @@
 
 #include "tests/apps/app_test_support.hpp"
 #include "tests/apps/status_client.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -45,8 +46,9 @@ std::map<int, uint16_t> status_ports(const output_log& log) {
 TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   scratch_dir dir{"apps-status"};
   // Training outlasts the test, which ends it with a SIGTERM to the launcher.
-  child_process run{status_job_command(LIFEBOAT_LAUNCH, LIFEBOAT_DEMO, dir / "ckpt", workers), true,
-                    environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  child_process run{status_job_command(lifeboat::test::built(LIFEBOAT_LAUNCH),
+                                       lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt", workers),
+                    true, environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
   output_log log{run};
   // The endpoint starts after the worker joined and restored, when its actors run.
   ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
@@ -123,7 +125,8 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   }
   EXPECT_TRUE(view->healthy()) << raw;
   // lifeboat-status names it the coordinator, not "rank -1".
-  child_process table{{LIFEBOAT_STATUS, "--port", std::to_string(launcher_port)}};
+  child_process table{
+      {lifeboat::test::built(LIFEBOAT_STATUS), "--port", std::to_string(launcher_port)}};
   output_log table_log{table};
   table_log.read_all();
   EXPECT_EQ(exit_code(table), 0) << table_log.text();

@@ -24,6 +24,7 @@
 #include "tests/apps/app_test_support.hpp"
 #include "tests/apps/status_client.hpp"
 #include "tests/platform/mock_server.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -45,8 +46,8 @@ TEST(gce_notice_test, maintenance_event_saves_at_one_step_and_exits_with_gce_res
   scratch_dir dir{"apps-gce"};
   lifeboat::testing::mock_server mock;
 
-  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size",
-                             std::to_string(workers), "--token", token},
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", std::to_string(workers), "--token", token},
                             true};
   output_log service{coordinator};
   auto listening = service.read_until("lifeboat-coordinator: listening on");
@@ -75,7 +76,8 @@ TEST(gce_notice_test, maintenance_event_saves_at_one_step_and_exits_with_gce_res
         {"LIFEBOAT_STATUS_PORT", "0"}};
     // Training outlasts the test; only the notice ends it.
     procs.push_back(std::make_unique<child_process>(
-        endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt"), true, environment_with(env)));
+        endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt"), true,
+        environment_with(env)));
     logs.push_back(std::make_unique<output_log>(*procs.back()));
   }
   int64_t highest_step = 0;

@@ -15,6 +15,7 @@
 
 #include "tests/apps/app_test_support.hpp"
 #include "tests/apps/status_client.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -32,16 +33,15 @@ constexpr auto hang_exit_bound = std::chrono::seconds{12};
 constexpr auto straggler_deadline = std::chrono::seconds{20};
 
 std::vector<std::string> demo(const std::string& ckpt, std::vector<std::string> extra) {
-  std::vector<std::string> argv{LIFEBOAT_DEMO, "--checkpoint-dir",    ckpt,
-                                "--steps",     std::to_string(steps), "--state-mb",
-                                "1",           "--step-ms",           "20"};
+  auto argv = demo_command(lifeboat::test::built(LIFEBOAT_DEMO), ckpt, steps, 20);
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
 
 std::unique_ptr<child_process> launch(const std::vector<std::string>& launch_flags,
                                       const std::vector<std::string>& demo_argv) {
-  std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers)};
+  std::vector<std::string> argv{lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                                std::to_string(workers)};
   argv.insert(argv.end(), launch_flags.begin(), launch_flags.end());
   argv.push_back("--");
   argv.insert(argv.end(), demo_argv.begin(), demo_argv.end());

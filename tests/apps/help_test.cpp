@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
 using namespace lifeboat::test;
 
 TEST(help_test, every_app_prints_its_usage_and_exits_0) {
-  for (const char* app : {LIFEBOAT_LAUNCH, LIFEBOAT_DEMO, LIFEBOAT_COORDINATOR, LIFEBOAT_STATUS}) {
+  for (const std::string& app :
+       {lifeboat::test::built(LIFEBOAT_LAUNCH), lifeboat::test::built(LIFEBOAT_DEMO),
+        lifeboat::test::built(LIFEBOAT_COORDINATOR), lifeboat::test::built(LIFEBOAT_STATUS)}) {
     for (const char* flag : {"--help", "-h"}) {
       child_process run{{app, flag}};
       output_log log{run};

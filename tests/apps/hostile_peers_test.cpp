@@ -23,6 +23,7 @@
 
 #include "actors/coordination/coordination_frame.hpp"
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
 namespace {
@@ -79,7 +80,7 @@ TEST(hostile_peers_test, a_service_that_cannot_prove_the_token_is_refused_within
   ASSERT_NE(impostor.port(), 0);
   scratch_dir dir{"impostor"};
   child_process worker{
-      {LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps", "10"},
+      {lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", dir / "ckpt", "--steps", "10"},
       true,
       environment_with({{"LIFEBOAT_PLATFORM", "generic"},
                         {"LIFEBOAT_RANK", "0"},
@@ -197,11 +198,11 @@ flood_result flood(uint16_t port) {
 }
 
 std::vector<std::string> launch_demo(const std::string& ckpt) {
-  return {LIFEBOAT_LAUNCH,
+  return {lifeboat::test::built(LIFEBOAT_LAUNCH),
           "--nproc",
           "4",
           "--",
-          LIFEBOAT_DEMO,
+          lifeboat::test::built(LIFEBOAT_DEMO),
           "--checkpoint-dir",
           ckpt,
           "--steps",

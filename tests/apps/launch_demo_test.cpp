@@ -19,6 +19,7 @@
 
 #include "checkpoint/layout.hpp"
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -48,12 +49,14 @@ std::unique_ptr<child_process> launch(const std::string& ckpt,
                                       const std::vector<std::string>& extra_demo = {},
                                       int64_t run_steps = steps,
                                       const std::vector<std::string>& wrapper = {}) {
-  std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers)};
+  std::vector<std::string> argv{lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                                std::to_string(workers)};
   argv.insert(argv.end(), extra_launch.begin(), extra_launch.end());
   argv.push_back("--");
   argv.insert(argv.end(), wrapper.begin(), wrapper.end());
-  argv.insert(argv.end(), {LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps",
-                           std::to_string(run_steps), "--state-mb", "1", "--step-ms", "5"});
+  argv.insert(argv.end(),
+              {lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", ckpt, "--steps",
+               std::to_string(run_steps), "--state-mb", "1", "--step-ms", "5"});
   argv.insert(argv.end(), extra_demo.begin(), extra_demo.end());
   return std::make_unique<child_process>(argv, true, environment_with(hermetic_env));
 }
@@ -250,10 +253,10 @@ TEST(launch_demo_test, sigint_to_the_launcher_ends_the_workers_and_restarts_none
 // gone, so some land after its handler has ended too.
 TEST(launch_demo_test, sigterms_after_the_last_step_never_fail_a_finished_worker) {
   scratch_dir dir{"apps-late-sigterm"};
-  child_process run{
-      {LIFEBOAT_DEMO, "--checkpoint-dir", dir / "ckpt", "--steps", "20", "--state-mb", "1"},
-      true,
-      environment_with(hermetic_env)};
+  child_process run{{lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", dir / "ckpt",
+                     "--steps", "20", "--state-mb", "1"},
+                    true,
+                    environment_with(hermetic_env)};
   output_log log{run};
   ASSERT_TRUE(log.read_until("digest=")) << log.text();
   auto until = std::chrono::steady_clock::now() + run_deadline;

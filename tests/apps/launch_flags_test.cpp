@@ -11,6 +11,7 @@
 
 #include "tests/apps/app_test_support.hpp"
 #include "tests/apps/status_client.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
 namespace {
@@ -31,7 +32,8 @@ const std::string print_env =
 // lifeboat-launch with `flags`, each of `nproc` workers a shell running `script`.
 std::vector<std::string> launcher(const std::vector<std::string>& flags,
                                   const std::string& script = print_env, int nproc = workers) {
-  std::vector<std::string> argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(nproc)};
+  std::vector<std::string> argv{lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                                std::to_string(nproc)};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
   return argv;
@@ -170,7 +172,8 @@ TEST(launch_flags_test, the_failure_named_is_the_cause_not_the_first_exit) {
 }
 
 TEST(launch_flags_test, without_nproc_it_is_a_usage_error) {
-  child_process run{{LIFEBOAT_LAUNCH, "--", "/bin/sh", "-c", print_env}, true};
+  child_process run{{lifeboat::test::built(LIFEBOAT_LAUNCH), "--", "/bin/sh", "-c", print_env},
+                    true};
   output_log log{run};
   log.read_all();
   EXPECT_EQ(exit_code(run), usage_exit_code) << log.text();

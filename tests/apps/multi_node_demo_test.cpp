@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
 namespace {
@@ -31,9 +32,7 @@ constexpr int64_t steps = 300;
 constexpr auto workers_gone_deadline = 1s;
 
 std::vector<std::string> demo(const std::string& ckpt, int64_t run_steps) {
-  return {
-      LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps", std::to_string(run_steps), "--state-mb",
-      "1",           "--step-ms",        "5"};
+  return demo_command(lifeboat::test::built(LIFEBOAT_DEMO), ckpt, run_steps, 5);
 }
 
 std::map<std::string, std::string> job_env() {
@@ -44,10 +43,8 @@ std::map<std::string, std::string> job_env() {
 std::unique_ptr<child_process> node(const std::string& service_port,
                                     const std::string& control_port, int rank,
                                     const std::vector<std::string>& command) {
-  std::vector<std::string> argv{
-      LIFEBOAT_LAUNCH,      "--nnodes",      std::to_string(nodes),       "--node-rank",
-      std::to_string(rank), "--coordinator", "127.0.0.1:" + service_port, "--control-port",
-      control_port,         "--nproc",       std::to_string(per_node),    "--"};
+  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank, service_port,
+                               control_port, per_node);
   argv.insert(argv.end(), command.begin(), command.end());
   return std::make_unique<child_process>(argv, true, environment_with(job_env()));
 }
@@ -73,7 +70,8 @@ struct two_nodes {
 TEST(multi_node_demo_test, sigterm_to_a_worker_on_node_1_restarts_every_node_alike) {
   scratch_dir dir{"multi-node-preempt"};
   // The uninterrupted run: the same four ranks under one launcher.
-  std::vector<std::string> ref_argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--"};
+  std::vector<std::string> ref_argv{lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                                    std::to_string(workers), "--"};
   for (auto& a : demo(dir / "reference", steps)) ref_argv.push_back(a);
   child_process ref_run{ref_argv, true, environment_with(job_env())};
   output_log ref{ref_run};
@@ -113,7 +111,7 @@ TEST(multi_node_demo_test, sigterm_to_a_worker_on_node_1_restarts_every_node_ali
 
 TEST(multi_node_demo_test, a_launcher_killed_outright_takes_its_workers_and_node_0_names_them) {
   scratch_dir dir{"multi-node-killed"};
-  two_nodes job{endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt")};
+  two_nodes job{endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt")};
   ASSERT_TRUE(job.log0->read_until_count(" joined (generation 0)", workers)) << job.text();
   ASSERT_TRUE(job.log1->read_until_count("lifeboat-launch: rank=", per_node)) << job.text();
   auto node_1_workers = job.log1->pids(0);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
 namespace {
@@ -33,21 +34,9 @@ struct job_ports {
 
 std::unique_ptr<child_process> node(const job_ports& ports, int rank,
                                     const std::string& job_token = token) {
-  std::vector<std::string> argv{LIFEBOAT_LAUNCH,
-                                "--nnodes",
-                                std::to_string(nodes),
-                                "--node-rank",
-                                std::to_string(rank),
-                                "--coordinator",
-                                "127.0.0.1:" + ports.service,
-                                "--control-port",
-                                ports.control,
-                                "--nproc",
-                                std::to_string(per_node),
-                                "--",
-                                "/bin/sh",
-                                "-c",
-                                print_env};
+  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank, ports.service,
+                               ports.control, per_node);
+  argv.insert(argv.end(), {"/bin/sh", "-c", print_env});
   return std::make_unique<child_process>(argv, true,
                                          environment_with({{"LIFEBOAT_CLUSTER_TOKEN", job_token}}));
 }
@@ -122,7 +111,7 @@ TEST(multi_node_flags_test, a_launcher_with_another_token_is_refused) {
 }
 
 TEST(multi_node_flags_test, help_prints_the_usage_and_exits_0) {
-  child_process run{{LIFEBOAT_LAUNCH, "--help"}, true};
+  child_process run{{lifeboat::test::built(LIFEBOAT_LAUNCH), "--help"}, true};
   output_log log{run};
   log.read_all();
   EXPECT_EQ(exit_code(run), 0) << log.text();

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/netns_job.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -26,8 +27,7 @@ constexpr int64_t steps = 300;
 constexpr const char* token = "multi-node-netns-test";
 
 std::vector<std::string> demo(const std::string& ckpt) {
-  return {LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps", std::to_string(steps), "--state-mb",
-          "1",           "--step-ms",        "5"};
+  return demo_command(lifeboat::test::built(LIFEBOAT_DEMO), ckpt, steps, 5);
 }
 
 TEST(multi_node_netns_test, sigterm_on_node_2_restarts_three_namespaced_nodes_alike) {
@@ -35,8 +35,8 @@ TEST(multi_node_netns_test, sigterm_on_node_2_restarts_three_namespaced_nodes_al
   if (!net.ok())
     GTEST_SKIP() << "cannot create network namespaces with " << ip_command << " (needs root)";
   scratch_dir dir{"multi-node-netns"};
-  std::vector<std::string> ref_argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(nodes * per_node),
-                                    "--"};
+  std::vector<std::string> ref_argv{lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                                    std::to_string(nodes * per_node), "--"};
   for (auto& a : demo(dir / "reference")) ref_argv.push_back(a);
   child_process reference{ref_argv, true, netns_job_env(token)};
   output_log ref{reference};

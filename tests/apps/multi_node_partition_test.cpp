@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/apps/netns_job.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace {
 
@@ -42,9 +43,7 @@ constexpr auto busy_machine_slack = 20s;
 constexpr auto workers_gone_deadline = 1s;
 
 std::vector<std::string> demo(const std::string& ckpt, int64_t run_steps) {
-  return {
-      LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps", std::to_string(run_steps), "--state-mb",
-      "1",           "--step-ms",        "5"};
+  return demo_command(lifeboat::test::built(LIFEBOAT_DEMO), ckpt, run_steps, 5);
 }
 
 // Lines of a log in which a worker reports its error naming all of `what`.
@@ -71,7 +70,8 @@ TEST(multi_node_partition_test, a_cut_host_commits_nothing_and_the_job_restarts_
   if (!net.ok())
     GTEST_SKIP() << "cannot create network namespaces with " << ip_command << " (needs root)";
   scratch_dir dir{"multi-node-partition"};
-  std::vector<std::string> ref_argv{LIFEBOAT_LAUNCH, "--nproc", std::to_string(workers), "--"};
+  std::vector<std::string> ref_argv{lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                                    std::to_string(workers), "--"};
   for (auto& a : demo(dir / "reference", steps)) ref_argv.push_back(a);
   child_process reference{ref_argv, true, netns_job_env(token)};
   output_log ref{reference};
@@ -157,9 +157,10 @@ TEST(multi_node_partition_test,
   scratch_dir dir{"multi-node-killed-netns"};
   netns_job job;
   for (int k = 0; k < nodes; ++k)
-    job.start(netns_launcher(net, k, nodes, per_node, {},
-                             endless_demo_command(LIFEBOAT_DEMO, dir / "ckpt")),
-              token);
+    job.start(
+        netns_launcher(net, k, nodes, per_node, {},
+                       endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt")),
+        token);
   auto& logs = job.logs;
   ASSERT_TRUE(logs[0]->read_until_count(" joined (generation 0)", workers)) << job.text();
   ASSERT_TRUE(logs[1]->read_until_count("lifeboat-launch: rank=", per_node)) << job.text();

@@ -14,6 +14,7 @@
 
 #include "checkpoint/layout.hpp"
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/network_namespaces.hpp"
 
 namespace lifeboat::test {
@@ -32,8 +33,8 @@ inline std::vector<std::string> netns_job_env(const std::string& token) {
 inline std::vector<std::string> netns_launcher(const network_namespaces& net, int k, int nodes,
                                                int per_node, const std::vector<std::string>& flags,
                                                const std::vector<std::string>& command) {
-  return net.launcher(LIFEBOAT_LAUNCH, k, nodes, per_node, netns_service_port, netns_control_port,
-                      flags, command);
+  return net.launcher(lifeboat::test::built(LIFEBOAT_LAUNCH), k, nodes, per_node,
+                      netns_service_port, netns_control_port, flags, command);
 }
 
 /// The launchers of one job and their logs, started together.

@@ -19,6 +19,7 @@
 
 #include "checkpoint/layout.hpp"
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
 namespace {
@@ -29,9 +30,8 @@ using namespace lifeboat::test;
 constexpr int64_t steps = 200;
 const std::map<std::string, std::string> hermetic_env{{"LIFEBOAT_PLATFORM", "generic"}};
 
-std::vector<std::string> demo_command(const std::string& ckpt) {
-  return {LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps", std::to_string(steps), "--state-mb",
-          "1",           "--step-ms",        "5"};
+std::vector<std::string> restore_worker(const std::string& ckpt) {
+  return demo_command(lifeboat::test::built(LIFEBOAT_DEMO), ckpt, steps, 5);
 }
 
 // One run of `workers` demo workers on `ckpt`: under lifeboat-launch, or
@@ -40,7 +40,7 @@ class demo_job {
  public:
   demo_job(int workers, bool launcher, const std::string& ckpt) : workers_(workers) {
     if (launcher) {
-      std::vector<std::string> argv{LIFEBOAT_LAUNCH,
+      std::vector<std::string> argv{lifeboat::test::built(LIFEBOAT_LAUNCH),
                                     "--nproc",
                                     std::to_string(workers),
                                     "--max-restarts",
@@ -48,7 +48,7 @@ class demo_job {
                                     "--status-port",
                                     "0",
                                     "--"};
-      auto demo = demo_command(ckpt);
+      auto demo = restore_worker(ckpt);
       argv.insert(argv.end(), demo.begin(), demo.end());
       start(argv, environment_with(hermetic_env));
       return;
@@ -61,7 +61,7 @@ class demo_job {
                   {"LIFEBOAT_COORDINATOR", coordinator},
                   {"LIFEBOAT_CLUSTER_TOKEN", "restore-agreement-test"},
                   {"LIFEBOAT_STATUS_PORT", "0"}});
-      start(demo_command(ckpt), environment_with(env));
+      start(restore_worker(ckpt), environment_with(env));
     }
   }
 

@@ -17,6 +17,7 @@
 
 #include "tests/apps/app_test_support.hpp"
 #include "tests/apps/status_client.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/headless_chromium.hpp"
 
 namespace {
@@ -73,8 +74,9 @@ TEST(status_page_job_test, the_coordinators_page_draws_the_last_decision_after_a
   auto chromium = find_in_path(chromium_name);
   if (chromium.empty()) GTEST_SKIP() << chromium_missing;
   scratch_dir dir{"apps-status-page"};
-  child_process run{status_job_command(LIFEBOAT_LAUNCH, LIFEBOAT_DEMO, dir / "ckpt", workers), true,
-                    environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  child_process run{status_job_command(lifeboat::test::built(LIFEBOAT_LAUNCH),
+                                       lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt", workers),
+                    true, environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
   output_log log{run};
   ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
   auto port = launcher_status_port(log);
@@ -135,7 +137,7 @@ TEST(status_page_job_test, the_coordinators_page_draws_the_last_decision_after_a
   EXPECT_GT(saved.mb_per_s(), 0);
 
   // The page, as a browser draws it from these views.
-  fs::path shots{LIFEBOAT_SCREENSHOT_DIR};
+  fs::path shots = lifeboat::test::build_tree() / "screenshots";
   fs::create_directories(shots);
   auto url = "http://127.0.0.1:" + std::to_string(port) + "/";
   auto [dumped, dom] = browse(chromium, dir / "profile-dom", url, {"--dump-dom"});

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/apps/app_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace lifeboat::test {
 
@@ -45,7 +46,7 @@ struct tiered_job_result {
 };
 
 inline tiered_job_result run_tiered_job(const std::string& ckpt, const tiered_job_options& o) {
-  std::vector<std::string> argv{LIFEBOAT_LAUNCH,
+  std::vector<std::string> argv{lifeboat::test::built(LIFEBOAT_LAUNCH),
                                 "--nproc",
                                 std::to_string(tiered_job_workers),
                                 "--max-restarts",
@@ -54,8 +55,8 @@ inline tiered_job_result run_tiered_job(const std::string& ckpt, const tiered_jo
                                 "0",
                                 "--"};
   argv.insert(argv.end(), o.wrapper.begin(), o.wrapper.end());
-  argv.insert(argv.end(),
-              {LIFEBOAT_DEMO, "--checkpoint-dir", ckpt, "--steps", std::to_string(o.steps)});
+  argv.insert(argv.end(), {lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", ckpt,
+                           "--steps", std::to_string(o.steps)});
   argv.insert(argv.end(), o.demo_args.begin(), o.demo_args.end());
   auto env = o.env;
   env.emplace("LIFEBOAT_PLATFORM", "generic");

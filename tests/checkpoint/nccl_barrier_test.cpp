@@ -10,6 +10,7 @@
 #include "checkpoint/store.hpp"
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/nccl_ranks.hpp"
 
@@ -64,8 +65,8 @@ std::optional<std::string> next_line(child_process& rank) {
 }
 
 std::unique_ptr<child_process> start_rank(int rank, const std::string& id, const char* mode) {
-  return std::make_unique<child_process>(
-      std::vector<std::string>{LIFEBOAT_NCCL_BARRIER_WORKER, std::to_string(rank), id, mode});
+  return std::make_unique<child_process>(std::vector<std::string>{
+      lifeboat::test::built(LIFEBOAT_NCCL_BARRIER_WORKER), std::to_string(rank), id, mode});
 }
 
 TEST_F(nccl_barrier_one_rank_test, a_single_rank_passes_its_barrier) {

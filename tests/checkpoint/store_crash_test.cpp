@@ -18,6 +18,7 @@
 #include "tests/checkpoint/pipe_barrier.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/checkpoint/worker_state.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace lifeboat::checkpoint {
 namespace {
@@ -55,9 +56,9 @@ TEST(store_crash, sigkill_at_random_points_never_leaves_a_torn_checkpoint) {
   for (int i = 0; i < kills; ++i) {
     int out[2];
     ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
-    auto pid = testing::spawn(
-        {LIFEBOAT_CHECKPOINT_WORKER, "crash-writer", dir.path(), std::to_string(state_bytes)}, {},
-        out[1]);
+    auto pid = testing::spawn({lifeboat::test::built(LIFEBOAT_CHECKPOINT_WORKER), "crash-writer",
+                               dir.path(), std::to_string(state_bytes)},
+                              {}, out[1]);
     ::close(out[1]);
     // The kill point is random: read the writer's progress until then.
     auto kill_at = std::chrono::steady_clock::now() + std::chrono::microseconds{delay_us(rng)};

@@ -11,6 +11,7 @@
 #include "tests/checkpoint/pipe_barrier.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/checkpoint/worker_state.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace lifeboat::checkpoint {
 namespace {
@@ -31,10 +32,11 @@ TEST(store_multiprocess, the_manifest_appears_only_after_every_shard_is_durable)
     int to_worker[2], from_worker[2];
     ASSERT_EQ(::pipe2(to_worker, O_CLOEXEC), 0);
     ASSERT_EQ(::pipe2(from_worker, O_CLOEXEC), 0);
-    pids.push_back(testing::spawn(
-        {LIFEBOAT_CHECKPOINT_WORKER, "shard-worker", dir.path(), std::to_string(rank),
-         std::to_string(world), std::to_string(step), std::to_string(state_bytes)},
-        {to_worker[0], from_worker[1]}));
+    pids.push_back(
+        testing::spawn({lifeboat::test::built(LIFEBOAT_CHECKPOINT_WORKER), "shard-worker",
+                        dir.path(), std::to_string(rank), std::to_string(world),
+                        std::to_string(step), std::to_string(state_bytes)},
+                       {to_worker[0], from_worker[1]}));
     ::close(to_worker[0]);
     ::close(from_worker[1]);
     pipes.push_back({from_worker[0], to_worker[1]});

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "platform/http_client.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
 namespace lifeboat::testing {
@@ -21,7 +22,8 @@ class mock_server {
   static constexpr std::chrono::milliseconds kStopTimeout{10'000};
 
   explicit mock_server(std::vector<std::string> flags = {}) : process_{arguments(flags)} {
-    if (!process_.started()) throw std::runtime_error("cannot start " LIFEBOAT_METADATA_MOCK);
+    if (!process_.started())
+      throw std::runtime_error("cannot start " + lifeboat::test::built(LIFEBOAT_METADATA_MOCK));
     auto line = process_.read_line(kStartTimeout);
     if (!line) throw std::runtime_error("metadata mock did not start");
     constexpr char prefix[] = "listening on ";
@@ -85,7 +87,7 @@ class mock_server {
   }
 
   static std::vector<std::string> arguments(const std::vector<std::string>& flags) {
-    std::vector<std::string> args{LIFEBOAT_METADATA_MOCK};
+    std::vector<std::string> args{lifeboat::test::built(LIFEBOAT_METADATA_MOCK)};
     args.insert(args.end(), flags.begin(), flags.end());
     return args;
   }

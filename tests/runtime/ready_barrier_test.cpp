@@ -12,6 +12,7 @@
 #include "tests/runtime/worker_cluster.hpp"
 
 #ifdef LIFEBOAT_HAVE_NCCL
+#include "tests/support/build_tree.hpp"
 #include "tests/support/nccl_ranks.hpp"
 #endif
 
@@ -68,7 +69,7 @@ TEST(ready_barrier_test, workers_that_hand_over_their_nccl_communicator_commit_t
   auto options = [&](int64_t steps, int incarnation) {
     auto opts = make_options(workers, dir.str(),
                              {"--steps", std::to_string(steps), "--step-ms", "10"}, incarnation);
-    opts.worker = LIFEBOAT_NCCL_WORKER;
+    opts.worker = lifeboat::test::built(LIFEBOAT_NCCL_WORKER);
     opts.extra_env.push_back("LIFEBOAT_TEST_NCCL_ID=" + new_nccl_id());
     return opts;
   };

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "checkpoint/layout.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
 extern char** environ;
@@ -137,7 +138,8 @@ worker_cluster::worker_cluster(cluster_options opts) {
   lines_.resize(n);
   for (int rank = 0; rank < n; ++rank) {
     auto argv = opts.launcher;
-    argv.push_back(opts.worker.empty() ? LIFEBOAT_RUNTIME_WORKER : opts.worker);
+    argv.push_back(opts.worker.empty() ? lifeboat::test::built(LIFEBOAT_RUNTIME_WORKER)
+                                       : opts.worker);
     argv.insert(argv.end(), {"--checkpoint-dir", opts.checkpoint_dir});
     argv.insert(argv.end(), opts.args.begin(), opts.args.end());
     workers_.push_back(

@@ -1,4 +1,5 @@
 #include "tests/support/child_process.hpp"
+#include "tests/support/build_tree.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -19,7 +20,8 @@ constexpr const char* long_sleep = "600";
 // The probe starts `sleep 600` through child_process and prints its pid;
 // killing the probe must end the sleep.
 TEST(child_process_test, a_child_dies_with_the_process_that_started_it) {
-  child_process probe{{LIFEBOAT_CHILD_PROCESS_PROBE, "/bin/sleep", long_sleep}};
+  child_process probe{
+      {lifeboat::test::built(LIFEBOAT_CHILD_PROCESS_PROBE), "/bin/sleep", long_sleep}};
   auto line = probe.read_line(line_timeout);
   ASSERT_TRUE(line) << "the probe did not report its child";
   auto grandchild = static_cast<pid_t>(std::stoi(*line));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/actors/coordination/coordination_fixture.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
 using namespace lifeboat;
@@ -25,10 +26,10 @@ class cluster_test : public service_fixture {
   void SetUp() override {
     start_service(world_size);
     for (int r = 0; r < world_size; ++r)
-      workers.push_back(std::make_unique<child_process>(
-          std::vector<std::string>{COORDINATION_WORKER, "127.0.0.1", std::to_string(port),
-                                   std::to_string(r), std::to_string(world_size), fixture_token,
-                                   "0", std::to_string(heartbeat_interval.count())}));
+      workers.push_back(std::make_unique<child_process>(std::vector<std::string>{
+          lifeboat::test::built(COORDINATION_WORKER), "127.0.0.1", std::to_string(port),
+          std::to_string(r), std::to_string(world_size), fixture_token, "0",
+          std::to_string(heartbeat_interval.count())}));
     for (auto& w : workers) ASSERT_EQ(w->read_line(line_deadline), "joined");
   }
 

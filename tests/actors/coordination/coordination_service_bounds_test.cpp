@@ -13,6 +13,7 @@
 #include "actors/coordination/coordination_service.hpp"
 #include "tests/actors/coordination/coordination_fixture.hpp"
 #include "tests/apps/status_client.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
 using namespace lifeboat;
@@ -62,8 +63,9 @@ TEST_F(bounds_test, a_connection_that_sends_one_byte_a_second_is_closed_within_t
 
 TEST(coordination_service_bounds, an_oversized_frame_closes_the_connection_with_a_log_line) {
   constexpr std::chrono::seconds deadline{20};
-  child_process coordinator{
-      {LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token", "t"}, true};
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t"},
+                            true};
   uint16_t port = 0;
   while (auto line = coordinator.read_line(deadline))
     if (line->find("lifeboat-coordinator: listening on 127.0.0.1:") != std::string::npos) {

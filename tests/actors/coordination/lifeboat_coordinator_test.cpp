@@ -11,6 +11,7 @@
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "tests/apps/status_client.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
 using namespace lifeboat;
@@ -43,8 +44,8 @@ agent_config rank_one_of_two(uint16_t port) {
 }
 
 TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
-  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token",
-                             "t", "--heartbeat-timeout-ms", "500"},
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t", "--heartbeat-timeout-ms", "500"},
                             true};
   auto port = wait_for_port(coordinator);
   ASSERT_NE(port, 0);
@@ -72,8 +73,8 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
 // (DESIGN "Status endpoint"). It is no worker: rank -1, and its step is the
 // furthest step a worker reported in its heartbeats.
 TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
-  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token",
-                             "t", "--status-port", "0"},
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t", "--status-port", "0"},
                             true};
   auto status_port = wait_for_port(coordinator, status_listening);
   ASSERT_NE(status_port, 0);
@@ -120,7 +121,7 @@ TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
 }
 
 TEST(lifeboat_coordinator, rejects_missing_flags) {
-  child_process coordinator{{LIFEBOAT_COORDINATOR, "--port", "0"}, true};
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0"}, true};
   auto status = coordinator.wait_exit(deadline);
   ASSERT_TRUE(status);
   EXPECT_EQ(WEXITSTATUS(*status), 2);
@@ -131,8 +132,9 @@ TEST(lifeboat_coordinator, rejects_missing_flags) {
 // --tls: every connection runs TLS 1.3 with the key derived from the token; a
 // worker with TLS joins and one without is refused (it hears no greeting).
 TEST(lifeboat_coordinator, tls_flag_encrypts_every_connection) {
-  child_process coordinator{
-      {LIFEBOAT_COORDINATOR, "--port", "0", "--world-size", "2", "--token", "t", "--tls"}, true};
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t", "--tls"},
+                            true};
   uint16_t port = 0;
   bool tls_logged = false;
   while (auto line = coordinator.read_line(deadline)) {

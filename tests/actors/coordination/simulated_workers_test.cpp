@@ -20,6 +20,7 @@
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
 #include "tests/actors/coordination/coordination_fixture.hpp"
+#include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/simulated_workers.hpp"
 
@@ -114,9 +115,10 @@ TEST_F(simulated_workers_test, join_notice_agreement_barrier_and_leave_of_256) {
 
 TEST_F(simulated_workers_test, a_worker_killed_among_256_is_named_lost_to_every_other) {
   constexpr int32_t victim = scale_world_size - 1;
-  child_process killed{{COORDINATION_WORKER, "127.0.0.1", std::to_string(port),
-                        std::to_string(victim), std::to_string(scale_world_size), fixture_token,
-                        "0", std::to_string(heartbeat_interval.count())}};
+  child_process killed{{lifeboat::test::built(COORDINATION_WORKER), "127.0.0.1",
+                        std::to_string(port), std::to_string(victim),
+                        std::to_string(scale_world_size), fixture_token, "0",
+                        std::to_string(heartbeat_interval.count())}};
   ASSERT_EQ(killed.read_line(line_deadline), "joined");
   start_group(ranks_below(victim));
   group->arm();

@@ -4,6 +4,7 @@
 
 #include "tests/actors/status/status_endpoint_fixture.hpp"
 #include "tests/actors/status/status_test_support.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace lifeboat {
 namespace {
@@ -20,8 +21,9 @@ class status_cli_test : public test::status_endpoint_fixture {
 };
 
 TEST_F(status_cli_test, prints_a_readable_table) {
-  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--host", "127.0.0.1", "--port", port()},
-                               cli_timeout);
+  auto run = test::run_process(
+      {lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--host", "127.0.0.1", "--port", port()},
+      cli_timeout);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* part : {"rank 0 of 2", "step 120", "phase saving", "healthy",
                            "last checkpoint: step 100, 5.6 GiB, 0.75 s, /ckpt/step-100",
@@ -32,7 +34,8 @@ TEST_F(status_cli_test, prints_a_readable_table) {
 }
 
 TEST_F(status_cli_test, prints_the_raw_json_with_numbers) {
-  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--port", port(), "--json"}, cli_timeout);
+  auto run = test::run_process(
+      {lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--port", port(), "--json"}, cli_timeout);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out.rfind("{", 0), 0u) << run.out;
   EXPECT_NE(run.out.find("\"step\":120"), std::string::npos) << run.out;
@@ -46,7 +49,8 @@ TEST_F(status_cli_test, fails_clearly_when_nothing_answers) {
     ASSERT_TRUE(probe);
     closed_port = std::to_string((*probe)->port());
   }
-  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--port", closed_port}, cli_timeout);
+  auto run = test::run_process({lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--port", closed_port},
+                               cli_timeout);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_NE(
       run.err.find("lifeboat-status: cannot reach http://127.0.0.1:" + closed_port + "/status"),
@@ -56,7 +60,7 @@ TEST_F(status_cli_test, fails_clearly_when_nothing_answers) {
 }
 
 TEST_F(status_cli_test, rejects_a_missing_port) {
-  auto run = test::run_process({LIFEBOAT_STATUS_CLI, "--json"}, cli_timeout);
+  auto run = test::run_process({lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--json"}, cli_timeout);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--port is required"), std::string::npos) << run.err;
 }
