@@ -230,25 +230,6 @@ inline uint16_t listening_port(const std::string& line) {
 /// Demo steps no test reaches: such a run trains until the test ends it.
 constexpr int64_t endless_steps = 1'000'000;
 
-/// lifeboat-launch (the binary `launch`) as node `node_rank` of `nodes` on
-/// 127.0.0.1, `per_node` workers each, up to the "--" before the command.
-inline std::vector<std::string> node_launch_args(const std::string& launch, int nodes,
-                                                 int node_rank, const std::string& service_port,
-                                                 const std::string& control_port, int per_node) {
-  return {launch,
-          "--nnodes",
-          std::to_string(nodes),
-          "--node-rank",
-          std::to_string(node_rank),
-          "--coordinator",
-          "127.0.0.1:" + service_port,
-          "--control-port",
-          control_port,
-          "--nproc",
-          std::to_string(per_node),
-          "--"};
-}
-
 /// A lifeboat-demo worker (the binary `demo`) that trains `steps` steps of
 /// `step_ms` with 1 MiB of state, saving under `checkpoint_dir`.
 inline std::vector<std::string> demo_command(const std::string& demo,

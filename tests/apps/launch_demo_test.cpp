@@ -54,9 +54,8 @@ std::unique_ptr<child_process> launch(const std::string& ckpt,
   argv.insert(argv.end(), extra_launch.begin(), extra_launch.end());
   argv.push_back("--");
   argv.insert(argv.end(), wrapper.begin(), wrapper.end());
-  argv.insert(argv.end(),
-              {lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", ckpt, "--steps",
-               std::to_string(run_steps), "--state-mb", "1", "--step-ms", "5"});
+  auto demo = demo_command(lifeboat::test::built(LIFEBOAT_DEMO), ckpt, run_steps, 5);
+  argv.insert(argv.end(), demo.begin(), demo.end());
   argv.insert(argv.end(), extra_demo.begin(), extra_demo.end());
   return std::make_unique<child_process>(argv, true, environment_with(hermetic_env));
 }

@@ -16,6 +16,7 @@
 #include "tests/apps/app_test_support.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
+#include "tests/support/node_launch.hpp"
 
 namespace {
 
@@ -43,8 +44,9 @@ std::map<std::string, std::string> job_env() {
 std::unique_ptr<child_process> node(const std::string& service_port,
                                     const std::string& control_port, int rank,
                                     const std::vector<std::string>& command) {
-  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank, service_port,
-                               control_port, per_node);
+  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank,
+                               "127.0.0.1:" + service_port, control_port, per_node);
+  argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   return std::make_unique<child_process>(argv, true, environment_with(job_env()));
 }

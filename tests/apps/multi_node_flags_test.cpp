@@ -10,6 +10,7 @@
 #include "tests/apps/app_test_support.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
+#include "tests/support/node_launch.hpp"
 
 namespace {
 
@@ -34,9 +35,9 @@ struct job_ports {
 
 std::unique_ptr<child_process> node(const job_ports& ports, int rank,
                                     const std::string& job_token = token) {
-  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank, ports.service,
-                               ports.control, per_node);
-  argv.insert(argv.end(), {"/bin/sh", "-c", print_env});
+  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank,
+                               "127.0.0.1:" + ports.service, ports.control, per_node);
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_env});
   return std::make_unique<child_process>(argv, true,
                                          environment_with({{"LIFEBOAT_CLUSTER_TOKEN", job_token}}));
 }

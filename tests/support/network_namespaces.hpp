@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/node_launch.hpp"
+
 namespace lifeboat::test {
 
 /// child_process runs a path, not a name looked up in PATH.
@@ -77,17 +79,8 @@ class network_namespaces {
                                     const std::string& control_port,
                                     const std::vector<std::string>& flags,
                                     const std::vector<std::string>& command) const {
-    std::vector<std::string> argv{launch,
-                                  "--nnodes",
-                                  std::to_string(nodes),
-                                  "--node-rank",
-                                  std::to_string(k),
-                                  "--coordinator",
-                                  address(0) + ":" + service_port,
-                                  "--control-port",
-                                  control_port,
-                                  "--nproc",
-                                  std::to_string(per_node)};
+    auto argv =
+        node_launch_args(launch, nodes, k, address(0) + ":" + service_port, control_port, per_node);
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back("--");
     argv.insert(argv.end(), command.begin(), command.end());
