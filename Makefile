@@ -11,6 +11,11 @@ FUZZ_TEST_SECONDS ?= 3
 # Line tables only (-g1): backtraces keep file and line, and the build is
 # about 20% faster than with full debug information.
 CMAKE_GEN := -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+# ccache (where installed) sees paths inside this clone as relative and
+# leaves the build directory out of its hash, so a fresh clone anywhere reuses
+# what another clone compiled.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 CTEST     := ctest --output-on-failure --timeout 300 -j $(JOBS)
 SOURCES    = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null)
 
