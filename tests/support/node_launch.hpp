@@ -15,9 +15,17 @@ namespace lifeboat::test {
 inline std::vector<std::string> node_launch_args(const std::string& launch, int nodes,
                                                  int node_rank, const std::string& coordinator,
                                                  const std::string& control_port, int per_node) {
-  return {launch,        "--nnodes",     std::to_string(nodes), "--node-rank",
-          std::to_string(node_rank),     "--coordinator",       coordinator,
-          "--control-port", control_port, "--nproc",            std::to_string(per_node)};
+  return {launch,
+          "--nnodes",
+          std::to_string(nodes),
+          "--node-rank",
+          std::to_string(node_rank),
+          "--coordinator",
+          coordinator,
+          "--control-port",
+          control_port,
+          "--nproc",
+          std::to_string(per_node)};
 }
 
 }  // namespace lifeboat::test
