@@ -6,7 +6,13 @@
 //         join is acknowledged; target <= 2x without TLS. Each agent runs in
 //         an actor system of its own, as each worker process has one (its
 //         own I/O thread); the service in another, as in the launcher. The
-//         systems live across rounds: a worker's start is not the join's;
+//         systems live across rounds: a worker's start is not the join's,
+//         and neither is its TLS context (tls_context::shared: one per
+//         process and role, made at the first connection: here the first
+//         round's). In-process, the 16 agents' handshakes also contend for
+//         OpenSSL's locks, which separate processes do not (two threads
+//         doing handshakes in one process: about 1.2x the CPU of two
+//         processes, measured here);
 //   start to ready: in those rounds, from the first of 16 worker processes
 //         started until the last is ready (its handler constructed: runtime
 //         started, joined, past the start agreement): the join as a job

@@ -21,7 +21,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
   st.join_deadline = std::chrono::steady_clock::now() + st.cfg.join_timeout;
   close_on_exit_forget_on_down(self, self->state.subscribers);
   if (st.cfg.tls.enabled) {
-    auto tls = tls_context::make(st.cfg.tls, st.cfg.token, tls_role::client);
+    auto tls = tls_context::shared(st.cfg.tls, st.cfg.token, tls_role::client);
     if (tls)
       st.tls = std::move(*tls);
     else

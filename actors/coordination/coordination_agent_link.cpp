@@ -114,6 +114,7 @@ void on_bytes(agent_broker* self, const caf::io::new_data_msg& msg) {
   for (wire::Envelope env; st.connected && msg.handle == st.hdl; env.Clear()) {
     switch (st.stream.next(env)) {
       case frame_splitter::status::need_more:
+        st.stream.flush(self, st.hdl);
         return;
       case frame_splitter::status::oversized:
       case frame_splitter::status::malformed:

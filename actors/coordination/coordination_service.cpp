@@ -150,6 +150,7 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman, 
           if (i == self->state.readers.end()) return;
           switch (i->second.next(env)) {
             case frame_splitter::status::need_more:
+              i->second.flush(self, msg.handle);
               return;
             case frame_splitter::status::oversized:
               drop_connection(
@@ -243,7 +244,7 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::a
     return make_error(errc::invalid_config, "coordination service: heartbeat timeout must be > 0");
   std::shared_ptr<tls_context> tls;
   if (cfg.tls.enabled) {
-    auto made = tls_context::make(cfg.tls, cfg.token, tls_role::server);
+    auto made = tls_context::shared(cfg.tls, cfg.token, tls_role::server);
     if (!made) return made.error();
     tls = std::move(*made);
   }

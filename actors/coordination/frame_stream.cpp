@@ -12,9 +12,14 @@ caf::error frame_stream::receive(caf::io::abstract_broker* self, caf::io::connec
   }
   auto err = tls_->feed(data, size);
   // A handshake answer goes out even when what came in ends the session: a
-  // TLS alert tells the peer why.
-  flush(self, hdl);
-  if (err) return err;
+  // TLS alert tells the peer why. Otherwise it waits in the broker's buffer
+  // for what the caller answers to the frames (the client's Finished and its
+  // join share one write, and wake the service once), or for flush.
+  if (err) {
+    flush(self, hdl);
+    return err;
+  }
+  buffer_ciphertext(self, hdl);
   auto plain = tls_->take_plaintext();
   reader_.append(plain.data(), plain.size());
   return caf::none;
@@ -30,12 +35,20 @@ void frame_stream::send(caf::io::abstract_broker* self, caf::io::connection_hand
   flush(self, hdl);
 }
 
-void frame_stream::flush(caf::io::abstract_broker* self, caf::io::connection_handle hdl) {
-  if (!tls_) return;
+void frame_stream::buffer_ciphertext(caf::io::abstract_broker* self,
+                                     caf::io::connection_handle hdl) {
   auto out = tls_->take_ciphertext();
   if (out.empty()) return;
   self->write(hdl, out.size(), out.data());
+  unflushed_ = true;
+}
+
+void frame_stream::flush(caf::io::abstract_broker* self, caf::io::connection_handle hdl) {
+  if (!tls_) return;
+  buffer_ciphertext(self, hdl);
+  if (!unflushed_) return;
   self->flush(hdl);
+  unflushed_ = false;
 }
 
 }  // namespace lifeboat

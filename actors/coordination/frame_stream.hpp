@@ -22,9 +22,11 @@ class frame_stream {
 
   explicit frame_stream(tls_channel tls);
 
-  /// Takes bytes read from `hdl` and writes to it what TLS has to answer
-  /// (the handshake). An error (tls_channel::feed) leaves the connection to
-  /// be closed.
+  /// Takes bytes read from `hdl`. What TLS has to answer (the handshake) is
+  /// written to `hdl` but not flushed: the caller takes the frames (next),
+  /// answers them (send flushes all) and then calls flush. An error
+  /// (tls_channel::feed) is flushed at once (an alert) and leaves the
+  /// connection to be closed.
   caf::error receive(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                      const char* data, size_t size);
 
@@ -37,14 +39,17 @@ class frame_stream {
             const std::vector<char>& bytes);
 
   /// Writes what TLS produced and not yet written (a client's first
-  /// handshake bytes), and flushes it.
+  /// handshake bytes), and flushes it with what receive left unflushed.
   void flush(caf::io::abstract_broker* self, caf::io::connection_handle hdl);
 
   bool encrypted() const { return tls_.has_value(); }
 
  private:
+  void buffer_ciphertext(caf::io::abstract_broker* self, caf::io::connection_handle hdl);
+
   frame_splitter reader_;
   std::optional<tls_channel> tls_;
+  bool unflushed_ = false;  // receive wrote to the broker and nothing flushed it
 };
 
 }  // namespace lifeboat

@@ -1,6 +1,9 @@
 #include "actors/coordination/tls_context.hpp"
 
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -112,6 +115,7 @@ caf::expected<std::shared_ptr<tls_context>> tls_context::make(const tls_config& 
   // would only add a message after the handshake.
   SSL_CTX_set_num_tickets(ctx, 0);
   SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   if (cfg.uses_certificates()) {
     if (auto err = load_certificates(ctx, cfg)) return err;
     return result;
@@ -124,6 +128,21 @@ caf::expected<std::shared_ptr<tls_context>> tls_context::make(const tls_config& 
     SSL_CTX_set_psk_use_session_callback(ctx, use_psk);
   else
     SSL_CTX_set_psk_find_session_callback(ctx, find_psk);
+  return result;
+}
+
+caf::expected<std::shared_ptr<tls_context>> tls_context::shared(const tls_config& cfg,
+                                                                const std::string& token,
+                                                                tls_role role) {
+  using key = std::tuple<tls_role, std::string, std::string, std::string, std::string>;
+  static std::mutex mutex;
+  static std::map<key, std::shared_ptr<tls_context>> made;
+  // The token only matters without certificates: it is what the key is made of.
+  key k{role, cfg.cert_file, cfg.key_file, cfg.ca_file, cfg.uses_certificates() ? "" : token};
+  std::lock_guard<std::mutex> guard{mutex};
+  if (auto i = made.find(k); i != made.end()) return i->second;
+  auto result = make(cfg, token, role);
+  if (result) made.emplace(std::move(k), *result);
   return result;
 }
 

@@ -33,6 +33,18 @@ class tls_context {
   static caf::expected<std::shared_ptr<tls_context>> make(const tls_config& cfg,
                                                           const std::string& token, tls_role role);
 
+  /// The context make() returns for these arguments, made at the first call
+  /// in this process and kept until it exits; every later call (a reconnect,
+  /// another agent, the next service) shares it. Why: a context costs about
+  /// as much CPU as a handshake (OpenSSL 3.0 fetches its algorithms and,
+  /// first in a process, loads its configuration: milliseconds), and a
+  /// worker that makes it while joining pays that on the join's path.
+  /// Certificate files are read at the first call only. A failed make() is
+  /// not kept: the next call tries again. Thread-safe.
+  static caf::expected<std::shared_ptr<tls_context>> shared(const tls_config& cfg,
+                                                            const std::string& token,
+                                                            tls_role role);
+
   tls_context(const tls_context&) = delete;
   tls_context& operator=(const tls_context&) = delete;
   ~tls_context();

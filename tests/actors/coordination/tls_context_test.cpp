@@ -41,4 +41,28 @@ TEST(tls_context_test, a_missing_certificate_file_is_a_configuration_error_namin
   EXPECT_NE(describe(ctx.error()).find("/nonexistent/cert.pem"), std::string::npos);
 }
 
+TEST(tls_context_test, shared_makes_one_context_per_configuration_token_and_role) {
+  tls_config cfg;
+  cfg.enabled = true;
+  auto first = tls_context::shared(cfg, "shared-token-a", tls_role::client);
+  auto again = tls_context::shared(cfg, "shared-token-a", tls_role::client);
+  auto server = tls_context::shared(cfg, "shared-token-a", tls_role::server);
+  auto other_token = tls_context::shared(cfg, "shared-token-b", tls_role::client);
+  ASSERT_TRUE(first && again && server && other_token);
+  EXPECT_EQ(first->get(), again->get());
+  EXPECT_NE(first->get(), server->get());
+  EXPECT_EQ((*server)->role(), tls_role::server);
+  EXPECT_NE(first->get(), other_token->get());
+  EXPECT_NE((*first)->psk(), (*other_token)->psk());
+}
+
+TEST(tls_context_test, shared_keeps_no_failure) {
+  tls_config cfg;
+  cfg.enabled = true;
+  ASSERT_FALSE(tls_context::shared(cfg, "", tls_role::client));
+  auto failed_again = tls_context::shared(cfg, "", tls_role::client);
+  ASSERT_FALSE(failed_again);
+  EXPECT_EQ(failed_again.error(), make_error(errc::invalid_config));
+}
+
 }  // namespace
