@@ -40,6 +40,7 @@
 
 #include "actors/coordination/coordination_service.hpp"
 #include "actors/coordination/tls_config.hpp"
+#include "actors/coordination/tls_context.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/job_history.hpp"
 #include "actors/preemption/preemption_watcher.hpp"
@@ -175,6 +176,18 @@ int main(int argc, char** argv) {
     return usage_exit_code;
   }
   if (opts.tls) tls->enabled = true;
+  // The launchers' control channel (multi-node) crosses the same network as
+  // the workers' connections: the same TLS setting, key or certificates.
+  std::shared_ptr<lifeboat::tls_context> control_tls;
+  if (opts.multi_node() && tls->enabled) {
+    auto made = lifeboat::tls_context::shared(
+        *tls, token, opts.node_rank == 0 ? lifeboat::tls_role::server : lifeboat::tls_role::client);
+    if (!made) {
+      say("TLS for the launchers' control channel: " + lifeboat::describe(made.error()));
+      return usage_exit_code;
+    }
+    control_tls = std::move(*made);
+  }
   auto where = [](const std::string& host, uint16_t port) {
     return host + ":" + std::to_string(port);
   };
@@ -235,15 +248,17 @@ int main(int argc, char** argv) {
       if (listener) {
         say("waiting for the launchers of " + std::to_string(opts.nnodes - 1) +
             " other node(s) on " + where(opts.host, opts.control_port));
-        accepted = listener->accept_nodes(token, opts.nnodes, until);
+        accepted = listener->accept_nodes(token, opts.nnodes, until, control_tls);
         if (auto* e = std::get_if<std::string>(&accepted)) error = *e;
       }
     } else {
       connected = lifeboat::apps::connect_to_node_zero(
-          opts.host, opts.control_port, token, opts.node_rank, opts.nnodes, until, [&] {
+          opts.host, opts.control_port, token, opts.node_rank, opts.nnodes, until,
+          [&] {
             say("waiting for node 0's launcher at " + where(opts.host, opts.control_port) +
                 " (at most " + std::to_string(node_wait_bound.count()) + " s)");
-          });
+          },
+          control_tls);
       if (auto* e = std::get_if<std::string>(&connected)) error = *e;
     }
     if (!error.empty()) {

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "actors/coordination/coordination_auth.hpp"
+#include "actors/coordination/tls_config.hpp"
+#include "messages/errors.hpp"
 #include "messages/log.hpp"
 
 namespace lifeboat::apps {
@@ -41,6 +43,9 @@ constexpr auto connect_retry_interval = 250ms;
 constexpr const char* heartbeat = "ping";
 // The first line node 0 sends; a peer speaking anything else is no launcher.
 constexpr const char* greeting = "lifeboat-launch-control 1";
+// What a launcher is told when TLS fails: the usual cause is another setting.
+const std::string tls_hint = std::string{" (every launcher needs the same "} + tls_env +
+                             ", and the same LIFEBOAT_CLUSTER_TOKEN or certificate authority)";
 // Domain separation: a MAC made for this channel is never a worker's join.
 constexpr const char* node_proof_label = "launch-node:";
 constexpr const char* node_zero_proof_label = "launch-node-zero:";
@@ -87,9 +92,15 @@ std::vector<std::string> words(const std::string& line) {
 
 }  // namespace
 
-node_link::node_link(int fd, int peer_node)
-    : fd_(fd), peer_node_(peer_node), last_sent_(link_clock::now()), last_heard_(last_sent_) {
+node_link::node_link(int fd, int peer_node, std::optional<tls_channel> tls)
+    : fd_(fd),
+      peer_node_(peer_node),
+      tls_(std::move(tls)),
+      last_sent_(link_clock::now()),
+      last_heard_(last_sent_) {
   tune(fd_);
+  // A client speaks first: its ClientHello.
+  send_ciphertext();
 }
 
 node_link::~node_link() { ::close(fd_); }
@@ -99,15 +110,27 @@ bool node_link::fail(std::string why) {
   return false;
 }
 
-bool node_link::send(const std::string& line) {
-  if (!why_.empty()) return false;
-  auto data = line + "\n";
+bool node_link::write_all(const std::string& data) {
   for (size_t done = 0; done < data.size();) {
     auto n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail(std::string{"send: "} + std::strerror(errno));
     done += static_cast<size_t>(n);
   }
+  return true;
+}
+
+bool node_link::send_ciphertext() {
+  if (!tls_) return true;
+  auto out = tls_->take_ciphertext();
+  return out.empty() || write_all(out);
+}
+
+bool node_link::send(const std::string& line) {
+  if (!why_.empty()) return false;
+  auto data = line + "\n";
+  if (tls_) tls_->write(data.data(), data.size());
+  if (!(tls_ ? send_ciphertext() : write_all(data))) return false;
   last_sent_ = link_clock::now();
   return true;
 }
@@ -122,7 +145,18 @@ bool node_link::fill() {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     if (n < 0) return fail(std::string{"recv: "} + std::strerror(errno));
     last_heard_ = link_clock::now();
-    buffer_.append(chunk, static_cast<size_t>(n));
+    if (!tls_) {
+      buffer_.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    auto err = tls_->feed(chunk, static_cast<size_t>(n));
+    // The handshake's answers, or the alert that tells the peer why not.
+    send_ciphertext();
+    if (err) {
+      tls_failed_ = true;
+      return fail(describe(err) + tls_hint);
+    }
+    buffer_ += tls_->take_plaintext();
   }
 }
 
@@ -172,7 +206,8 @@ link_clock::time_point node_link::next_keep_alive() const {
 std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
                                                          const std::string& token, int node_rank,
                                                          int nnodes, link_clock::time_point until,
-                                                         const std::function<void()>& on_wait) {
+                                                         const std::function<void()>& on_wait,
+                                                         const std::shared_ptr<tls_context>& tls) {
   std::string error;
   auto* addresses = resolve(host, port, false, error);
   if (addresses == nullptr) return error;
@@ -194,11 +229,25 @@ std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host
     std::this_thread::sleep_for(connect_retry_interval);
   }
   ::freeaddrinfo(addresses);
-  auto link = std::make_unique<node_link>(fd, 0);
+  std::optional<tls_channel> channel;
+  if (tls) {
+    auto made = tls_channel::make(tls, host);
+    if (!made) {
+      ::close(fd);
+      return "cannot start TLS to node 0's launcher at " + where + ": " + describe(made.error());
+    }
+    channel = std::move(*made);
+  }
+  auto link = std::make_unique<node_link>(fd, 0, std::move(channel));
   auto handshake_until = std::min(until, link_clock::now() + handshake_timeout);
   std::string line;
-  if (!link->read_line(line, handshake_until))
-    return "node 0's launcher at " + where + " did not greet: " + link->why();
+  if (!link->read_line(line, handshake_until)) {
+    // With a pre-shared key, another token fails the handshake itself.
+    if (link->tls_failed())
+      return "node 0's launcher at " + where + " refused this launcher: " + link->why();
+    return "node 0's launcher at " + where + " did not greet: " + link->why() +
+           (tls ? "" : std::string{" (if it has TLS on, set "} + tls_env + "=1 here too)");
+  }
   auto greet = words(line);
   if (line.rfind(greeting, 0) != 0 || greet.size() != 3)
     return "the peer at " + where + " is no lifeboat-launch control channel";
@@ -235,8 +284,16 @@ std::unique_ptr<node_listener> node_listener::listen(const std::string& host, ui
 
 node_listener::~node_listener() { ::close(fd_); }
 
+uint16_t node_listener::port() const {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
+  return ntohs(addr.sin_port);
+}
+
 std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
-    const std::string& token, int nnodes, link_clock::time_point until) {
+    const std::string& token, int nnodes, link_clock::time_point until,
+    const std::shared_ptr<tls_context>& tls) {
   std::vector<link_ptr> links(static_cast<size_t>(nnodes));
   auto missing = [&] {
     std::string out;
@@ -251,7 +308,20 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
       return "the launchers of node(s) " + missing() + " did not connect in time";
     auto fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    auto link = std::make_unique<node_link>(fd, -1);
+    std::optional<tls_channel> channel;
+    if (tls) {
+      auto made = tls_channel::make(tls);
+      if (!made) {
+        log(log_level::warning, "launch",
+            "closing a launcher's connection: ", describe(made.error()));
+        ::close(fd);
+        continue;
+      }
+      channel = std::move(*made);
+    }
+    // With TLS, the greeting waits for the peer's ClientHello and then goes
+    // with the handshake's answer.
+    auto link = std::make_unique<node_link>(fd, -1, std::move(channel));
     auto nonce = hex(make_join_nonce());
     link->send(std::string{greeting} + " " + nonce);
     std::string line;
@@ -263,7 +333,7 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
       log(log_level::warning, "launch", "refused a launcher: ", why);
     };
     if (hello.size() != 5 || hello[0] != "hello") {
-      refuse("no greeting");
+      refuse(link->why().empty() ? "no greeting" : link->why());
       continue;
     }
     auto node = std::atoi(hello[1].c_str());

@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "actors/coordination/tls_channel.hpp"
 
 namespace lifeboat::apps {
 
@@ -15,9 +18,14 @@ using link_clock = std::chrono::steady_clock;
 /// One authenticated TCP connection between node 0's launcher and another
 /// launcher of a multi-node job: lines of text, plus heartbeats ("ping") so
 /// that a peer that vanished without closing its socket is noticed too.
+/// With a tls_channel every byte on the socket is TLS 1.3, as on the
+/// workers' coordination connections (same key or certificates): a line
+/// that fails its authentication (forged, altered, replayed) fails the link.
+/// Not thread-safe: one thread uses a link.
 class node_link {
  public:
-  node_link(int fd, int peer_node);
+  /// A client channel sends its first handshake bytes at once.
+  node_link(int fd, int peer_node, std::optional<tls_channel> tls = std::nullopt);
   ~node_link();
   node_link(const node_link&) = delete;
   node_link& operator=(const node_link&) = delete;
@@ -27,6 +35,9 @@ class node_link {
   void set_peer_node(int node) { peer_node_ = node; }
   /// Why the link failed, once send or receive returned false.
   const std::string& why() const { return why_; }
+  /// Whether it failed in TLS: a handshake or a record the peer's key did
+  /// not make.
+  bool tls_failed() const { return tls_failed_; }
 
   /// Sends one line (no newline in it); false once the connection failed.
   bool send(const std::string& line);
@@ -48,6 +59,10 @@ class node_link {
 
  private:
   bool fail(std::string why);
+  // Writes all of `data` to the socket (blocking up to the send timeout).
+  bool write_all(const std::string& data);
+  // Sends what TLS produced (handshake answers, records); true without TLS.
+  bool send_ciphertext();
   // Appends what arrived to buffer_ without blocking; false at EOF or error.
   bool fill();
   // Takes the next complete line but heartbeats out of buffer_.
@@ -55,8 +70,10 @@ class node_link {
 
   int fd_;
   int peer_node_;
+  std::optional<tls_channel> tls_;
   std::string buffer_;
   std::string why_;
+  bool tls_failed_ = false;
   link_clock::time_point last_sent_;
   link_clock::time_point last_heard_;
 };
@@ -65,11 +82,15 @@ using link_ptr = std::unique_ptr<node_link>;
 
 /// Node K (K > 0): connects to node 0's launcher at host:port, retrying until
 /// `until` (calling `on_wait` once when the first attempt fails), proves that
-/// it holds `token` and checks that node 0 does too. The link or an error.
+/// it holds `token` and checks that node 0 does too. With `tls` (a client
+/// context; null: clear text) the link is TLS 1.3 from its first byte, and
+/// a node 0 without it (or with another key) is an error within the
+/// handshake bound. The link or an error.
 std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
                                                          const std::string& token, int node_rank,
                                                          int nnodes, link_clock::time_point until,
-                                                         const std::function<void()>& on_wait);
+                                                         const std::function<void()>& on_wait,
+                                                         const std::shared_ptr<tls_context>& tls);
 
 /// Node 0's listening socket for the other launchers.
 class node_listener {
@@ -83,11 +104,15 @@ class node_listener {
 
   /// Accepts launchers until nodes 1 .. nnodes-1 each hold the token and
   /// joined, or `until` passes (an error naming the missing nodes). Refused
-  /// peers (wrong token, node rank, node count) are logged and closed.
-  /// Returns the links by node rank (index 0 empty).
-  std::variant<std::vector<link_ptr>, std::string> accept_nodes(const std::string& token,
-                                                                int nnodes,
-                                                                link_clock::time_point until);
+  /// peers (wrong token, node rank, node count, a failed TLS handshake with
+  /// `tls`, a server context) are logged and closed. Returns the links by
+  /// node rank (index 0 empty).
+  std::variant<std::vector<link_ptr>, std::string> accept_nodes(
+      const std::string& token, int nnodes, link_clock::time_point until,
+      const std::shared_ptr<tls_context>& tls);
+
+  /// The port it listens on (the one asked for, or the one picked for 0).
+  uint16_t port() const;
 
  private:
   explicit node_listener(int fd) : fd_(fd) {}

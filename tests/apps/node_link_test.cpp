@@ -1,0 +1,220 @@
+// The launchers' control channel (node_link) between two ends in this
+// process: node 0 accepts on a thread, node 1 connects, through a recording
+// proxy on 127.0.0.1 where the test needs to see or alter the bytes. With
+// TLS, nothing of the channel crosses in clear text and an altered byte
+// fails the link; a TLS setting that differs between the two ends is a clear
+// error within the handshake bound, never a link.
+#include "apps/node_link.hpp"
+
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "actors/coordination/tls_context.hpp"
+#include "tests/actors/coordination/tcp_proxy.hpp"
+#include "tests/actors/coordination/tls_certificates.hpp"
+
+using namespace lifeboat;
+using namespace lifeboat::apps;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string token = "node-link-test-token";
+constexpr int nnodes = 2;
+constexpr auto accept_bound = 8s;
+// Longer than node_link's handshake bound (5 s): a refusal must come first.
+constexpr auto connect_bound = 7s;
+constexpr auto handshake_bound = 5s;
+// How long node 0 goes on accepting in the tests where no launcher joins.
+constexpr auto refusal_accept_bound = 6s;
+constexpr auto quick_refusal_accept_bound = 1s;
+const std::string secret_line = "exited 3 rank 5 secret-7f3a9c";
+
+using accepted = std::variant<std::vector<link_ptr>, std::string>;
+using connected = std::variant<link_ptr, std::string>;
+
+std::shared_ptr<tls_context> psk_context(tls_role role, const std::string& key_token = token) {
+  tls_config cfg;
+  cfg.enabled = true;
+  auto made = tls_context::make(cfg, key_token, role);
+  return made ? *made : nullptr;
+}
+
+// Node 0's side, accepting on a thread until one launcher joined or the bound.
+class node_zero {
+ public:
+  explicit node_zero(std::shared_ptr<tls_context> tls, link_clock::duration bound = accept_bound) {
+    std::string error;
+    listener_ = node_listener::listen("127.0.0.1", 0, error);
+    if (!listener_) return;
+    result_ = std::async(std::launch::async, [this, tls, bound] {
+      return listener_->accept_nodes(token, nnodes, link_clock::now() + bound, tls);
+    });
+  }
+
+  uint16_t port() const { return listener_ ? listener_->port() : 0; }
+
+  accepted result() { return result_.get(); }
+
+ private:
+  std::unique_ptr<node_listener> listener_;
+  std::future<accepted> result_;
+};
+
+connected connect(uint16_t port, const std::shared_ptr<tls_context>& tls,
+                  const std::string& key_token = token) {
+  return connect_to_node_zero(
+      "127.0.0.1", port, key_token, 1, nnodes, link_clock::now() + connect_bound, [] {}, tls);
+}
+
+// Reads from `link` until a line arrives or the bound passes.
+std::vector<std::string> lines_from(node_link& link) {
+  std::vector<std::string> lines;
+  std::string line;
+  if (link.read_line(line, link_clock::now() + 5s)) lines.push_back(line);
+  link.receive(lines);
+  return lines;
+}
+
+struct joined_pair {
+  link_ptr zero;  // node 0's link to node 1
+  link_ptr one;   // node 1's link to node 0
+};
+
+// Links node 1 to node 0 through `proxy` (or directly with null).
+joined_pair join(node_zero& zero, test::tcp_proxy* proxy,
+                 const std::shared_ptr<tls_context>& client_tls) {
+  auto one = connect(proxy ? proxy->port() : zero.port(), client_tls);
+  auto links = zero.result();
+  joined_pair out;
+  if (auto* l = std::get_if<link_ptr>(&one)) out.one = std::move(*l);
+  if (auto* v = std::get_if<std::vector<link_ptr>>(&links)) out.zero = std::move((*v)[1]);
+  EXPECT_TRUE(out.one) << std::get<std::string>(one);
+  EXPECT_TRUE(out.zero) << std::get<std::string>(links);
+  return out;
+}
+
+TEST(node_link_test, clear_text_links_carry_lines_both_ways) {
+  node_zero zero{nullptr};
+  ASSERT_NE(zero.port(), 0);
+  auto pair = join(zero, nullptr, nullptr);
+  ASSERT_TRUE(pair.zero && pair.one);
+  EXPECT_EQ(pair.zero->peer_node(), 1);
+  ASSERT_TRUE(pair.one->send(secret_line));
+  EXPECT_EQ(lines_from(*pair.zero), std::vector<std::string>{secret_line});
+  ASSERT_TRUE(pair.zero->send("stop"));
+  EXPECT_EQ(lines_from(*pair.one), std::vector<std::string>{"stop"});
+}
+
+TEST(node_link_test, in_clear_text_a_launcher_of_another_token_is_refused_by_its_proof) {
+  node_zero zero{nullptr, quick_refusal_accept_bound};
+  ASSERT_NE(zero.port(), 0);
+  auto one = connect(zero.port(), nullptr, "another-job-token");
+  ASSERT_TRUE(std::holds_alternative<std::string>(one));
+  EXPECT_NE(std::get<std::string>(one).find(
+                "refused this launcher: refused node 1 does not hold this job's "
+                "LIFEBOAT_CLUSTER_TOKEN"),
+            std::string::npos)
+      << std::get<std::string>(one);
+  EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+}
+
+// Two launchers linked with TLS (pre-shared key) through a recording proxy.
+class node_link_tls_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(zero.port(), 0);
+    proxy = std::make_unique<test::tcp_proxy>(zero.port());
+    ASSERT_NE(proxy->port(), 0);
+    pair = join(zero, proxy.get(), psk_context(tls_role::client));
+    ASSERT_TRUE(pair.zero && pair.one);
+  }
+
+  node_zero zero{psk_context(tls_role::server)};
+  std::unique_ptr<test::tcp_proxy> proxy;
+  joined_pair pair;
+};
+
+TEST_F(node_link_tls_test, no_byte_of_the_channel_travels_in_clear_text) {
+  ASSERT_TRUE(pair.one->send(secret_line));
+  EXPECT_EQ(lines_from(*pair.zero), std::vector<std::string>{secret_line});
+  ASSERT_TRUE(pair.zero->send("stop"));
+  EXPECT_EQ(lines_from(*pair.one), std::vector<std::string>{"stop"});
+  auto seen = proxy->recorded();
+  EXPECT_FALSE(seen.empty());
+  for (auto clear : {std::string{"secret-7f3a9c"}, std::string{"lifeboat-launch-control"},
+                     std::string{"hello 1 2"}, std::string{"welcome"}, std::string{"stop"}})
+    EXPECT_EQ(seen.find(clear), std::string::npos) << clear << " crossed in clear text";
+}
+
+TEST(node_link_test, with_certificates_the_launchers_link_too) {
+  test::tls_certificates certs;
+  ASSERT_TRUE(certs.error().empty()) << certs.error();
+  auto server = tls_context::make(certs.config(), token, tls_role::server);
+  auto client = tls_context::make(certs.config(), token, tls_role::client);
+  ASSERT_TRUE(server && client);
+  node_zero zero{*server};
+  ASSERT_NE(zero.port(), 0);
+  auto pair = join(zero, nullptr, *client);
+  ASSERT_TRUE(pair.zero && pair.one);
+  ASSERT_TRUE(pair.one->send(secret_line));
+  EXPECT_EQ(lines_from(*pair.zero), std::vector<std::string>{secret_line});
+}
+
+TEST_F(node_link_tls_test, an_altered_byte_fails_the_link_and_delivers_nothing) {
+  proxy->flip_next_upstream_byte();
+  ASSERT_TRUE(pair.one->send(secret_line));
+  std::vector<std::string> lines;
+  std::string line;
+  EXPECT_FALSE(pair.zero->read_line(line, link_clock::now() + 5s));
+  EXPECT_TRUE(proxy->flipped());
+  EXPECT_NE(pair.zero->why().find("TLS record rejected"), std::string::npos) << pair.zero->why();
+  EXPECT_FALSE(pair.zero->receive(lines));
+  EXPECT_TRUE(lines.empty());
+}
+
+TEST(node_link_test, a_node_zero_with_tls_refuses_a_clear_text_launcher_in_time) {
+  node_zero zero{psk_context(tls_role::server), refusal_accept_bound};
+  ASSERT_NE(zero.port(), 0);
+  auto start = link_clock::now();
+  auto one = connect(zero.port(), nullptr);
+  ASSERT_TRUE(std::holds_alternative<std::string>(one));
+  auto& why = std::get<std::string>(one);
+  EXPECT_NE(why.find("did not greet"), std::string::npos) << why;
+  EXPECT_NE(why.find("LIFEBOAT_TLS=1"), std::string::npos) << why;
+  EXPECT_LT(link_clock::now() - start, connect_bound);
+  EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+}
+
+TEST(node_link_test, a_launcher_with_tls_refuses_a_clear_text_node_zero_at_once) {
+  node_zero zero{nullptr, quick_refusal_accept_bound};
+  ASSERT_NE(zero.port(), 0);
+  auto start = link_clock::now();
+  auto one = connect(zero.port(), psk_context(tls_role::client));
+  EXPECT_LT(link_clock::now() - start, handshake_bound);
+  ASSERT_TRUE(std::holds_alternative<std::string>(one));
+  auto& why = std::get<std::string>(one);
+  EXPECT_NE(why.find("TLS handshake failed"), std::string::npos) << why;
+  EXPECT_NE(why.find("LIFEBOAT_TLS"), std::string::npos) << why;
+  EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+}
+
+TEST(node_link_test, with_tls_a_launcher_of_another_token_gets_no_link) {
+  node_zero zero{psk_context(tls_role::server), quick_refusal_accept_bound};
+  ASSERT_NE(zero.port(), 0);
+  auto stranger = "another-job-token";
+  auto start = link_clock::now();
+  auto one = connect(zero.port(), psk_context(tls_role::client, stranger), stranger);
+  EXPECT_LT(link_clock::now() - start, handshake_bound);
+  ASSERT_TRUE(std::holds_alternative<std::string>(one));
+  auto& why = std::get<std::string>(one);
+  EXPECT_NE(why.find("refused this launcher: refused: TLS handshake failed"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("LIFEBOAT_CLUSTER_TOKEN"), std::string::npos) << why;
+  EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+}
+
+}  // namespace
