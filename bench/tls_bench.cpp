@@ -19,7 +19,16 @@
 //         sees it; also held to <= 2x;
 //   notice to agreement: handler_bench's round (16 worker processes, a
 //         SIGTERM to one, until every worker logged the agreed step) with
-//         LIFEBOAT_TLS=1 and =0; target <= 1.2x without TLS.
+//         LIFEBOAT_TLS=1 and =0; target <= 1.2x without TLS. The 16
+//         processes' trainers and savers share the 2 cores, so its rounds
+//         spread widely (a slow mode about twice the fast one);
+//   notice to agreement of agents: the same protocol without processes,
+//         as the join is measured: 16 simulated workers (the real agent,
+//         step resolver and cluster watcher; no trainer, nothing saved:
+//         tests/support/simulated_workers.hpp), each in an actor system of
+//         its own, a notice handed to rank 8's resolver until every worker
+//         but the leader took the commit (the leader takes it as it sends
+//         it). What TLS adds to the messages of a round, and nothing else.
 // Below the join, the CPU one handshake costs, both ends in this thread
 // (two tls_channels in memory, no socket): what TLS adds to each join
 // beyond its extra round trip.
@@ -39,16 +48,20 @@
 #include "actors/system_config.hpp"
 #include "bench/handler/agreement.hpp"
 #include "bench/handler/settings.hpp"
+#include "bench/proc_stats.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "tests/support/simulated_workers.hpp"
 
 using namespace lifeboat::bench::handler_bench;
 
 namespace {
 
 constexpr int workers = 16;
-constexpr int join_rounds = 20;       // per side; a round is milliseconds
-constexpr int agreement_rounds = 25;  // per side; a round starts 16 processes
+constexpr int join_rounds = 20;             // per side; a round is milliseconds
+constexpr int agreement_rounds = 25;        // per side; a round starts 16 processes
+constexpr int agent_agreement_rounds = 40;  // per side; a round is milliseconds
+constexpr auto agent_agreement_bound = 10s;
 constexpr double join_target_ratio = 2.0;
 constexpr double agreement_target_ratio = 1.2;
 constexpr auto join_bound = 30s;
@@ -87,6 +100,58 @@ double join_round(caf::actor_system& sys,
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
   return ms;
 }
+
+// One side of the agents' agreement: the service in `sys` and one simulated
+// worker in each of `worker_systems`, joined once, with or without TLS.
+class agent_cluster {
+ public:
+  agent_cluster(caf::actor_system& sys,
+                const std::vector<std::unique_ptr<caf::actor_system>>& worker_systems, bool tls) {
+    lifeboat::service_config scfg;
+    scfg.world_size = workers;
+    scfg.token = bench_token;
+    scfg.tls.enabled = tls;
+    auto service = lifeboat::spawn_coordination_service(sys, scfg);
+    if (!service) die("cannot start the service: " + lifeboat::describe(service.error()));
+    service_ = service->first;
+    lifeboat::sim::worker_options opts;
+    opts.port = service->second;
+    opts.world_size = workers;
+    opts.token = bench_token;
+    opts.tls.enabled = tls;
+    for (int32_t r = 0; r < workers; ++r) {
+      groups_.push_back(std::make_unique<lifeboat::sim::worker_group>(
+          *worker_systems[static_cast<size_t>(r)], opts, std::vector<int32_t>{r}));
+      if (auto err = groups_.back()->join(1))
+        die("a simulated worker did not join: " + lifeboat::describe(err));
+    }
+  }
+
+  ~agent_cluster() {
+    groups_.clear();
+    caf::anon_send_exit(service_, caf::exit_reason::user_shutdown);
+  }
+
+  // Milliseconds from the notice until the last worker but the leader (rank
+  // 0) took the commit.
+  double round() {
+    for (auto& group : groups_) group->arm();
+    auto start = lifeboat::bench::steady_ns();
+    groups_[workers / 2]->notice(workers / 2);
+    auto last = start;
+    for (size_t r = 1; r < groups_.size(); ++r) {
+      // A group of one: index 1 excepts no worker.
+      auto seen = groups_[r]->seen().await_commits(1, agent_agreement_bound);
+      if (!seen) die("rank " + std::to_string(r) + " did not learn of the commit in time");
+      last = std::max(last, *seen);
+    }
+    return static_cast<double>(last - start) / 1e6;
+  }
+
+ private:
+  caf::actor service_;
+  std::vector<std::unique_ptr<lifeboat::sim::worker_group>> groups_;
+};
 
 // Microseconds of one PSK handshake, client and server, in memory.
 double handshake_us() {
@@ -134,7 +199,7 @@ int main(int argc, char** argv) {
                           "TF_CONFIG", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
                           lifeboat::tls_cert_env, lifeboat::tls_key_env, lifeboat::tls_ca_env})
     ::unsetenv(var);
-  std::vector<double> join_on, join_off;
+  std::vector<double> join_on, join_off, agent_agree_on, agent_agree_off;
   {
     // Each round ends its agents without a leave: the service's warnings
     // that they were lost would bury the figures.
@@ -150,6 +215,20 @@ int main(int argc, char** argv) {
     for (int round = 0; round < join_rounds; ++round) {
       join_on.push_back(join_round(sys, worker_systems, true));
       join_off.push_back(join_round(sys, worker_systems, false));
+    }
+    // Both sides' clusters live through all rounds: their heartbeats weigh
+    // on both alike.
+    std::vector<std::unique_ptr<lifeboat::system_config>> other_cfgs;
+    std::vector<std::unique_ptr<caf::actor_system>> other_systems;
+    for (int r = 0; r < workers; ++r) {
+      other_cfgs.push_back(std::make_unique<lifeboat::system_config>());
+      other_systems.push_back(std::make_unique<caf::actor_system>(*other_cfgs.back()));
+    }
+    agent_cluster on{sys, worker_systems, true};
+    agent_cluster off{sys, other_systems, false};
+    for (int round = 0; round < agent_agreement_rounds; ++round) {
+      agent_agree_on.push_back(on.round());
+      agent_agree_off.push_back(off.round());
     }
   }
   auto self = fs::read_symlink("/proc/self/exe").string();
@@ -168,5 +247,7 @@ int main(int argc, char** argv) {
               handshake_us(), handshake_rounds);
   print_row("start to ready of", ready_on, ready_off, join_target_ratio);
   print_row("notice to agreement", agree_on, agree_off, agreement_target_ratio);
+  print_row("notice to agreement of agents", agent_agree_on, agent_agree_off,
+            agreement_target_ratio);
   return 0;
 }

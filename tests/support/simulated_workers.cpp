@@ -260,6 +260,7 @@ caf::error worker_group::join(size_t threads) {
     cfg.token = opts_.token;
     cfg.heartbeat_interval = opts_.heartbeat_interval;
     cfg.join_timeout = opts_.join_timeout;
+    cfg.tls = opts_.tls;
     auto client = coordination_client::connect(sys_, cfg);
     if (!client) {
       std::lock_guard<std::mutex> guard{mtx};

@@ -13,6 +13,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/error.hpp>
 
+#include "actors/coordination/tls_config.hpp"
+
 namespace lifeboat::sim {
 
 /// Raises this process's soft limit on open files to the hard one: every
@@ -30,6 +32,8 @@ struct worker_options {
   uint32_t incarnation = 0;
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds join_timeout{60000};
+  /// TLS on the workers' connections, as the service has it.
+  tls_config tls;
 };
 
 /// What the workers of a group learned and when (steady_clock, ns: the clock
