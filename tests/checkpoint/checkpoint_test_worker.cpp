@@ -2,6 +2,9 @@
 //   crash-writer DIR BYTES
 //     restores the latest checkpoint, then saves step after step until killed,
 //     printing "committed STEP" after each commit.
+//   tiered-crash-writer DIR MEMORY_DIR BYTES
+//     the same through both tiers, as a worker saves: each shard to the memory
+//     tier in MEMORY_DIR first, then to DIR; restores from the fastest tier.
 //   shard-worker DIR RANK WORLD STEP BYTES
 //     waits for "start" on descriptor 3, saves one shard through the pipe
 //     barrier (descriptors 3 and 4) and exits 0 when the save succeeded.
@@ -13,6 +16,7 @@
 
 #include "checkpoint/async_saver.hpp"
 #include "checkpoint/store.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "tests/checkpoint/pipe_barrier.hpp"
@@ -35,15 +39,8 @@ int fail(const std::string& what, const caf::error& err) {
   return exit_failed;
 }
 
-int crash_writer(const std::string& dir, std::size_t bytes) {
-  auto st = lc::store::open({dir, 0, 1, lc::default_max_to_keep});
-  if (!st) return fail("open", st.error());
-  if (auto err = st->remove_partial()) return fail("remove_partial", err);
-  lt::worker_state state{bytes};
-  auto restored = st->restore_latest(state.registry);
-  if (!restored) return fail("restore", restored.error());
-  int64_t step = *restored ? (*restored)->step : 0;
-  lc::async_saver saver{*st, nullptr};
+// Saves step after step after `step` until killed.
+int save_until_killed(lc::async_saver& saver, lt::worker_state& state, int64_t step) {
   for (;;) {
     ++step;
     state.set(step);
@@ -53,6 +50,32 @@ int crash_writer(const std::string& dir, std::size_t bytes) {
         });
     if (err) return fail("save", err);
   }
+}
+
+int crash_writer(const std::string& dir, std::size_t bytes) {
+  auto st = lc::store::open({dir, 0, 1, lc::default_max_to_keep});
+  if (!st) return fail("open", st.error());
+  if (auto err = st->remove_partial()) return fail("remove_partial", err);
+  lt::worker_state state{bytes};
+  auto restored = st->restore_latest(state.registry);
+  if (!restored) return fail("restore", restored.error());
+  int64_t step = *restored ? (*restored)->step : 0;
+  lc::async_saver saver{*st, nullptr};
+  return save_until_killed(saver, state, step);
+}
+
+int tiered_crash_writer(const std::string& dir, const std::string& memory_dir, std::size_t bytes) {
+  auto st = lc::store::open({dir, 0, 1, lc::default_max_to_keep});
+  if (!st) return fail("open", st.error());
+  if (auto err = st->remove_partial()) return fail("remove_partial", err);
+  auto memory = lc::memory_tier::open(memory_dir, 0, 1);
+  if (!memory) return fail("open the memory tier", memory.error());
+  lt::worker_state state{bytes};
+  auto restored = lc::restore_fastest(*st, &*memory, state.registry, std::nullopt);
+  if (!restored) return fail("restore", restored.error());
+  int64_t step = *restored ? (*restored)->step : 0;
+  lc::async_saver saver{*st, nullptr, lc::default_barrier_timeout, {&*memory, nullptr}};
+  return save_until_killed(saver, state, step);
 }
 
 int shard_worker(const std::string& dir, int rank, int world, int64_t step, std::size_t bytes) {
@@ -81,6 +104,8 @@ int shard_worker(const std::string& dir, int rank, int world, int64_t step, std:
 int main(int argc, char** argv) {
   if (argc == 4 && std::strcmp(argv[1], "crash-writer") == 0)
     return crash_writer(argv[2], std::strtoull(argv[3], nullptr, 10));
+  if (argc == 5 && std::strcmp(argv[1], "tiered-crash-writer") == 0)
+    return tiered_crash_writer(argv[2], argv[3], std::strtoull(argv[4], nullptr, 10));
   if (argc == 7 && std::strcmp(argv[1], "shard-worker") == 0)
     return shard_worker(argv[2], std::atoi(argv[3]), std::atoi(argv[4]),
                         std::strtoll(argv[5], nullptr, 10), std::strtoull(argv[6], nullptr, 10));
