@@ -59,7 +59,7 @@ namespace {
 
 constexpr int workers = 16;
 constexpr int join_rounds = 20;             // per side; a round is milliseconds
-constexpr int agreement_rounds = 25;        // per side; a round starts 16 processes
+constexpr int agreement_rounds = 60;        // per side; a round starts 16 processes
 constexpr int agent_agreement_rounds = 40;  // per side; a round is milliseconds
 constexpr auto agent_agreement_bound = 10s;
 constexpr double join_target_ratio = 2.0;
