@@ -62,7 +62,7 @@ void decision_recorder::on_exit(int64_t step) { record(decision_event::exit, ste
 
 std::vector<wire::DecisionEvent> decision_recorder::events() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  return events_;
+  return {events_.begin(), events_.end()};
 }
 
 void decision_recorder::record(const char* event, int64_t step, bool starts_decision,
@@ -81,7 +81,7 @@ void decision_recorder::record(const char* event, int64_t step, bool starts_deci
     e.set_seconds(seconds);
     e.set_bytes(static_cast<double>(bytes));
     e.set_after_notice(after_notice_);
-    if (events_.size() == max_events) events_.erase(events_.begin());
+    if (events_.size() == max_events) events_.pop_front();
     events_.push_back(e);
     // A decision's events are few (the worker exits after it); backups
     // repeat all run long, so of those only the shards, and a bounded number.

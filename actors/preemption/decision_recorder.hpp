@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -90,7 +91,8 @@ class decision_recorder {
   // a query or agreement with a deadline): what follows is no backup.
   bool after_notice_ = false;
   publisher publish_;
-  std::vector<wire::DecisionEvent> events_;
+  // The newest max_events; a deque drops the oldest without moving the rest.
+  std::deque<wire::DecisionEvent> events_;
 };
 
 /// A publisher that inserts each event at decision_event_key_prefix RANK/SEQ
