@@ -83,6 +83,16 @@ void tune(int fd) {
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+// The TLS session of a new connection under `tls`; none (clear text) when
+// `tls` is null.
+caf::expected<std::optional<tls_channel>> session_for(const std::shared_ptr<tls_context>& tls,
+                                                      const std::string& server_name = {}) {
+  if (!tls) return std::optional<tls_channel>{};
+  auto made = tls_channel::make(tls, server_name);
+  if (!made) return std::move(made.error());
+  return std::optional<tls_channel>{std::move(*made)};
+}
+
 std::vector<std::string> words(const std::string& line) {
   std::istringstream in{line};
   std::vector<std::string> out;
@@ -130,7 +140,8 @@ bool node_link::send(const std::string& line) {
   if (!why_.empty()) return false;
   auto data = line + "\n";
   if (tls_) tls_->write(data.data(), data.size());
-  if (!(tls_ ? send_ciphertext() : write_all(data))) return false;
+  auto sent = tls_ ? send_ciphertext() : write_all(data);
+  if (!sent) return false;
   last_sent_ = link_clock::now();
   return true;
 }
@@ -229,16 +240,12 @@ std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host
     std::this_thread::sleep_for(connect_retry_interval);
   }
   ::freeaddrinfo(addresses);
-  std::optional<tls_channel> channel;
-  if (tls) {
-    auto made = tls_channel::make(tls, host);
-    if (!made) {
-      ::close(fd);
-      return "cannot start TLS to node 0's launcher at " + where + ": " + describe(made.error());
-    }
-    channel = std::move(*made);
+  auto channel = session_for(tls, host);
+  if (!channel) {
+    ::close(fd);
+    return "cannot start TLS to node 0's launcher at " + where + ": " + describe(channel.error());
   }
-  auto link = std::make_unique<node_link>(fd, 0, std::move(channel));
+  auto link = std::make_unique<node_link>(fd, 0, std::move(*channel));
   auto handshake_until = std::min(until, link_clock::now() + handshake_timeout);
   std::string line;
   if (!link->read_line(line, handshake_until)) {
@@ -308,20 +315,16 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
       return "the launchers of node(s) " + missing() + " did not connect in time";
     auto fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    std::optional<tls_channel> channel;
-    if (tls) {
-      auto made = tls_channel::make(tls);
-      if (!made) {
-        log(log_level::warning, "launch",
-            "closing a launcher's connection: ", describe(made.error()));
-        ::close(fd);
-        continue;
-      }
-      channel = std::move(*made);
+    auto channel = session_for(tls);
+    if (!channel) {
+      log(log_level::warning, "launch",
+          "closing a launcher's connection: ", describe(channel.error()));
+      ::close(fd);
+      continue;
     }
     // With TLS, the greeting waits for the peer's ClientHello and then goes
     // with the handshake's answer.
-    auto link = std::make_unique<node_link>(fd, -1, std::move(channel));
+    auto link = std::make_unique<node_link>(fd, -1, std::move(*channel));
     auto nonce = hex(make_join_nonce());
     link->send(std::string{greeting} + " " + nonce);
     std::string line;

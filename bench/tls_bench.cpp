@@ -52,6 +52,7 @@
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "tests/support/simulated_workers.hpp"
+#include "tests/support/tls_exchange.hpp"
 
 using namespace lifeboat::bench::handler_bench;
 
@@ -165,14 +166,7 @@ double handshake_us() {
     auto client = lifeboat::tls_channel::make(*client_ctx);
     auto server = lifeboat::tls_channel::make(*server_ctx);
     if (!client || !server) die("cannot make the TLS channels");
-    for (;;) {
-      auto to_server = client->take_ciphertext();
-      auto to_client = server->take_ciphertext();
-      if (to_server.empty() && to_client.empty()) break;
-      if (server->feed(to_server.data(), to_server.size()) ||
-          client->feed(to_client.data(), to_client.size()))
-        die("a handshake in memory failed");
-    }
+    if (lifeboat::test::exchange(*client, *server)) die("a handshake in memory failed");
   }
   return std::chrono::duration<double, std::micro>(clock_type::now() - start).count() /
          handshake_rounds;

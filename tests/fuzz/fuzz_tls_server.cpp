@@ -21,6 +21,7 @@
 
 #include "actors/coordination/tls_channel.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
+#include "tests/support/tls_exchange.hpp"
 
 namespace {
 
@@ -43,14 +44,7 @@ tls_channel established_server() {
   auto server = tls_channel::make(context_of(tls_role::server));
   if (!client || !server) std::abort();
   server->write(greeting.data(), greeting.size());
-  for (;;) {
-    auto to_server = client->take_ciphertext();
-    auto to_client = server->take_ciphertext();
-    if (to_server.empty() && to_client.empty()) break;
-    if (server->feed(to_server.data(), to_server.size()) ||
-        client->feed(to_client.data(), to_client.size()))
-      std::abort();
-  }
+  if (test::exchange(*client, *server)) std::abort();
   if (!server->established() || !server->take_plaintext().empty()) std::abort();
   return std::move(*server);
 }

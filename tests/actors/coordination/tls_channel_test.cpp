@@ -4,6 +4,7 @@
 
 #include "messages/errors.hpp"
 #include "tests/actors/coordination/tls_certificates.hpp"
+#include "tests/support/tls_exchange.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
@@ -33,17 +34,7 @@ caf::expected<channel_pair> make_pair(const tls_config& client_cfg, const std::s
   return channel_pair{std::move(*client), std::move(*server)};
 }
 
-// Carries each side's bytes to the other until neither has any: the first
-// error either side raises, or none.
-caf::error pump(channel_pair& p) {
-  for (;;) {
-    auto to_server = p.client.take_ciphertext();
-    auto to_client = p.server.take_ciphertext();
-    if (to_server.empty() && to_client.empty()) return caf::none;
-    if (auto err = p.server.feed(to_server.data(), to_server.size())) return err;
-    if (auto err = p.client.feed(to_client.data(), to_client.size())) return err;
-  }
-}
+caf::error pump(channel_pair& p) { return exchange(p.client, p.server); }
 
 tls_config psk_config() {
   tls_config cfg;
