@@ -1,7 +1,9 @@
 // Recovery from a preemption, from the notice to every worker training again
 // after lifeboat-launch's restart: 4 lifeboat-demo workers x 256 MiB
 // (LIFEBOAT_BENCH_STATE_MB), restored from the memory tier, then from the
-// checkpoint directory (LIFEBOAT_LOCAL_DIR=off), in the same run. The parts,
+// peer tier (every rank's own memory tier wiped before the restart: each
+// fetches its replica from the rank that keeps it), then from the checkpoint
+// directory (LIFEBOAT_LOCAL_DIR=off), in the same run. The parts,
 // each ending at the last worker's line (timed as it reaches this process):
 //   agree    notice (SIGTERM to rank 1) to "agreed to save"
 //   save     to "reached tiers" (every tier of the save written)
@@ -12,9 +14,14 @@
 //            staging memory prepared); "read" is the slowest rank's own
 //            restore time ("restored step ... in T s")
 // The read is set beside a memcpy of the same bytes in the same run: one
-// rank's bytes on one thread, and every rank's on as many threads at once.
+// rank's bytes on one thread, and every rank's on as many threads at once;
+// the peer's copy ("the copy took C s") beside as many loopback TCP
+// connections sending one rank's bytes each at once.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -96,6 +103,17 @@ class timed_log {
     return largest;
   }
 
+  // The largest C of the lines "... <needle> ... <marker> C ...".
+  double largest_after(const std::string& needle, const std::string& marker) const {
+    double largest = 0;
+    for (auto& line : lines_) {
+      auto at = line.find(marker);
+      if (line.find(needle) == std::string::npos || at == std::string::npos) continue;
+      largest = std::max(largest, std::atof(line.c_str() + at + marker.size()));
+    }
+    return largest;
+  }
+
   // The pid in "lifeboat-launch: rank=R pid=P restart=0".
   pid_t pid_of(int rank) const {
     auto prefix = "lifeboat-launch: rank=" + std::to_string(rank) + " pid=";
@@ -118,20 +136,34 @@ struct recovery {
   std::map<std::string, double> parts;  // in the order of part_names
   double total = 0;
   double read = 0;
+  double peer_copy = 0;  // the slowest rank's copy from its peer
 };
+
+// Before the restart, each rank removes its own memory tier: a replaced host.
+const char* const wipe_own_tier =
+    "if [ \"$LIFEBOAT_RESTART_COUNT\" = 1 ]; then rm -rf \"$LIFEBOAT_LOCAL_DIR\"/rank-$(printf "
+    "%05d \"$LIFEBOAT_RANK\")-of-*; fi; exec \"$@\"";
 
 const char* const part_names[] = {"agree", "save", "exit", "start", "join", "restore"};
 
-// One preemption and restart; `local_dir` is the memory tier ("off": none).
-recovery preempt_and_restart(const fs::path& scratch, const std::string& local_dir) {
+// One preemption and restart; `local_dir` is the memory tier ("off": none);
+// with `wipe`, every rank's own memory tier is gone at the restart.
+recovery preempt_and_restart(const fs::path& scratch, const std::string& local_dir, bool wipe) {
   auto ckpt = scratch / ("ckpt-" + std::to_string(clock_type::now().time_since_epoch().count()));
-  lifeboat::test::child_process launcher{
-      {lifeboat::test::built("apps/lifeboat-launch"), "--nproc", std::to_string(workers),
-       "--max-restarts", "1", "--status-port", "0", "--",
-       lifeboat::test::built("apps/lifeboat-demo"), "--checkpoint-dir", ckpt.string(), "--steps",
-       demo_steps, "--state-mb", std::to_string(state_mb()), "--step-ms", demo_step_ms},
-      true,
-      environment_with("LIFEBOAT_LOCAL_DIR", local_dir)};
+  std::vector<std::string> argv{lifeboat::test::built("apps/lifeboat-launch"),
+                                "--nproc",
+                                std::to_string(workers),
+                                "--max-restarts",
+                                "1",
+                                "--status-port",
+                                "0",
+                                "--"};
+  if (wipe) argv.insert(argv.end(), {"/bin/sh", "-c", wipe_own_tier, "sh"});
+  argv.insert(argv.end(), {lifeboat::test::built("apps/lifeboat-demo"), "--checkpoint-dir",
+                           ckpt.string(), "--steps", demo_steps, "--state-mb",
+                           std::to_string(state_mb()), "--step-ms", demo_step_ms});
+  lifeboat::test::child_process launcher{argv, true,
+                                         environment_with("LIFEBOAT_LOCAL_DIR", local_dir)};
   if (!launcher.started()) throw bench_error("cannot start lifeboat-launch");
   timed_log log{launcher};
   // Every worker past its handler's construction: a notice is saved now.
@@ -152,6 +184,8 @@ recovery preempt_and_restart(const fs::path& scratch, const std::string& local_d
   }
   out.total = seconds_between(notice, ends.back());
   out.read = log.largest_seconds("] checkpoint: restored step ");
+  out.peer_copy = log.largest_after("from the peer tier", "the copy took ");
+  if (wipe && out.peer_copy == 0) throw bench_error("no rank restored from the peer tier");
   ::kill(launcher.pid(), SIGINT);
   if (!launcher.wait_exit(exit_bound))
     throw bench_error("lifeboat-launch did not exit after SIGINT");
@@ -175,6 +209,57 @@ double memcpy_seconds(size_t bytes, int threads) {
   return best;
 }
 
+// Seconds for `threads` loopback TCP connections at once to carry `bytes`
+// each, sender to receiver (the best of memcpy_rounds).
+double loopback_seconds(size_t bytes, int threads) {
+  constexpr size_t piece = size_t{1} << 20;
+  double best = 1e9;
+  for (int round = 0; round < memcpy_rounds; ++round) {
+    std::vector<int> listeners, senders, receivers;
+    for (int t = 0; t < threads; ++t) {
+      int l = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      socklen_t len = sizeof(addr);
+      if (::bind(l, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(l, 1) != 0 ||
+          ::getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+        throw bench_error("cannot listen on loopback");
+      int s = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (::connect(s, reinterpret_cast<sockaddr*>(&addr), len) != 0)
+        throw bench_error("cannot connect on loopback");
+      listeners.push_back(l);
+      senders.push_back(s);
+      receivers.push_back(::accept(l, nullptr, nullptr));
+    }
+    std::vector<char> out(piece, 1);
+    auto start = clock_type::now();
+    std::vector<std::thread> ends;
+    for (int t = 0; t < threads; ++t) {
+      ends.emplace_back([&, t] {
+        for (size_t done = 0; done < bytes;) {
+          auto n = ::send(senders[t], out.data(), std::min(piece, bytes - done), 0);
+          if (n <= 0) return;
+          done += static_cast<size_t>(n);
+        }
+      });
+      ends.emplace_back([&, t] {
+        std::vector<char> in(piece);
+        for (size_t done = 0; done < bytes;) {
+          auto n = ::recv(receivers[t], in.data(), in.size(), 0);
+          if (n <= 0) return;
+          done += static_cast<size_t>(n);
+        }
+      });
+    }
+    for (auto& e : ends) e.join();
+    best = std::min(best, seconds_between(start, clock_type::now()));
+    for (auto* fds : {&listeners, &senders, &receivers})
+      for (int fd : *fds) ::close(fd);
+  }
+  return best;
+}
+
 void print(const char* what, const recovery& r) {
   std::printf("%-22s total %6.3f s  (", what, r.total);
   for (auto* name : part_names) std::printf(" %s %.3f", name, r.parts.at(name));
@@ -192,18 +277,26 @@ int main() {
     auto bytes = static_cast<size_t>(state_mb()) << 20;
     std::printf("%d lifeboat-demo workers x %d MiB under lifeboat-launch, SIGTERM to rank 1\n",
                 workers, state_mb());
-    auto from_memory = preempt_and_restart(scratch, memory.string());
+    auto from_memory = preempt_and_restart(scratch, memory.string(), false);
     fs::remove_all(memory);
-    auto from_directory = preempt_and_restart(scratch, "off");
+    auto from_peer = preempt_and_restart(scratch, memory.string(), true);
+    fs::remove_all(memory);
+    auto from_directory = preempt_and_restart(scratch, "off", false);
     fs::remove_all(scratch);
     auto one = memcpy_seconds(bytes, 1);
     auto all = memcpy_seconds(bytes, workers);
+    auto tcp = loopback_seconds(bytes, workers);
     print("from the memory tier", from_memory);
+    print("from the peer tier", from_peer);
     print("from the directory", from_directory);
     std::printf("memcpy of %d MiB: %.3f s on 1 thread, %.3f s on %d threads at once\n", state_mb(),
                 one, all, workers);
     std::printf("memory-tier read vs memcpy (%d threads): %.2fx the memcpy's speed\n", workers,
                 from_memory.read > 0 ? all / from_memory.read : 0.0);
+    std::printf("loopback TCP, %d connections of %d MiB at once: %.3f s\n", workers, state_mb(),
+                tcp);
+    std::printf("peer copy %.3f s vs loopback TCP: %.2fx its speed\n", from_peer.peer_copy,
+                from_peer.peer_copy > 0 ? tcp / from_peer.peer_copy : 0.0);
     std::printf("directory read vs memcpy (%d threads): %.2fx the memcpy's speed\n", workers,
                 from_directory.read > 0 ? all / from_directory.read : 0.0);
   } catch (const std::exception& e) {

@@ -105,11 +105,19 @@ std::vector<tier_time> async_saver::save_fast_tiers(const job& next) {
   std::vector<tier_time> tiers;
   if (tiers_.memory == nullptr || next.options.directory_only) return tiers;
   auto saved = tiers_.memory->save(next.snap, next.step, next.total_run_calls);
-  if (saved)
-    tiers.push_back({tier_memory, saved->seconds});
-  else
+  if (!saved) {
     log(log_level::warning, component, "memory tier: checkpoint of step ", next.step,
         " only in the checkpoint directory: ", describe(saved.error()));
+    return tiers;
+  }
+  tiers.push_back({tier_memory, saved->seconds});
+  if (!tiers_.replicate) return tiers;
+  auto sent = tiers_.replicate(next.step, next.total_run_calls);
+  if (sent)
+    tiers.push_back({tier_peer, *sent});
+  else
+    log(log_level::warning, component, "peer tier: checkpoint of step ", next.step,
+        " has no replica on a peer: ", describe(sent.error()));
   return tiers;
 }
 

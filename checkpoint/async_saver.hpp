@@ -26,10 +26,15 @@ using save_callback = std::function<void(const caf::expected<checkpoint_info>&)>
 
 constexpr auto default_barrier_timeout = std::chrono::minutes{5};
 
+/// Sends this rank's shard of a step, committed in its memory tier, to the
+/// peer that keeps a replica (the peer tier); the seconds it took.
+using replicate_fn = std::function<caf::expected<double>(int64_t step, int64_t total_run_calls)>;
+
 /// The tiers before the checkpoint directory (DESIGN "Checkpoint tiers").
 struct saver_tiers {
   memory_tier* memory = nullptr;  // null: no memory tier
   tier_vote_exchange exchange;    // null: one worker
+  replicate_fn replicate;         // null: no peer tier
 };
 
 /// How one save goes beyond its step.

@@ -193,12 +193,15 @@ caf::error remove_tree(const std::string& path) {
     if (errno == ENOENT) return {};
     return io_error("stat", path, errno);
   }
+  // What vanishes meanwhile is gone as wished: the ranks of one host remove
+  // their memory tiers, and the last the job's directory, at the same time.
   if (S_ISDIR(st.st_mode)) {
     auto names = list_dir(path);
+    if (!names && names.error() == make_error(errc::io_error) && !file_exists(path)) return {};
     if (!names) return std::move(names.error());
     for (auto& name : *names)
       if (auto err = remove_tree(join_path(path, name))) return err;
-    if (::rmdir(path.c_str()) != 0) return io_error("rmdir", path, errno);
+    if (::rmdir(path.c_str()) != 0 && errno != ENOENT) return io_error("rmdir", path, errno);
     return {};
   }
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return io_error("unlink", path, errno);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -123,6 +124,41 @@ caf::expected<checkpoint_info> memory_tier::save(const snapshot& snap, int64_t s
   return info;
 }
 
+memory_tier::shard_files memory_tier::files_of(int64_t step) const {
+  auto dir = store_.step_path(step);
+  return {join_path(dir, shard_index_name(0, 1)), join_path(dir, shard_data_name(0, 1))};
+}
+
+caf::expected<checkpoint_info> memory_tier::adopt(
+    int64_t step, int64_t total_run_calls, uint64_t bytes,
+    const std::function<caf::error(const shard_files&)>& fill) {
+  auto start = std::chrono::steady_clock::now();
+  auto dir = store_.step_path(step);
+  // An older copy of the same step is uncommitted first: a crash in the
+  // middle then leaves a partial step, never the old manifest over new files.
+  if (file_exists(dir)) {
+    auto manifest = join_path(dir, manifest_file_name);
+    if (file_exists(manifest) && files().unlink(manifest) != 0)
+      return io_error("unlink", manifest, errno);
+    if (auto err = remove_tree(dir)) return err;
+  }
+  if (auto err = make_room(bytes + index_allowance, step)) return err;
+  if (auto err = make_dirs_durable(files(), dir, store_.config().dir_mode)) return err;
+  if (auto err = fill(files_of(step))) {
+    remove_tree(dir);
+    return err;
+  }
+  if (auto err = store_.commit(step, total_run_calls)) return err;
+  checkpoint_info info;
+  info.step = step;
+  info.total_run_calls = total_run_calls;
+  info.path = dir;
+  info.bytes = static_cast<int64_t>(bytes);
+  info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  info.tiers = {{tier_memory, info.seconds}};
+  return info;
+}
+
 caf::expected<uint64_t> memory_tier::room() const {
   auto available = free_bytes(path());
   if (!available || max_bytes_ == unbounded) return available;
@@ -169,12 +205,17 @@ caf::expected<checkpoint_info> memory_tier::restore_step(int64_t step, state_reg
 
 caf::error memory_tier::remove() {
   if (auto err = remove_tree(path())) return err;
-  // The job's directory goes with its last rank (and its record, if any);
-  // while another rank of this host still has its tier there, it stays. Two
-  // last ranks at once may both try: a failure here is only a leftover.
-  auto job = std::filesystem::path{path()}.parent_path();
-  auto names = list_dir(job.string());
-  if (names && (names->empty() || (names->size() == 1 && names->front() == owner_file_name)))
+  // The job's directory goes with its last rank: once it holds no file but
+  // its record (the peer tier's replicas, under it, go first). While another
+  // rank of this host still has files there, it stays. Two last ranks at
+  // once may both try: a failure here is only a leftover.
+  namespace fs = std::filesystem;
+  auto job = fs::path{path()}.parent_path();
+  std::error_code ec;
+  bool empty = true;
+  for (fs::recursive_directory_iterator it{job, ec}, end; !ec && it != end; it.increment(ec))
+    if (!it->is_directory(ec) && it->path() != job / owner_file_name) empty = false;
+  if (!ec && empty)
     if (auto err = remove_tree(job.string()))
       log(log_level::debug, component, "the job's memory directory stays: ", describe(err));
   return {};

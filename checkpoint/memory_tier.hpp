@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,24 @@ class memory_tier {
   /// Writes `snap` as the checkpoint of `step` and commits it.
   caf::expected<checkpoint_info> save(const snapshot& snap, int64_t step, int64_t total_run_calls);
 
+  /// The two files of one shard in this tier.
+  struct shard_files {
+    std::string index;
+    std::string data;
+  };
+
+  /// The files of `step`'s shard (whether or not the step is committed).
+  shard_files files_of(int64_t step) const;
+
+  /// Commits, as this tier's checkpoint of `step`, a shard that another tier
+  /// holds (a peer's copy): makes room for `bytes`, replaces any copy of
+  /// `step` here, lets `fill` write both files of files_of(step), then writes
+  /// the manifest. Until then the step is uncommitted, so a failure or a
+  /// crash in `fill` leaves nothing a restore reads. The checksums are those
+  /// of the files `fill` wrote: they are verified when the step is restored.
+  caf::expected<checkpoint_info> adopt(int64_t step, int64_t total_run_calls, uint64_t bytes,
+                                       const std::function<caf::error(const shard_files&)>& fill);
+
   /// The newest committed step not after `max_step`; none when there is none.
   std::optional<int64_t> newest_step(std::optional<int64_t> max_step) const;
 
@@ -71,6 +90,9 @@ class memory_tier {
   caf::error remove();
 
   const std::string& path() const { return store_.config().dir; }
+
+  /// What this tier's files are written through.
+  file_system& files() const { return *store_.config().files; }
 
  private:
   memory_tier(store st, uint64_t max_bytes) : store_(std::move(st)), max_bytes_(max_bytes) {}

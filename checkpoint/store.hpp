@@ -38,7 +38,7 @@ struct store_config {
 /// One tier that holds (or gave) a checkpoint, and the seconds its write
 /// (or read) of this rank's shard took.
 struct tier_time {
-  std::string name;  // tier_memory, tier_directory
+  std::string name;  // tier_memory, tier_peer, tier_directory
   double seconds = 0;
 };
 
@@ -55,6 +55,7 @@ struct checkpoint_info {
 
 /// The names of the tiers in checkpoint_info::tiers, logs and /status.
 constexpr const char* tier_memory = "memory";
+constexpr const char* tier_peer = "peer";
 constexpr const char* tier_directory = "directory";
 
 /// "memory (0.012 s), directory (0.4 s)": the tiers of a log line.

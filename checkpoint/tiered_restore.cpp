@@ -13,13 +13,14 @@ constexpr const char* component = "checkpoint";
 
 caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, memory_tier* memory,
                                                               state_registry& registry,
-                                                              std::optional<int64_t> max_step) {
+                                                              std::optional<int64_t> max_step,
+                                                              const peer_fetch_fn& fetch) {
   auto in_memory = memory != nullptr ? memory->newest_step(max_step) : std::nullopt;
   auto in_directory = directory.newest_committed_step(max_step);
+  // The step of a corrupt copy that overwrote registered buffers in part.
+  std::optional<int64_t> partly_loaded;
   // An older step in memory than in the directory is a stale copy (a save
   // that did not reach this host's tier): the directory's is the newest.
-  // The step of a corrupt memory copy that overwrote registered buffers in part.
-  std::optional<int64_t> partly_loaded;
   if (in_memory && (!in_directory || *in_memory >= *in_directory)) {
     bool touched = false;
     auto info = memory->restore_step(*in_memory, registry, touched);
@@ -29,23 +30,49 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
           info->path, " (", info->bytes, " bytes in ", info->seconds, " s)");
       return std::optional<checkpoint_info>{std::move(*info)};
     }
-    // The directory's copy overwrites every registered buffer again, so one
-    // that was partly loaded from a corrupt copy does no harm.
-    log(log_level::warning, component, "memory tier: step ", *in_memory,
-        " not restored, reading the checkpoint directory: ", describe(info.error()));
+    log(log_level::warning, component, "memory tier: step ", *in_memory, " not restored, reading ",
+        fetch ? "the peer's replica" : "the checkpoint directory", ": ", describe(info.error()));
   }
+  // A replaced host's memory tier is empty: the peer that keeps this rank's
+  // replica sends it back, unless the directory holds a newer step.
+  if (memory != nullptr && fetch) {
+    auto fetched = fetch(max_step, in_directory.value_or(-1));
+    if (!fetched) {
+      log(log_level::warning, component,
+          "peer tier: no replica fetched, reading the checkpoint "
+          "directory: ",
+          describe(fetched.error()));
+    } else if (*fetched) {
+      auto step = (*fetched)->step;
+      bool touched = false;
+      auto info = memory->restore_step(step, registry, touched);
+      if (touched) partly_loaded = step;
+      if (info) {
+        info->seconds += (*fetched)->seconds;
+        info->tiers = {{tier_peer, info->seconds}};
+        log(log_level::info, component, "restored step ", step, " from the peer tier (",
+            info->bytes, " bytes in ", info->seconds, " s, of which the copy took ",
+            (*fetched)->seconds, " s)");
+        return std::optional<checkpoint_info>{std::move(*info)};
+      }
+      log(log_level::warning, component, "peer tier: step ", step,
+          " not restored, reading the checkpoint directory: ", describe(info.error()));
+    }
+  }
+  // The directory's copy overwrites every registered buffer again, so one
+  // that was partly loaded from a corrupt copy does no harm.
   auto restored = directory.restore_latest(registry, max_step);
   if (restored && !*restored && partly_loaded)
-    return make_error(errc::corrupt, "the memory tier's copy of step " +
-                                         std::to_string(*partly_loaded) +
-                                         " overwrote registered buffers in part, and the "
-                                         "checkpoint directory has no checkpoint to restore");
+    return make_error(errc::corrupt, "a corrupt copy of step " + std::to_string(*partly_loaded) +
+                                         " in the memory tier overwrote registered buffers in "
+                                         "part, and the checkpoint directory has no checkpoint "
+                                         "to restore");
   return restored;
 }
 
 caf::error persist_to_directory(async_saver& saver, const store& directory,
                                 const state_registry& registry, const checkpoint_info& restored) {
-  if (restored.tiers.empty() || restored.tiers[0].name != tier_memory) return {};
+  if (restored.tiers.empty() || restored.tiers[0].name == tier_directory) return {};
   if (directory.newest_committed_step(restored.step) == restored.step) return {};
   auto step = restored.step;
   log(log_level::info, component, "checkpoint of step ", step,

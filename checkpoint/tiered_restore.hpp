@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include <caf/expected.hpp>
@@ -11,17 +12,30 @@
 
 namespace lifeboat::checkpoint {
 
+/// Copies this rank's newest replica not after `max_step` and not before
+/// `min_step` from the peer that keeps it into the memory tier (committed
+/// there, verified only by the restore that reads it); none when the peer has
+/// none. The result's `tiers` holds tier_peer and the fetch's seconds.
+using peer_fetch_fn = std::function<caf::expected<std::optional<checkpoint_info>>(
+    std::optional<int64_t> max_step, int64_t min_step)>;
+
 /// Restores this rank's newest checkpoint not after `max_step` from the
-/// fastest tier that has it verified: the memory tier when its newest step is
-/// at least the directory's newest committed one, else (and when that copy is
-/// missing, corrupt or does not match the registry: a warning naming the
-/// file) the checkpoint directory, as store::restore_latest. `memory` may be
-/// null (no memory tier). The result's `tiers` names the one read.
+/// fastest tier that has it verified, at least as new as the directory's
+/// newest committed one:
+///   1. the memory tier;
+///   2. the peer's replica (`fetch`; null: no peer tier), copied into the
+///      memory tier first;
+///   3. the checkpoint directory, as store::restore_latest.
+/// A copy that is missing, corrupt or does not match the registry is a
+/// warning naming the file, and the next tier is read. `memory` may be null
+/// (no memory tier, and then no peer tier). The result's `tiers` names the
+/// one read.
 caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, memory_tier* memory,
                                                               state_registry& registry,
-                                                              std::optional<int64_t> max_step);
+                                                              std::optional<int64_t> max_step,
+                                                              const peer_fetch_fn& fetch = nullptr);
 
-/// After a restore from the memory tier of a step the directory lacks (a
+/// After a restore from the memory or peer tier of a step the directory lacks (a
 /// final save that committed in memory only): hands `saver` a directory-only
 /// save of the restored `registry` at that step, which runs while training
 /// resumes; every rank takes the same branch (they restored the same step and

@@ -1,5 +1,9 @@
 #include "runtime/checkpoint_tiers.hpp"
 
+#include <filesystem>
+#include <future>
+
+#include "checkpoint/file_io.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -23,6 +27,73 @@ std::optional<checkpoint::memory_tier> open_worker_memory_tier(
     if (auto err = checkpoint::remove_orphaned_memory_tiers(*dir, checkpoint_dir))
       log(log_level::warning, "runtime", "removing orphaned memory tiers: ", describe(err));
   return std::move(*opened);
+}
+
+checkpoint::replicate_fn worker_peer_tier::replicate(const checkpoint::memory_tier& memory) {
+  if (!client) return nullptr;
+  return [this, &memory](int64_t step, int64_t total_run_calls) {
+    return client->push(memory, step, total_run_calls);
+  };
+}
+
+checkpoint::peer_fetch_fn worker_peer_tier::fetch(checkpoint::memory_tier& memory) {
+  if (!client) return nullptr;
+  return [this, &memory](std::optional<int64_t> max_step, int64_t min_step) {
+    return client->fetch(memory, max_step, min_step);
+  };
+}
+
+worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
+                                       const cluster_spec& cluster,
+                                       const peer_address_exchange& exchange) {
+  worker_peer_tier out;
+  // Every rank's host, known once the exchange below returns. A peer that
+  // returned from it first may already ask the listener: it waits for them.
+  std::promise<std::vector<std::string>> hosts_known;
+  std::shared_future<std::vector<std::string>> hosts_future = hosts_known.get_future().share();
+  std::string mine;
+  if (memory != nullptr) {
+    auto host = local_address_toward(cluster.coordinator_host, cluster.coordinator_port);
+    replica_server::config cfg;
+    cfg.token = cluster.token;
+    cfg.dir = checkpoint::join_path(std::filesystem::path{memory->path()}.parent_path().string(),
+                                    peer_tier_dir_name);
+    cfg.world_size = cluster.world_size;
+    cfg.holds = [hosts_future, rank = cluster.rank](int source) {
+      // Each caller reads through its own copy of the future.
+      auto hosts = hosts_future;
+      if (hosts.wait_for(peer_link_io_timeout) != std::future_status::ready) return false;
+      try {
+        return replica_holder(hosts.get(), source) == rank;
+      } catch (const std::future_error&) {
+        return false;  // the exchange failed: this worker is on its way out
+      }
+    };
+    if (host) cfg.host = *host;
+    auto server = host ? replica_server::start(std::move(cfg))
+                       : caf::expected<std::unique_ptr<replica_server>>{host.error()};
+    if (server) {
+      out.server = std::move(*server);
+      mine = *host + ":" + std::to_string(out.server->port());
+    } else {
+      log(log_level::warning, "runtime", "no peer tier: ", describe(server.error()));
+    }
+  }
+  auto addresses = exchange(mine);
+  std::vector<std::string> hosts;
+  for (const auto& address : addresses) {
+    auto parts = split_host_port(address);
+    hosts.push_back(parts ? parts->first : std::string{});
+  }
+  auto holder = replica_holder(hosts, cluster.rank);
+  hosts_known.set_value(std::move(hosts));
+  if (!holder) return out;
+  auto endpoint = split_host_port(addresses[static_cast<size_t>(*holder)]);
+  out.client.emplace(endpoint->first, endpoint->second, cluster.token, cluster.rank,
+                     cluster.world_size);
+  log(log_level::info, "runtime", "peer tier: rank ", *holder, " at ", out.client->holder(),
+      " keeps this rank's replicas");
+  return out;
 }
 
 wire::CheckpointInfo checkpoint_report(const checkpoint::checkpoint_info& info, double seconds) {

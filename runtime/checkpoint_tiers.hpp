@@ -1,11 +1,17 @@
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "messages/status.pb.h"
+#include "platform/cluster_discovery.hpp"
+#include "runtime/peer_tier.hpp"
 
 namespace lifeboat {
 
@@ -16,6 +22,33 @@ namespace lifeboat {
 std::optional<checkpoint::memory_tier> open_worker_memory_tier(
     const std::optional<std::string>& local_dir, const std::string& checkpoint_dir, int rank,
     int world_size);
+
+/// A worker's part of the peer tier: the listener that keeps the replicas it
+/// holds, and its side of the rank that holds its own. Lifetime: the saver
+/// and the restore use `client` through replicate() and fetch(): it must
+/// outlive them. Thread-safety: as replica_client.
+struct worker_peer_tier {
+  std::unique_ptr<replica_server> server;
+  std::optional<replica_client> client;  // none: no rank holds this one's shards
+
+  /// For the saver (checkpoint::saver_tiers); null without a holder.
+  checkpoint::replicate_fn replicate(const checkpoint::memory_tier& memory);
+  /// For the restore (checkpoint::restore_fastest); null without a holder.
+  checkpoint::peer_fetch_fn fetch(checkpoint::memory_tier& memory);
+};
+
+/// Every rank publishes its listener's "host:port" ("" for none) and gets
+/// every rank's, by rank (startup_agreement::publish_peer_addresses).
+using peer_address_exchange = std::function<std::vector<std::string>(const std::string& mine)>;
+
+/// Starts this worker's peer tier beside its memory tier (`memory`, null:
+/// none, and then this worker only takes part in the exchange) on the
+/// address this host reaches the coordinator from, and finds the rank that
+/// holds its replicas. Every rank must call it (the exchange is a meeting).
+/// What cannot be started is logged, and the worker goes on without.
+worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
+                                       const cluster_spec& cluster,
+                                       const peer_address_exchange& exchange);
 
 /// What the status shows of a checkpoint (`last_checkpoint`, `restored`):
 /// `info`'s step, path, bytes and tiers, with `seconds` for the whole.

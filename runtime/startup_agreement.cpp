@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -50,6 +51,9 @@ constexpr const char* no_communicator_value = "no NCCL communicator was handed o
 // rank votes as soon as its shard is in memory, so this bounds a lost peer.
 constexpr const char* tier_vote_key_prefix = "lifeboat/tiers/";
 constexpr auto tier_vote_timeout = 60s;
+// Every rank's peer tier listener ("host:port", empty: none).
+constexpr const char* peer_address_key_prefix = "lifeboat/peer-tier/";
+constexpr const char* peer_address_agreement = "publishing the peer tier's addresses";
 constexpr const char* ready_barrier_agreement = "agreeing on the checkpoint-ready barrier";
 // Splitting the trainer's communicator: every worker is past the restore
 // agreement by then, so this bounds only a worker that dies on the way.
@@ -142,7 +146,8 @@ startup_agreement::startup_agreement(coordination_client& client, int rank, int 
     : client_(client), rank_(rank), world_size_(world_size) {}
 
 int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_tier* memory,
-                                   checkpoint_state& state, const std::string& checkpoint_dir) {
+                                   checkpoint_state& state, const std::string& checkpoint_dir,
+                                   const checkpoint::peer_fetch_fn& fetch) {
   if (store == nullptr) {
     // A round reaches only the workers that have joined: one that joins
     // after a peer's notice never answers it, and the round never ends. With
@@ -162,7 +167,7 @@ int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_
     // A rank whose checkpoint is already at the limit keeps it: reading the
     // same step again would change nothing but the time the round takes.
     if (round == 0 || (restored && restored->step > *limit)) {
-      auto loaded = checkpoint::restore_fastest(*store, memory, state.registry(), limit);
+      auto loaded = checkpoint::restore_fastest(*store, memory, state.registry(), limit, fetch);
       if (!loaded)
         fail_config("restoring from '" + checkpoint_dir + "': " + describe(loaded.error()));
       restored = std::move(*loaded);
@@ -237,6 +242,19 @@ std::unique_ptr<checkpoint::barrier> startup_agreement::make_ready_barrier(
     }
   }
   return std::make_unique<coordination_barrier>(client_);
+}
+
+std::vector<std::string> startup_agreement::publish_peer_addresses(const std::string& mine) {
+  std::vector<std::string> by_rank(static_cast<size_t>(world_size_));
+  for (auto& [key, value] : exchange(peer_address_key_prefix, mine, peer_address_agreement)) {
+    auto rank = parse_integer(std::string_view{key}.substr(std::strlen(peer_address_key_prefix)),
+                              key, 0, world_size_ - 1);
+    if (!rank)
+      throw peer_error(-1, std::string{peer_address_agreement} + ": " + describe(rank.error()),
+                       false);
+    by_rank[static_cast<size_t>(*rank)] = value;
+  }
+  return by_rank;
 }
 
 checkpoint::tier_vote_exchange startup_agreement::make_tier_vote_exchange() {

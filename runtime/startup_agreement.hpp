@@ -13,6 +13,7 @@
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
 #include "checkpoint/tier_choice.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "lifeboat/checkpoint_state.hpp"
 #include "platform/cluster_discovery.hpp"
 
@@ -60,13 +61,19 @@ class startup_agreement {
   /// Without a store, waits for every worker to join. With one, every rank
   /// restores the newest checkpoint it can verify, from its `memory` tier
   /// (may be null) where that has it, else from the store's directory
-  /// (checkpoint::restore_fastest); when they differ, all restore the newest
-  /// step every rank has. Returns the restored
+  /// (checkpoint::restore_fastest, with `fetch` for the peer tier); when they
+  /// differ, all restore the newest step every rank has. Returns the restored
   /// total_run_calls (0: a fresh start). Throws config_error when no step can
   /// be agreed on or a checkpoint cannot be read, peer_error when a meeting
   /// fails.
   int64_t restore(checkpoint::store* store, checkpoint::memory_tier* memory,
-                  checkpoint_state& state, const std::string& checkpoint_dir);
+                  checkpoint_state& state, const std::string& checkpoint_dir,
+                  const checkpoint::peer_fetch_fn& fetch = nullptr);
+
+  /// Every rank publishes the address of its peer tier's listener (`mine`,
+  /// "host:port"; empty: none) and gets every rank's, by rank. Throws
+  /// peer_error when the meeting fails.
+  std::vector<std::string> publish_peer_addresses(const std::string& mine);
 
   /// What restore restored; none for a fresh start.
   const std::optional<checkpoint::checkpoint_info>& restored() const { return restored_; }

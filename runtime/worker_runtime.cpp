@@ -141,8 +141,13 @@ void worker_runtime::start() {
   join_cluster(*actors_, settings_.cluster, join);
   if (startup_guard_) startup_guard_->joined();
   startup_agreement agreement{*actors_->client(), rank(), world_size()};
-  restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory_ ? &*memory_ : nullptr,
-                                     state_, checkpoint_dir_);
+  checkpoint::memory_tier* memory = memory_ ? &*memory_ : nullptr;
+  if (store_ && world_size() > 1)
+    peer_ = open_worker_peer_tier(memory, settings_.cluster, [&](const std::string& mine) {
+      return agreement.publish_peer_addresses(mine);
+    });
+  restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory, state_, checkpoint_dir_,
+                                     memory ? peer_.fetch(*memory) : nullptr);
   if (agreement.restored())
     restored_report_ = checkpoint_report(*agreement.restored(), agreement.restored()->seconds);
   if (store_) {
@@ -156,9 +161,9 @@ void worker_runtime::start() {
   }
   spawn_actors();
   if (store_) {
-    saver_ =
-        &actors_->start_saver(*store_, agreement.make_ready_barrier(config_.nccl_communicator),
-                              {memory_ ? &*memory_ : nullptr, agreement.make_tier_vote_exchange()});
+    saver_ = &actors_->start_saver(
+        *store_, agreement.make_ready_barrier(config_.nccl_communicator),
+        {memory, agreement.make_tier_vote_exchange(), memory ? peer_.replicate(*memory) : nullptr});
     if (agreement.restored())
       if (auto err = checkpoint::persist_to_directory(*saver_, *store_, state_.registry(),
                                                       *agreement.restored()))
@@ -366,6 +371,9 @@ void worker_runtime::shutdown() {
   actors_.reset();
   // Training ended: no restart will read this rank's memory tier, and what
   // it holds is host memory (the directory keeps the checkpoints).
+  if (ok && peer_.server)
+    if (auto err = peer_.server->remove_replicas())
+      log(log_level::warning, "runtime", "removing the peer tier's replicas: ", describe(err));
   if (ok && memory_)
     if (auto err = memory_->remove())
       log(log_level::warning, "runtime", "removing the memory tier: ", describe(err));

@@ -16,6 +16,7 @@
 #include "checkpoint/store.hpp"
 #include "lifeboat/checkpoint_state.hpp"
 #include "lifeboat/termination_config.hpp"
+#include "runtime/checkpoint_tiers.hpp"
 #include "runtime/stack_dump.hpp"
 #include "runtime/startup_guard.hpp"
 #include "runtime/worker_actors.hpp"
@@ -99,6 +100,8 @@ class worker_runtime {
   std::optional<checkpoint::store> store_;
   // Tier 0, written before the store's directory; none when off.
   std::optional<checkpoint::memory_tier> memory_;
+  // Tier 1: replicas on a peer; the saver (in actors_) pushes through it.
+  worker_peer_tier peer_;
   // Owned by actors_; set when this worker writes its own checkpoints.
   checkpoint::async_saver* saver_ = nullptr;
   // Declared after everything its actors read through `this`: it stops first.

@@ -39,6 +39,10 @@ std::string join_mac(const std::string& token, const std::string& nonce, int32_t
   append_be32(data, static_cast<uint32_t>(rank));
   append_be32(data, static_cast<uint32_t>(world_size));
   append_be32(data, incarnation);
+  return token_mac(token, data);
+}
+
+std::string token_mac(const std::string& token, const std::string& data) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),

@@ -27,6 +27,9 @@ std::string make_join_nonce();
 std::string join_mac(const std::string& token, const std::string& nonce, int32_t rank,
                      int32_t world_size, uint32_t incarnation);
 
+/// HMAC-SHA256(token, data): what every proof of holding the token is made of.
+std::string token_mac(const std::string& token, const std::string& data);
+
 /// The service's answer to a worker's challenge:
 /// join_mac(token, service_proof_label || nonce, rank, world_size, generation).
 /// The label keeps the two directions apart: a worker's MAC is never a valid

@@ -2,7 +2,7 @@
 // lifeboat-demo workers under lifeboat-launch with a 2 s grace period, every
 // write to the checkpoint directory 400 ms slower (slow_writes_preload). The
 // grace period's first save measures the directory; the final save would not
-// reach it in time, so it commits in the memory tier only and the workers
+// reach it in time, so it commits in the memory and peer tiers only and the workers
 // exit with the restart code; the restarted job restores from memory, writes
 // that checkpoint to the directory while it trains, and ends with the digests
 // of an uninterrupted run.
@@ -49,6 +49,11 @@ TEST(deadline_save_test, a_directory_too_slow_for_the_deadline_gets_the_checkpoi
   ASSERT_EQ(slow.code, 0) << slow.text();
   EXPECT_EQ(slow.digests, reference.digests) << slow.text();
   EXPECT_EQ(slow.count("committed in memory only"), tiered_job_workers) << slow.text();
+  // That checkpoint is on a peer too: every rank's shard outlives its host.
+  EXPECT_EQ(slow.count("reached tiers: memory (", "), peer (") -
+                slow.count("reached tiers: memory (", "), directory ("),
+            tiered_job_workers)
+      << slow.text();
   EXPECT_EQ(slow.count("from the memory tier"), tiered_job_workers) << slow.text();
   EXPECT_EQ(slow.count("persisted to the checkpoint directory"), tiered_job_workers) << slow.text();
 }

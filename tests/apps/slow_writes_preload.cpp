@@ -25,7 +25,9 @@ bool is_slow(int fd) {
   auto len = ::readlink(link, path, sizeof(path) - 1);
   if (len <= 0) return false;
   path[len] = '\0';
-  return std::strncmp(path, dir, std::strlen(dir)) == 0;
+  // Under it, not a sibling that shares its prefix ("ckpt-local").
+  auto n = std::strlen(dir);
+  return std::strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
 ssize_t slow_pwrite(const char* name, int fd, const void* data, size_t size, off_t offset) {

@@ -32,9 +32,12 @@ struct tiered_job_result {
   std::map<int, std::string> digests;
   std::vector<std::string> lines;
 
-  int count(const std::string& needle) const {
+  int count(const std::string& needle) const { return count(needle, ""); }
+
+  // The lines that hold both.
+  int count(const std::string& needle, const std::string& also) const {
     return static_cast<int>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
-      return l.find(needle) != std::string::npos;
+      return l.find(needle) != std::string::npos && l.find(also) != std::string::npos;
     }));
   }
 

@@ -200,7 +200,7 @@ class async_saver_deadline_test : public async_saver_test {
 };
 
 TEST_F(async_saver_deadline_test, a_directory_too_slow_for_the_deadline_is_left_to_the_next_start) {
-  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr}};
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, nullptr}};
   // The first save measures the directory's bandwidth: 1 MiB in two delayed
   // writes (data and index), 600 ms.
   save_and_wait(saver, 1);
@@ -232,7 +232,7 @@ TEST_F(async_saver_deadline_test, a_directory_too_slow_for_the_deadline_is_left_
 }
 
 TEST_F(async_saver_deadline_test, a_directory_that_fits_the_deadline_gets_the_final_save) {
-  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr}};
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, nullptr}};
   save_and_wait(saver, 1);
   save_and_wait(saver, 2, {unix_ms_in(std::chrono::seconds{60})});
   ASSERT_EQ(outcomes_.results.size(), 2u);

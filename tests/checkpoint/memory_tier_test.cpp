@@ -85,6 +85,42 @@ TEST_F(memory_tier_test, a_shard_that_does_not_fit_is_refused_with_the_sizes) {
   EXPECT_EQ(tier.newest_step(std::nullopt), std::nullopt);
 }
 
+TEST_F(memory_tier_test, adopt_commits_a_copy_of_another_tiers_shard) {
+  auto tier = open();
+  ASSERT_TRUE(save(tier, 3));
+  auto other = memory_tier::open(dir_.sub("other"), 0, 1);
+  ASSERT_TRUE(other);
+  auto from = tier.files_of(3);
+  auto bytes = std::filesystem::file_size(from.index) + std::filesystem::file_size(from.data);
+  auto adopted = other->adopt(3, 30, bytes, [&](const memory_tier::shard_files& into) {
+    std::filesystem::copy_file(from.index, into.index);
+    std::filesystem::copy_file(from.data, into.data);
+    return caf::error{};
+  });
+  ASSERT_TRUE(adopted) << describe(adopted.error());
+  EXPECT_EQ(other->newest_step(std::nullopt), 3);
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  auto restored = other->restore_step(3, fresh.registry, touched);
+  ASSERT_TRUE(restored) << describe(restored.error());
+  EXPECT_EQ(restored->total_run_calls, 30);
+  EXPECT_TRUE(fresh.holds(3));
+}
+
+TEST_F(memory_tier_test, a_failed_adopt_leaves_no_step_and_replaces_none) {
+  auto tier = open();
+  ASSERT_TRUE(save(tier, 3));
+  auto failed = tier.adopt(3, 30, 1, [](const memory_tier::shard_files& into) {
+    testing::write_file(into.index, "half");
+    return make_error(errc::io_error, "the peer went away");
+  });
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(describe(failed.error()).find("the peer went away") != std::string::npos, true);
+  // The old copy of the step was uncommitted first: nothing is left to read.
+  EXPECT_EQ(tier.newest_step(std::nullopt), std::nullopt);
+  EXPECT_FALSE(testing::exists(tier.path() + "/" + step_dir_name(3)));
+}
+
 TEST_F(memory_tier_test, a_crash_leftover_is_removed_at_open) {
   auto leftover = dir_.sub("job") + "/rank-00002-of-00004/" + step_dir_name(7);
   std::filesystem::create_directories(leftover);

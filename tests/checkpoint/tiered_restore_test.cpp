@@ -1,11 +1,13 @@
-// restore_fastest: the memory tier when it has the newest step, the directory
-// when the memory copy is older, absent or corrupt (logged with "corrupt" and
-// the file), and max_step for both; persist_to_directory writes a step only
-// the memory tier had.
+// restore_fastest: the memory tier when it has the newest step, else the
+// peer's replica (fetched into the memory tier), else the directory: when a
+// copy is older, absent or corrupt (logged with "corrupt" and the file), and
+// max_step for all; persist_to_directory writes a step only the memory or
+// peer tier had.
 #include "checkpoint/tiered_restore.hpp"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "checkpoint/layout.hpp"
@@ -20,6 +22,18 @@ using testing::worker_state;
 
 constexpr std::size_t state_bytes = 256 * 1024;
 
+// Flips the byte in the middle of the data file of `tier`'s `step`; its path.
+std::string corrupt_data(const memory_tier& tier, int64_t step) {
+  auto data = tier.files_of(step).data;
+  std::fstream f{data, std::ios::in | std::ios::out | std::ios::binary};
+  auto middle = static_cast<std::streamoff>(state_bytes / 2);
+  f.seekg(middle);
+  char byte = static_cast<char>(f.get() ^ 0x5a);
+  f.seekp(middle);
+  f.put(byte);
+  return data;
+}
+
 class tiered_restore_test : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -29,6 +43,47 @@ class tiered_restore_test : public ::testing::Test {
     auto tier = memory_tier::open(dir_.sub("memory"), 0, 1);
     ASSERT_TRUE(tier);
     memory_.emplace(std::move(*tier));
+    auto replica = memory_tier::open(dir_.sub("peer"), 0, 1);
+    ASSERT_TRUE(replica);
+    replica_.emplace(std::move(*replica));
+  }
+
+  // The peer tier without its sockets: copies the replica's newest step in
+  // range into the memory tier, as replica_client::fetch does.
+  caf::expected<std::optional<checkpoint_info>> fetch(std::optional<int64_t> max_step,
+                                                      int64_t min_step) {
+    auto step = replica_->newest_step(max_step);
+    if (!step || *step < min_step) return std::optional<checkpoint_info>{};
+    auto from = replica_->files_of(*step);
+    auto bytes = std::filesystem::file_size(from.index) + std::filesystem::file_size(from.data);
+    auto adopted = memory_->adopt(*step, *step, bytes, [&](const memory_tier::shard_files& into) {
+      std::filesystem::copy_file(from.index, into.index);
+      std::filesystem::copy_file(from.data, into.data);
+      return caf::error{};
+    });
+    if (!adopted) return std::move(adopted.error());
+    return std::optional<checkpoint_info>{std::move(*adopted)};
+  }
+
+  // Saves `step` to the peer's replica only.
+  void save_replica(int64_t step) {
+    state_.set(step);
+    auto snap = directory_->take_snapshot(state_.registry);
+    ASSERT_TRUE(snap);
+    ASSERT_TRUE(replica_->save(*snap, step, step));
+  }
+
+  // Restores with the peer tier into a fresh state; the tier read.
+  std::string restore_with_peer(int64_t expected_step) {
+    worker_state fresh{state_bytes};
+    auto restored = restore_fastest(
+        *directory_, &*memory_, fresh.registry, std::nullopt,
+        [this](std::optional<int64_t> max, int64_t min) { return fetch(max, min); });
+    EXPECT_TRUE(restored) << describe(restored.error());
+    if (!restored || !*restored) return "";
+    EXPECT_EQ((*restored)->step, expected_step);
+    EXPECT_TRUE(fresh.holds(expected_step));
+    return (*restored)->tiers.at(0).name;
   }
 
   // Saves `step` to the memory tier, the directory, or both.
@@ -59,6 +114,7 @@ class tiered_restore_test : public ::testing::Test {
   worker_state state_{state_bytes};
   std::optional<store> directory_;
   std::optional<memory_tier> memory_;
+  std::optional<memory_tier> replica_;  // the peer's copy of this rank's shards
 };
 
 TEST_F(tiered_restore_test, the_memory_tier_when_it_has_the_newest_step) {
@@ -87,20 +143,55 @@ TEST_F(tiered_restore_test, the_directory_when_the_memory_tier_is_empty) {
 
 TEST_F(tiered_restore_test, the_directory_when_the_memory_copy_is_corrupt) {
   save(1, true, true);
-  auto data = memory_->path() + "/" + step_dir_name(1) + "/" + shard_data_name(0, 1);
-  {
-    std::fstream f{data, std::ios::in | std::ios::out | std::ios::binary};
-    auto middle = static_cast<std::streamoff>(state_bytes / 2);
-    f.seekg(middle);
-    char byte = static_cast<char>(f.get() ^ 0x5a);
-    f.seekp(middle);
-    f.put(byte);
-  }
+  auto data = corrupt_data(*memory_, 1);
   ::testing::internal::CaptureStderr();
   auto tier = restore(std::nullopt, 1);
   auto log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(tier, tier_directory);
   EXPECT_NE(log.find("corrupt file " + data), std::string::npos) << log;
+}
+
+TEST_F(tiered_restore_test, an_empty_memory_tier_restores_the_peers_replica) {
+  save(1, true, true);
+  save_replica(2);
+  // A replaced host: the worker opens an empty memory tier.
+  ASSERT_FALSE(memory_->remove());
+  auto fresh = memory_tier::open(dir_.sub("memory"), 0, 1);
+  ASSERT_TRUE(fresh);
+  memory_.emplace(std::move(*fresh));
+  EXPECT_EQ(restore_with_peer(2), tier_peer);
+  // The memory tier holds the step again: the next start reads it there.
+  EXPECT_EQ(memory_->newest_step(std::nullopt), 2);
+}
+
+TEST_F(tiered_restore_test, a_corrupt_memory_copy_restores_the_peers_replica) {
+  save(1, true, true);
+  save_replica(1);
+  corrupt_data(*memory_, 1);
+  EXPECT_EQ(restore_with_peer(1), tier_peer);
+}
+
+TEST_F(tiered_restore_test, a_corrupt_replica_restores_the_directory_and_says_corrupt) {
+  save(1, false, true);
+  save_replica(1);
+  auto data = corrupt_data(*replica_, 1);
+  ::testing::internal::CaptureStderr();
+  auto tier = restore_with_peer(1);
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(tier, tier_directory);
+  // The copy that failed is the memory tier's, fetched from the peer.
+  EXPECT_NE(log.find("peer tier: step 1 not restored, reading the checkpoint directory"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("corrupt file " + memory_->files_of(1).data), std::string::npos)
+      << log << data;
+}
+
+TEST_F(tiered_restore_test, a_replica_older_than_the_directory_is_not_fetched) {
+  save(2, false, true);
+  save_replica(1);
+  EXPECT_EQ(restore_with_peer(2), tier_directory);
+  EXPECT_EQ(memory_->newest_step(std::nullopt), std::nullopt);
 }
 
 TEST_F(tiered_restore_test, without_a_memory_tier_the_directory) {

@@ -1,0 +1,146 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "checkpoint/memory_tier.hpp"
+#include "checkpoint/store.hpp"
+#include "runtime/peer_link.hpp"
+
+namespace lifeboat {
+
+namespace wire {
+class ReplicaRequest;
+}  // namespace wire
+
+/// Tier 1 of checkpoints (DESIGN "Checkpoint tiers"): every rank sends its
+/// shard, once it is committed in its memory tier, to one other rank, its
+/// holder, which keeps it in its own host's memory; a rank whose memory tier
+/// lost the shard (a replaced host) fetches it back from there.
+
+/// The subdirectory of a job's memory directory where a worker keeps the
+/// replicas it holds, one memory tier per rank: `<dir>/peer/rank-RRRRR-of-WWWWW`.
+constexpr const char* peer_tier_dir_name = "peer";
+
+/// The rank that holds `rank`'s replica, given the host of every rank: the
+/// next rank (cyclically) on another host, so that the copy outlives this
+/// host; on one host, the next rank. Ranks whose host is empty have no peer
+/// tier and are passed over. None when no other rank has one (or `rank`
+/// has none).
+std::optional<int> replica_holder(const std::vector<std::string>& hosts, int rank);
+
+/// The local address this host reaches `host`:`port` from (a UDP socket's
+/// route; nothing is sent), which peers on that network can reach back.
+caf::expected<std::string> local_address_toward(const std::string& host, uint16_t port);
+
+/// "host:port" into its parts; errc::invalid_argument otherwise.
+caf::expected<std::pair<std::string, uint16_t>> split_host_port(const std::string& text);
+
+/// A worker's listener of the peer tier: keeps the replicas pushed by the
+/// ranks it holds for, and sends one back on request. Each connection runs
+/// on a thread of its own (at most max_connections at once; more are closed
+/// at once), and a connection's requests on one rank's replicas take that
+/// rank's turn, so a push and a fetch of the same rank never interleave.
+///
+/// Lifetime: the destructor stops accepting, cuts the open connections and
+/// joins their threads. Thread-safety: the members may be called from any
+/// thread.
+class replica_server {
+ public:
+  static constexpr int max_connections = 8;
+
+  struct config {
+    std::string host;   // a numeric address to listen on (port: any free one)
+    std::string token;  // LIFEBOAT_CLUSTER_TOKEN
+    std::string dir;    // where replicas are kept (see peer_tier_dir_name)
+    int world_size = 1;
+    // Whether this worker holds `rank`'s replica: others are refused.
+    std::function<bool(int rank)> holds;
+  };
+
+  static caf::expected<std::unique_ptr<replica_server>> start(config cfg);
+  ~replica_server();
+
+  replica_server(const replica_server&) = delete;
+  replica_server& operator=(const replica_server&) = delete;
+
+  uint16_t port() const { return port_; }
+
+  /// Removes every replica this worker holds (at a clean end of training).
+  caf::error remove_replicas();
+
+ private:
+  replica_server(config cfg, int listener, uint16_t port);
+
+  void accept_loop();
+  // Joins the threads of the connections that ended.
+  void reap();
+  void serve(int fd);
+  caf::error answer(peer_link& link);
+  // The replicas of `rank`, opened on first use.
+  caf::expected<checkpoint::memory_tier*> replicas_of(int rank);
+
+  config cfg_;
+  int listener_;
+  uint16_t port_;
+  int wake_[2] = {-1, -1};  // a pipe: the destructor's byte ends accept_loop
+  std::mutex mtx_;
+  std::map<int, checkpoint::memory_tier> replicas_;
+  std::map<int, std::unique_ptr<std::mutex>> turns_;
+  struct connection {
+    int fd;  // to cut it at the end
+    std::thread thread;
+  };
+  std::map<int, connection> connections_;  // by id, until reaped
+  std::vector<int> ended_;                 // ids whose thread is at its end
+  int next_id_ = 0;
+  std::thread acceptor_;
+};
+
+/// One rank's side of the peer tier: pushes its shards to its holder and
+/// fetches them back. Thread-safety: one call at a time (the saver thread
+/// pushes; the training thread fetches, at start, before any save).
+class replica_client {
+ public:
+  replica_client(std::string holder_host, uint16_t holder_port, std::string token, int rank,
+                 int world_size);
+
+  /// Sends `own`'s committed shard of `step` to the holder, which commits it
+  /// in its memory before it answers; the seconds it took.
+  caf::expected<double> push(const checkpoint::memory_tier& own, int64_t step,
+                             int64_t total_run_calls);
+
+  /// Fetches the holder's newest copy not after `max_step` and not before
+  /// `min_step` into `own` (committed there, not yet verified: the restore
+  /// does that); none when the holder has none.
+  caf::expected<std::optional<checkpoint::checkpoint_info>> fetch(checkpoint::memory_tier& own,
+                                                                  std::optional<int64_t> max_step,
+                                                                  int64_t min_step);
+
+  /// "host:port" of the holder.
+  std::string holder() const;
+
+ private:
+  // Connects to the holder and sends `request` as this rank's, with the proof.
+  caf::expected<peer_link> send_request(wire::ReplicaRequest& request);
+  // The holder's reply: an error unless it consents (found).
+  caf::error receive_consent(peer_link& link);
+
+  std::string host_;
+  uint16_t port_;
+  std::string token_;
+  int rank_;
+  int world_size_;
+};
+
+}  // namespace lifeboat

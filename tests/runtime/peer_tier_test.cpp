@@ -1,0 +1,180 @@
+// The peer tier: which rank holds whose replica, and a replica_server with
+// real sockets: a push is committed in the holder's memory, a fetch brings it
+// back bit-exact into an empty memory tier, within the steps asked for; a
+// rank the server does not hold for and a peer of another job are refused.
+#include "runtime/peer_tier.hpp"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/staging.hpp"
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+#include "tests/checkpoint/worker_state.hpp"
+
+namespace lifeboat {
+namespace {
+
+using checkpoint::memory_tier;
+using checkpoint::testing::temp_dir;
+using checkpoint::testing::worker_state;
+
+constexpr const char* token = "peer-tier-test-token";
+constexpr std::size_t state_bytes = 512 * 1024;
+constexpr int world_size = 4;
+constexpr int rank = 1;
+constexpr int holder = 2;
+
+TEST(peer_tier_test, the_holder_is_the_next_rank_on_another_host) {
+  EXPECT_EQ(replica_holder({"a", "a", "b", "b"}, 0), 2);
+  EXPECT_EQ(replica_holder({"a", "a", "b", "b"}, 1), 2);
+  EXPECT_EQ(replica_holder({"a", "a", "b", "b"}, 2), 0);
+  EXPECT_EQ(replica_holder({"a", "a", "b", "b"}, 3), 0);
+  EXPECT_EQ(replica_holder({"a", "b", "a", "b"}, 0), 1);
+  EXPECT_EQ(replica_holder({"a", "b", "a", "b"}, 3), 0);
+}
+
+TEST(peer_tier_test, on_one_host_the_holder_is_the_next_rank) {
+  EXPECT_EQ(replica_holder({"h", "h", "h", "h"}, 0), 1);
+  EXPECT_EQ(replica_holder({"h", "h", "h", "h"}, 3), 0);
+}
+
+TEST(peer_tier_test, ranks_without_a_peer_tier_are_passed_over) {
+  EXPECT_EQ(replica_holder({"h", "", "h"}, 0), 2);
+  EXPECT_EQ(replica_holder({"h", "", "h"}, 1), std::nullopt);
+  EXPECT_EQ(replica_holder({"h", ""}, 0), std::nullopt);
+  EXPECT_EQ(replica_holder({"h"}, 0), std::nullopt);
+  EXPECT_EQ(replica_holder({"h", "h"}, 2), std::nullopt);
+}
+
+TEST(peer_tier_test, host_and_port_are_split_and_checked) {
+  EXPECT_EQ(split_host_port("10.0.0.2:4000"),
+            std::make_pair(std::string{"10.0.0.2"}, uint16_t{4000}));
+  EXPECT_EQ(split_host_port("[::1]:80"), std::make_pair(std::string{"::1"}, uint16_t{80}));
+  EXPECT_FALSE(split_host_port("10.0.0.2"));
+  EXPECT_FALSE(split_host_port("10.0.0.2:0"));
+  EXPECT_FALSE(split_host_port("10.0.0.2:port"));
+  EXPECT_FALSE(split_host_port(":80"));
+}
+
+TEST(peer_tier_test, the_local_address_toward_loopback_is_loopback) {
+  EXPECT_EQ(local_address_toward("127.0.0.1", 9), std::string{"127.0.0.1"});
+  EXPECT_FALSE(local_address_toward("no-such-host.invalid", 9));
+}
+
+class peer_tier_server_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    replica_server::config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.token = token;
+    cfg.dir = dir_.sub("holder/peer");
+    cfg.world_size = world_size;
+    cfg.holds = [](int source) { return source == rank; };
+    auto started = replica_server::start(std::move(cfg));
+    ASSERT_TRUE(started) << describe(started.error());
+    server_ = std::move(*started);
+    own_.emplace(open_own("own"));
+  }
+
+  memory_tier open_own(const std::string& name) {
+    auto tier = memory_tier::open(dir_.sub(name), rank, world_size);
+    EXPECT_TRUE(tier) << describe(tier.error());
+    return std::move(*tier);
+  }
+
+  void save(int64_t step) {
+    state_.set(step);
+    auto snap = checkpoint::take_snapshot(state_.registry, *pool_);
+    ASSERT_TRUE(snap);
+    ASSERT_TRUE(own_->save(*snap, step, step * 10));
+  }
+
+  replica_client client(int as_rank = rank, const std::string& secret = token) {
+    return replica_client{"127.0.0.1", server_->port(), secret, as_rank, world_size};
+  }
+
+  temp_dir dir_;
+  worker_state state_{state_bytes};
+  std::shared_ptr<checkpoint::staging_pool> pool_ = checkpoint::staging_pool::make();
+  std::unique_ptr<replica_server> server_;
+  std::optional<memory_tier> own_;
+};
+
+TEST_F(peer_tier_server_test, a_pushed_shard_comes_back_bit_exact_into_an_empty_tier) {
+  save(5);
+  auto pushed = client().push(*own_, 5, 50);
+  ASSERT_TRUE(pushed) << describe(pushed.error());
+  EXPECT_GE(*pushed, 0.0);
+  // The holder committed it in its own memory, a memory tier per rank.
+  EXPECT_TRUE(std::filesystem::exists(
+      dir_.sub("holder/peer/rank-00001-of-00004/step-000000000005/MANIFEST")));
+  // A replaced host: an empty memory tier.
+  ASSERT_FALSE(own_->remove());
+  auto fresh_tier = open_own("replaced");
+  auto fetched = client().fetch(fresh_tier, std::nullopt, -1);
+  ASSERT_TRUE(fetched) << describe(fetched.error());
+  ASSERT_TRUE(*fetched);
+  EXPECT_EQ((*fetched)->step, 5);
+  EXPECT_EQ((*fetched)->total_run_calls, 50);
+  EXPECT_EQ((*fetched)->tiers.at(0).name, checkpoint::tier_peer);
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  auto restored = fresh_tier.restore_step(5, fresh.registry, touched);
+  ASSERT_TRUE(restored) << describe(restored.error());
+  EXPECT_TRUE(fresh.holds(5));
+}
+
+TEST_F(peer_tier_server_test, a_fetch_gets_the_newest_step_in_range_or_none) {
+  for (int64_t step : {3, 4}) {
+    save(step);
+    ASSERT_TRUE(client().push(*own_, step, step * 10));
+  }
+  auto fresh_tier = open_own("replaced");
+  auto newest = client().fetch(fresh_tier, std::nullopt, -1);
+  ASSERT_TRUE(newest && *newest);
+  EXPECT_EQ((*newest)->step, 4);
+  auto capped = client().fetch(fresh_tier, 3, -1);
+  ASSERT_TRUE(capped && *capped);
+  EXPECT_EQ((*capped)->step, 3);
+  auto too_old = client().fetch(fresh_tier, std::nullopt, 5);
+  ASSERT_TRUE(too_old);
+  EXPECT_FALSE(*too_old);
+}
+
+TEST_F(peer_tier_server_test, a_rank_the_server_does_not_hold_for_is_refused) {
+  auto other = memory_tier::open(dir_.sub("other"), 3, world_size);
+  ASSERT_TRUE(other);
+  state_.set(1);
+  auto snap = checkpoint::take_snapshot(state_.registry, *pool_);
+  ASSERT_TRUE(snap);
+  ASSERT_TRUE(other->save(*snap, 1, 10));
+  auto pushed = client(3).push(*other, 1, 10);
+  ASSERT_FALSE(pushed);
+  EXPECT_NE(describe(pushed.error()).find("does not hold the replicas of rank 3"),
+            std::string::npos)
+      << describe(pushed.error());
+  auto fetched = client(3).fetch(*other, std::nullopt, -1);
+  ASSERT_FALSE(fetched);
+  EXPECT_FALSE(std::filesystem::exists(dir_.sub("holder/peer/rank-00003-of-00004")));
+}
+
+TEST_F(peer_tier_server_test, a_peer_of_another_job_is_refused) {
+  save(1);
+  auto pushed = client(rank, "another job's token").push(*own_, 1, 10);
+  ASSERT_FALSE(pushed);
+  EXPECT_EQ(pushed.error(), make_error(errc::refused));
+  EXPECT_FALSE(
+      std::filesystem::exists(dir_.sub("holder/peer/rank-00001-of-00004/step-000000000001")));
+}
+
+TEST_F(peer_tier_server_test, remove_replicas_leaves_none) {
+  save(1);
+  ASSERT_TRUE(client().push(*own_, 1, 10));
+  EXPECT_FALSE(server_->remove_replicas());
+  EXPECT_FALSE(std::filesystem::exists(dir_.sub("holder/peer")));
+}
+
+}  // namespace
+}  // namespace lifeboat
