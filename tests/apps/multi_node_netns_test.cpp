@@ -2,7 +2,8 @@
 // (tests/support/network_namespaces.hpp), so the launchers and workers reach
 // one another only over that network, as on three machines: a SIGTERM to a
 // worker on host 2 restarts every host's workers alike, with TLS 1.3 on the
-// coordination connections, the default of a job across hosts. Skipped where
+// coordination connections, the default of a job across hosts, and every
+// rank's checkpoint replicated to another host's peer tier. Skipped where
 // namespaces cannot be created (not root, no CAP_NET_ADMIN). The cut link,
 // the killed launcher and the stranger are in multi_node_partition_test.
 
@@ -53,8 +54,10 @@ TEST(multi_node_netns_test, sigterm_on_node_2_restarts_three_namespaced_nodes_al
   ::kill(logs[2]->pids(0).at(2), SIGTERM);
   std::vector<long long> agreed;
   std::map<int, std::string> digests;
+  int replicated = 0;
   for (int k = 0; k < nodes; ++k) {
     logs[k]->read_all();
+    replicated += logs[k]->count("), peer (");
     EXPECT_EQ(exit_code(*job.launchers[k]), 0) << job.text();
     EXPECT_EQ(logs[k]->pids(1).size(), static_cast<size_t>(per_node)) << job.text();
     for (auto step : logs[k]->agreed_steps()) agreed.push_back(step);
@@ -64,6 +67,8 @@ TEST(multi_node_netns_test, sigterm_on_node_2_restarts_three_namespaced_nodes_al
   EXPECT_EQ(std::set<long long>(agreed.begin(), agreed.end()).size(), 1u) << job.text();
   EXPECT_EQ(digests, expected) << job.text();
   EXPECT_GE(logs[0]->count("TLS 1.3 on every connection"), 1) << job.text();
+  // Every rank's preemption checkpoint has a replica on another node.
+  EXPECT_EQ(replicated, nodes * per_node) << job.text();
 }
 
 }  // namespace
