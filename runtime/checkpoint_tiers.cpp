@@ -44,15 +44,30 @@ checkpoint::peer_fetch_fn worker_peer_tier::fetch(checkpoint::memory_tier& memor
 }
 
 worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
-                                       const cluster_spec& cluster,
+                                       const cluster_spec& cluster, const tls_config& tls,
                                        const peer_address_exchange& exchange) {
   worker_peer_tier out;
+  // The coordination channel's TLS settings: checkpoints crossing hosts are
+  // encrypted whenever its frames are.
+  std::shared_ptr<tls_context> server_tls, client_tls;
+  caf::error tls_failed;
+  if (tls.enabled) {
+    auto server = tls_context::shared(tls, cluster.token, tls_role::server);
+    auto client = tls_context::shared(tls, cluster.token, tls_role::client);
+    if (server && client) {
+      server_tls = std::move(*server);
+      client_tls = std::move(*client);
+    } else {
+      tls_failed = server ? client.error() : server.error();
+    }
+  }
   // Every rank's host, known once the exchange below returns. A peer that
   // returned from it first may already ask the listener: it waits for them.
   std::promise<std::vector<std::string>> hosts_known;
   std::shared_future<std::vector<std::string>> hosts_future = hosts_known.get_future().share();
   std::string mine;
-  if (memory != nullptr) {
+  if (tls_failed) log(log_level::warning, "runtime", "no peer tier: ", describe(tls_failed));
+  if (memory != nullptr && !tls_failed) {
     auto host = local_address_toward(cluster.coordinator_host, cluster.coordinator_port);
     replica_server::config cfg;
     cfg.token = cluster.token;
@@ -69,6 +84,7 @@ worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
         return false;  // the exchange failed: this worker is on its way out
       }
     };
+    cfg.tls = server_tls;
     if (host) cfg.host = *host;
     auto server = host ? replica_server::start(std::move(cfg))
                        : caf::expected<std::unique_ptr<replica_server>>{host.error()};
@@ -87,12 +103,12 @@ worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
   }
   auto holder = replica_holder(hosts, cluster.rank);
   hosts_known.set_value(std::move(hosts));
-  if (!holder) return out;
+  if (!holder || tls_failed) return out;
   auto endpoint = split_host_port(addresses[static_cast<size_t>(*holder)]);
   out.client.emplace(endpoint->first, endpoint->second, cluster.token, cluster.rank,
-                     cluster.world_size);
+                     cluster.world_size, client_tls);
   log(log_level::info, "runtime", "peer tier: rank ", *holder, " at ", out.client->holder(),
-      " keeps this rank's replicas");
+      " keeps this rank's replicas", client_tls ? " (TLS 1.3)" : "");
   return out;
 }
 

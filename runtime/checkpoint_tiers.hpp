@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/coordination/tls_config.hpp"
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
 #include "checkpoint/tiered_restore.hpp"
@@ -43,11 +44,12 @@ using peer_address_exchange = std::function<std::vector<std::string>(const std::
 
 /// Starts this worker's peer tier beside its memory tier (`memory`, null:
 /// none, and then this worker only takes part in the exchange) on the
-/// address this host reaches the coordinator from, and finds the rank that
+/// address this host reaches the coordinator from, with TLS when `tls` (the
+/// coordination channel's settings) has it on, and finds the rank that
 /// holds its replicas. Every rank must call it (the exchange is a meeting).
 /// What cannot be started is logged, and the worker goes on without.
 worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
-                                       const cluster_spec& cluster,
+                                       const cluster_spec& cluster, const tls_config& tls,
                                        const peer_address_exchange& exchange);
 
 /// What the status shows of a checkpoint (`last_checkpoint`, `restored`):

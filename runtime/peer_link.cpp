@@ -64,7 +64,10 @@ peer_link::peer_link(peer_link&& other) noexcept
       token_(std::move(other.token_)),
       connector_nonce_(std::move(other.connector_nonce_)),
       listener_nonce_(std::move(other.listener_nonce_)),
-      deadline_(other.deadline_) {}
+      deadline_(other.deadline_),
+      tls_(std::move(other.tls_)),
+      plain_(std::move(other.plain_)),
+      plain_at_(other.plain_at_) {}
 
 peer_link& peer_link::operator=(peer_link&& other) noexcept {
   if (this != &other) {
@@ -75,6 +78,9 @@ peer_link& peer_link::operator=(peer_link&& other) noexcept {
     connector_nonce_ = std::move(other.connector_nonce_);
     listener_nonce_ = std::move(other.listener_nonce_);
     deadline_ = other.deadline_;
+    tls_ = std::move(other.tls_);
+    plain_ = std::move(other.plain_);
+    plain_at_ = other.plain_at_;
   }
   return *this;
 }
@@ -88,7 +94,8 @@ peer_link::~peer_link() {
 // 3. The connector checks that proof before it sends anything else; its own
 //    proof (over both nonces the other way round) leads its request.
 caf::expected<peer_link> peer_link::connect(const std::string& host, uint16_t port,
-                                            const std::string& token) {
+                                            const std::string& token,
+                                            std::shared_ptr<tls_context> tls) {
   auto peer = host + ":" + std::to_string(port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -108,6 +115,7 @@ caf::expected<peer_link> peer_link::connect(const std::string& host, uint16_t po
   auto err = errno;
   ::freeaddrinfo(found);
   if (rc != 0) return socket_error(peer, "connect", err);
+  if (auto err = link.start_tls(tls)) return err;
   link.connector_nonce_ = make_join_nonce();
   wire::ReplicaHello hello;
   hello.set_version(peer_link_version);
@@ -125,9 +133,11 @@ caf::expected<peer_link> peer_link::connect(const std::string& host, uint16_t po
   return link;
 }
 
-caf::expected<peer_link> peer_link::accept(int fd, const std::string& token) {
+caf::expected<peer_link> peer_link::accept(int fd, const std::string& token,
+                                           std::shared_ptr<tls_context> tls) {
   peer_link link{fd, "a connecting peer", token};
   link.deadline_ = std::chrono::steady_clock::now() + peer_link_handshake_timeout;
+  if (auto err = link.start_tls(tls)) return err;
   wire::ReplicaHello hello;
   if (auto err = link.receive(hello)) return err;
   if (hello.version() != peer_link_version)
@@ -201,29 +211,73 @@ caf::error peer_link::send_file(const std::string& path, uint64_t bytes) {
   return {};
 }
 
-void peer_link::end_sending() { ::shutdown(fd_, SHUT_WR); }
-
 caf::error peer_link::receive_file(checkpoint::file_system& files, const std::string& path,
                                    uint64_t bytes) {
   auto file = checkpoint::open_file(files, path, O_WRONLY | O_CREAT | O_TRUNC);
   if (!file) return std::move(file.error());
   std::vector<char> buffer(std::min<uint64_t>(transfer_piece, bytes));
   for (uint64_t done = 0; done < bytes;) {
-    auto want = std::min<uint64_t>(buffer.size(), bytes - done);
-    auto n = ::recv(fd_, buffer.data(), want, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return socket_error(peer_, "recv", errno);
-    if (n == 0) return link_error(errc::io_error, peer_, "closed in the middle of " + path);
-    if (auto err = checkpoint::pwrite_all(files, file->get(), buffer.data(), static_cast<size_t>(n),
+    auto n = receive_some(buffer.data(), std::min<uint64_t>(buffer.size(), bytes - done));
+    if (!n) return std::move(n.error());
+    if (auto err = checkpoint::pwrite_all(files, file->get(), buffer.data(), *n,
                                           static_cast<off_t>(done), path))
       return err;
-    done += static_cast<uint64_t>(n);
+    done += *n;
   }
   if (auto err = checkpoint::fsync_fd(files, file->get(), path)) return err;
   return file->close(path);
 }
 
+caf::error peer_link::start_tls(const std::shared_ptr<tls_context>& tls) {
+  if (!tls) return {};
+  auto made = tls_channel::make(tls);
+  if (!made) return std::move(made.error());
+  tls_.emplace(std::move(*made));
+  return flush_tls();
+}
+
+caf::error peer_link::flush_tls() {
+  auto out = tls_->take_ciphertext();
+  return out.empty() ? caf::error{} : send_raw(out.data(), out.size());
+}
+
 caf::error peer_link::send_bytes(const char* data, size_t size) {
+  if (!tls_) return send_raw(data, size);
+  tls_->write(data, size);
+  return flush_tls();
+}
+
+caf::error peer_link::receive_bytes(char* data, size_t size) {
+  for (size_t done = 0; done < size;) {
+    auto n = receive_some(data + done, size - done);
+    if (!n) return std::move(n.error());
+    done += *n;
+  }
+  return {};
+}
+
+caf::expected<size_t> peer_link::receive_some(char* data, size_t size) {
+  if (!tls_) return receive_raw(data, size);
+  // The session's plaintext first; else more records from the socket (the
+  // handshake's give none, and what they answer goes out at once).
+  while (plain_at_ == plain_.size()) {
+    char records[16 * 1024];
+    auto n = receive_raw(records, sizeof(records));
+    if (!n) return n;
+    if (auto err = tls_->feed(records, *n))
+      return link_error(err == make_error(errc::refused) ? errc::refused : errc::corrupt, peer_,
+                        "TLS: " + describe(err));
+    if (auto err = flush_tls()) return err;
+    plain_ = tls_->take_plaintext();
+    plain_at_ = 0;
+  }
+  auto n = std::min(size, plain_.size() - plain_at_);
+  std::memcpy(data, plain_.data() + plain_at_, n);
+  plain_at_ += n;
+  return n;
+}
+
+caf::error peer_link::send_raw(const char* data, size_t size) {
   for (size_t done = 0; done < size;) {
     auto n = ::send(fd_, data + done, size - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -233,20 +287,19 @@ caf::error peer_link::send_bytes(const char* data, size_t size) {
   return {};
 }
 
-caf::error peer_link::receive_bytes(char* data, size_t size) {
-  for (size_t done = 0; done < size;) {
+caf::expected<size_t> peer_link::receive_raw(char* data, size_t size) {
+  for (;;) {
     // SO_RCVTIMEO bounds each read only: a byte now and then would renew it.
     if (deadline_ && std::chrono::steady_clock::now() > *deadline_)
       return link_error(errc::timeout, peer_,
                         "no proof of the token within " +
                             std::to_string(peer_link_handshake_timeout.count()) + " s");
-    auto n = ::recv(fd_, data + done, size - done, 0);
+    auto n = ::recv(fd_, data, size, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return socket_error(peer_, "recv", errno);
     if (n == 0) return link_error(errc::io_error, peer_, "the connection was closed");
-    done += static_cast<size_t>(n);
+    return static_cast<size_t>(n);
   }
-  return {};
 }
 
 }  // namespace lifeboat

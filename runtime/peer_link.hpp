@@ -9,6 +9,8 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "actors/coordination/tls_channel.hpp"
+#include "actors/coordination/tls_context.hpp"
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/file_system.hpp"
 
@@ -30,8 +32,11 @@ constexpr uint32_t peer_link_max_message = 64 * 1024;
 /// blocking TCP socket on which both ends first prove that they hold the
 /// cluster token (a fresh nonce each, answered with an HMAC under it), then
 /// exchange length-prefixed messages (messages/checkpoint.proto) and whole
-/// files. Neither end trusts a byte before the other's proof. The files are
-/// not encrypted; the reader verifies them by their checksums.
+/// files. Neither end trusts a byte before the other's proof. With a TLS
+/// context (the coordination channel's settings), every byte after the TCP
+/// handshake is a TLS 1.3 record: a checkpoint crossing hosts travels
+/// encrypted, and a record altered on the path ends the link. Without, the
+/// reader verifies the files by their checksums only.
 ///
 /// Thread-safety: one thread at a time per link. Lifetime: owns its socket.
 class peer_link {
@@ -40,13 +45,18 @@ class peer_link {
   /// request that follows (send with its `proof`) carries this end's.
   /// Errors: errc::io_error (no connection, a broken one), errc::refused
   /// (the listener's proof is wrong: another job or a stranger), errc::timeout.
+  /// `tls`: a client context, or null for clear text; its handshake
+  /// failing (another key, a listener without TLS) is errc::refused.
   static caf::expected<peer_link> connect(const std::string& host, uint16_t port,
-                                          const std::string& token);
+                                          const std::string& token,
+                                          std::shared_ptr<tls_context> tls = nullptr);
 
   /// The listener's end of an accepted connection `fd` (owned from now):
   /// reads the connector's challenge and answers it. The connector's own
   /// proof comes with its first request: check it with verify_proof.
-  static caf::expected<peer_link> accept(int fd, const std::string& token);
+  /// `tls`: a server context, or null for clear text.
+  static caf::expected<peer_link> accept(int fd, const std::string& token,
+                                         std::shared_ptr<tls_context> tls = nullptr);
 
   peer_link(peer_link&& other) noexcept;
   peer_link& operator=(peer_link&& other) noexcept;
@@ -67,10 +77,6 @@ class peer_link {
   /// Sends the first `bytes` bytes of the file at `path`.
   caf::error send_file(const std::string& path, uint64_t bytes);
 
-  /// Ends this end's sending (a half-close): the peer reads the end of the
-  /// stream after what was sent, and may still answer.
-  void end_sending();
-
   /// Writes the next `bytes` bytes from the peer into a new file at `path`
   /// through `files`, and syncs it.
   caf::error receive_file(checkpoint::file_system& files, const std::string& path, uint64_t bytes);
@@ -81,8 +87,18 @@ class peer_link {
  private:
   peer_link(int fd, std::string peer, std::string token);
 
+  // Starts the TLS session under `tls` (a client sends its ClientHello).
+  caf::error start_tls(const std::shared_ptr<tls_context>& tls);
+  // Plaintext out: through the TLS session when there is one.
   caf::error send_bytes(const char* data, size_t size);
   caf::error receive_bytes(char* data, size_t size);
+  // Plaintext in: at least one byte, at most `size`.
+  caf::expected<size_t> receive_some(char* data, size_t size);
+  // The socket itself.
+  caf::error send_raw(const char* data, size_t size);
+  caf::expected<size_t> receive_raw(char* data, size_t size);
+  // Sends what the TLS session has for the peer.
+  caf::error flush_tls();
 
   int fd_ = -1;
   std::string peer_;
@@ -91,6 +107,9 @@ class peer_link {
   std::string listener_nonce_;
   // Until the connector proved itself (listener's end): when it must have.
   std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::optional<tls_channel> tls_;
+  std::string plain_;  // plaintext the session gave and nobody read yet
+  size_t plain_at_ = 0;
 };
 
 }  // namespace lifeboat

@@ -211,7 +211,7 @@ void replica_server::accept_loop() {
 }
 
 void replica_server::serve(int fd) {
-  auto link = peer_link::accept(fd, cfg_.token);
+  auto link = peer_link::accept(fd, cfg_.token, cfg_.tls);
   auto err = link ? answer(*link) : link.error();
   if (err) log(log_level::warning, component, "peer tier: a connection ended: ", describe(err));
 }
@@ -237,9 +237,7 @@ caf::error replica_server::answer(peer_link& link) {
   std::mutex* turn = nullptr;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    auto& slot = turns_[rank];
-    if (!slot) slot = std::make_unique<std::mutex>();
-    turn = slot.get();
+    turn = &turn_of(rank);
   }
   std::lock_guard<std::mutex> mine{*turn};
   auto& replicas = **tier;
@@ -305,25 +303,36 @@ caf::error replica_server::remove_replicas() {
   for (int rank = 0; rank < cfg_.world_size; ++rank)
     if (cfg_.holds(rank))
       if (auto tier = replicas_of(rank); !tier) return std::move(tier.error());
+  // Each rank's turn: a push or fetch in progress ends first. The tiers
+  // stay open (a connection may hold one): a later push makes its directory
+  // again.
   std::lock_guard<std::mutex> guard{mtx_};
-  for (auto& [rank, tier] : replicas_)
+  for (auto& [rank, tier] : replicas_) {
+    std::lock_guard<std::mutex> turn{turn_of(rank)};
     if (auto err = tier.remove()) return err;
-  replicas_.clear();
+  }
   return {};
 }
 
+std::mutex& replica_server::turn_of(int rank) {
+  auto& slot = turns_[rank];
+  if (!slot) slot = std::make_unique<std::mutex>();
+  return *slot;
+}
+
 replica_client::replica_client(std::string holder_host, uint16_t holder_port, std::string token,
-                               int rank, int world_size)
+                               int rank, int world_size, std::shared_ptr<tls_context> tls)
     : host_(std::move(holder_host)),
       port_(holder_port),
       token_(std::move(token)),
       rank_(rank),
-      world_size_(world_size) {}
+      world_size_(world_size),
+      tls_(std::move(tls)) {}
 
 std::string replica_client::holder() const { return host_ + ":" + std::to_string(port_); }
 
 caf::expected<peer_link> replica_client::send_request(wire::ReplicaRequest& request) {
-  auto link = peer_link::connect(host_, port_, token_);
+  auto link = peer_link::connect(host_, port_, token_, tls_);
   if (!link) return link;
   request.set_proof(link->proof());
   request.set_rank(rank_);
@@ -359,7 +368,6 @@ caf::expected<double> replica_client::push(const checkpoint::memory_tier& own, i
   // 1. The go-ahead, 2. the files, 3. the holder's commit.
   if (auto err = receive_consent(*link)) return err;
   if (auto err = send_shard(*link, files, *index_bytes, *data_bytes)) return err;
-  link->end_sending();
   if (auto err = receive_consent(*link)) return err;
   return seconds_since(start);
 }

@@ -66,6 +66,8 @@ class replica_server {
     int world_size = 1;
     // Whether this worker holds `rank`'s replica: others are refused.
     std::function<bool(int rank)> holds;
+    // A server context: TLS on every connection; null: clear text.
+    std::shared_ptr<tls_context> tls;
   };
 
   static caf::expected<std::unique_ptr<replica_server>> start(config cfg);
@@ -89,6 +91,8 @@ class replica_server {
   caf::error answer(peer_link& link);
   // The replicas of `rank`, opened on first use.
   caf::expected<checkpoint::memory_tier*> replicas_of(int rank);
+  // The lock a request on `rank`'s replicas holds throughout (mtx_ held).
+  std::mutex& turn_of(int rank);
 
   config cfg_;
   int listener_;
@@ -96,7 +100,7 @@ class replica_server {
   int wake_[2] = {-1, -1};  // a pipe: the destructor's byte ends accept_loop
   std::mutex mtx_;
   std::map<int, checkpoint::memory_tier> replicas_;
-  std::map<int, std::unique_ptr<std::mutex>> turns_;
+  std::map<int, std::unique_ptr<std::mutex>> turns_;  // by rank: turn_of
   struct connection {
     int fd;  // to cut it at the end
     std::thread thread;
@@ -112,8 +116,9 @@ class replica_server {
 /// pushes; the training thread fetches, at start, before any save).
 class replica_client {
  public:
+  /// `tls`: a client context, or null for clear text.
   replica_client(std::string holder_host, uint16_t holder_port, std::string token, int rank,
-                 int world_size);
+                 int world_size, std::shared_ptr<tls_context> tls = nullptr);
 
   /// Sends `own`'s committed shard of `step` to the holder, which commits it
   /// in its memory before it answers; the seconds it took.
@@ -141,6 +146,7 @@ class replica_client {
   std::string token_;
   int rank_;
   int world_size_;
+  std::shared_ptr<tls_context> tls_;
 };
 
 }  // namespace lifeboat

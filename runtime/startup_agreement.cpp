@@ -66,15 +66,18 @@ std::string verdict(const caf::error& err) { return err ? describe(err) : can_va
 
 }  // namespace
 
-void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_config& cfg) {
-  auto& sys = actors.system();
+caf::expected<tls_config> cluster_tls_config(const cluster_spec& cluster) {
   // A coordinator beyond loopback means the job spans hosts: TLS by default
   // (lifeboat-launch says LIFEBOAT_TLS explicitly, so its workers agree). A
   // worker alone hosts its service in its own process on loopback: nothing
   // crosses a network, and it may have no token to derive a key from.
-  caf::expected<tls_config> tls = tls_config{};
-  if (cluster.world_size > 1 || cluster.coordinator_external)
-    tls = read_tls_config(std::getenv, !is_loopback_host(cluster.coordinator_host));
+  if (cluster.world_size == 1 && !cluster.coordinator_external) return tls_config{};
+  return read_tls_config(std::getenv, !is_loopback_host(cluster.coordinator_host));
+}
+
+void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_config& cfg) {
+  auto& sys = actors.system();
+  auto tls = cluster_tls_config(cluster);
   if (!tls) fail_config(describe(tls.error()));
   if (!cluster.coordinator_external && cluster.rank == 0) {
     service_config service_cfg;

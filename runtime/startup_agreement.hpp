@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/coordination/tls_config.hpp"
 #include "checkpoint/barrier.hpp"
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
@@ -39,6 +40,12 @@ struct join_config {
   int64_t hang_timeout_ms = 0;
   heartbeat_sources heartbeat;
 };
+
+/// The TLS settings of the worker's connections (the coordination channel's,
+/// and the peer tier's): from LIFEBOAT_TLS and its files, on by default when
+/// the coordinator is beyond loopback; off for a worker alone. Errors:
+/// errc::invalid_config (a malformed setting).
+caf::expected<tls_config> cluster_tls_config(const cluster_spec& cluster);
 
 /// The first meeting of a worker's start: hosts the coordination service
 /// where this worker does (rank 0 without an external coordinator; then

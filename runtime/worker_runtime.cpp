@@ -142,8 +142,9 @@ void worker_runtime::start() {
   if (startup_guard_) startup_guard_->joined();
   startup_agreement agreement{*actors_->client(), rank(), world_size()};
   checkpoint::memory_tier* memory = memory_ ? &*memory_ : nullptr;
-  if (store_ && world_size() > 1)
-    peer_ = open_worker_peer_tier(memory, settings_.cluster, [&](const std::string& mine) {
+  // The join took the same TLS settings: they are valid.
+  if (auto tls = cluster_tls_config(settings_.cluster); store_ && world_size() > 1 && tls)
+    peer_ = open_worker_peer_tier(memory, settings_.cluster, *tls, [&](const std::string& mine) {
       return agreement.publish_peer_addresses(mine);
     });
   restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory, state_, checkpoint_dir_,

@@ -55,9 +55,11 @@ TEST(multi_node_netns_test, sigterm_on_node_2_restarts_three_namespaced_nodes_al
   std::vector<long long> agreed;
   std::map<int, std::string> digests;
   int replicated = 0;
+  int encrypted_peers = 0;
   for (int k = 0; k < nodes; ++k) {
     logs[k]->read_all();
     replicated += logs[k]->count("), peer (");
+    encrypted_peers += logs[k]->count("keeps this rank's replicas (TLS 1.3)");
     EXPECT_EQ(exit_code(*job.launchers[k]), 0) << job.text();
     EXPECT_EQ(logs[k]->pids(1).size(), static_cast<size_t>(per_node)) << job.text();
     for (auto step : logs[k]->agreed_steps()) agreed.push_back(step);
@@ -67,8 +69,10 @@ TEST(multi_node_netns_test, sigterm_on_node_2_restarts_three_namespaced_nodes_al
   EXPECT_EQ(std::set<long long>(agreed.begin(), agreed.end()).size(), 1u) << job.text();
   EXPECT_EQ(digests, expected) << job.text();
   EXPECT_GE(logs[0]->count("TLS 1.3 on every connection"), 1) << job.text();
-  // Every rank's preemption checkpoint has a replica on another node.
+  // Every rank's preemption checkpoint has a replica on another node, sent
+  // over TLS in both generations.
   EXPECT_EQ(replicated, nodes * per_node) << job.text();
+  EXPECT_EQ(encrypted_peers, 2 * nodes * per_node) << job.text();
 }
 
 }  // namespace

@@ -6,10 +6,11 @@
 //   first byte odd: a replica_client's fetch gets the rest of the input as
 //     the listener's replies and files.
 // Checked: neither end crashes, hangs or adopts a step it was not asked for;
-// every connection ends (the driver closes its side after the input).
+// every connection ends (the server, made for the input, ends with it).
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -29,19 +30,18 @@ const std::string token = "fuzz-token";
 constexpr int world_size = 4;
 constexpr int rank = 1;
 
-replica_server& server() {
-  static auto made = [] {
-    replica_server::config cfg;
-    cfg.host = "127.0.0.1";
-    cfg.token = token;
-    cfg.dir = fuzz::scratch_dir() + "/peer";
-    cfg.world_size = world_size;
-    cfg.holds = [](int source) { return source == rank; };
-    auto s = replica_server::start(std::move(cfg));
-    if (!s) std::abort();
-    return std::move(*s);
-  }();
-  return *made;
+// A server of its own for each input: its destructor ends every connection
+// and joins its thread, so no input's work outlives it.
+std::unique_ptr<replica_server> start_server() {
+  replica_server::config cfg;
+  cfg.host = "127.0.0.1";
+  cfg.token = token;
+  cfg.dir = fuzz::scratch_dir() + "/peer";
+  cfg.world_size = world_size;
+  cfg.holds = [](int source) { return source == rank; };
+  auto s = replica_server::start(std::move(cfg));
+  if (!s) std::abort();
+  return std::move(*s);
 }
 
 checkpoint::memory_tier& own_tier() {
@@ -54,17 +54,23 @@ checkpoint::memory_tier& own_tier() {
 }
 
 void feed_the_server(fuzz::input& in) {
-  auto link = peer_link::connect("127.0.0.1", server().port(), token);
+  auto server = start_server();
+  auto link = peer_link::connect("127.0.0.1", server->port(), token);
   if (!link) std::abort();  // a genuine connector is always taken
   size_t len = in.byte();
-  wire::ReplicaRequest request;
-  if (request.ParseFromString(in.take(len)) && request.proof().empty())
-    request.set_proof(link->proof());
-  if (link->send(request)) return;
+  auto request_bytes = in.take(len);
   auto files = in.rest();
+  wire::ReplicaRequest request;
+  if (request.ParseFromString(request_bytes)) {
+    if (request.proof().empty()) request.set_proof(link->proof());
+    // A push announces the bytes that follow, split where the input says:
+    // one waiting for more would only wait for its read bound.
+    request.set_index_bytes(std::min<uint64_t>(request.index_bytes(), files.size()));
+    request.set_data_bytes(files.size() - request.index_bytes());
+  }
+  if (link->send(request)) return;
   fuzz::put_file(fuzz::scratch_dir(), "push", files);
   link->send_file(fuzz::scratch_dir() + "/push", files.size());
-  link->end_sending();
   // What the server answers, until it ends the connection.
   for (wire::ReplicaReply reply; !link->receive(reply);) {
   }

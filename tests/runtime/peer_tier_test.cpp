@@ -2,6 +2,8 @@
 // real sockets: a push is committed in the holder's memory, a fetch brings it
 // back bit-exact into an empty memory tier, within the steps asked for; a
 // rank the server does not hold for and a peer of another job are refused.
+// With TLS (a key from the token), a capture on the path holds none of the
+// shard's bytes, and a byte flipped on the path fails the push.
 #include "runtime/peer_tier.hpp"
 
 #include <filesystem>
@@ -10,6 +12,7 @@
 
 #include "checkpoint/staging.hpp"
 #include "messages/errors.hpp"
+#include "tests/actors/coordination/tcp_proxy.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/checkpoint/worker_state.hpp"
 
@@ -63,19 +66,30 @@ TEST(peer_tier_test, the_local_address_toward_loopback_is_loopback) {
   EXPECT_FALSE(local_address_toward("no-such-host.invalid", 9));
 }
 
+std::shared_ptr<tls_context> psk_context(tls_role role) {
+  tls_config cfg;
+  cfg.enabled = true;
+  auto made = tls_context::make(cfg, token, role);
+  return made ? *made : nullptr;
+}
+
 class peer_tier_server_test : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { start_server(nullptr); }
+
+  void start_server(std::shared_ptr<tls_context> tls) {
+    server_.reset();
     replica_server::config cfg;
     cfg.host = "127.0.0.1";
     cfg.token = token;
     cfg.dir = dir_.sub("holder/peer");
     cfg.world_size = world_size;
     cfg.holds = [](int source) { return source == rank; };
+    cfg.tls = std::move(tls);
     auto started = replica_server::start(std::move(cfg));
     ASSERT_TRUE(started) << describe(started.error());
     server_ = std::move(*started);
-    own_.emplace(open_own("own"));
+    if (!own_) own_.emplace(open_own("own"));
   }
 
   memory_tier open_own(const std::string& name) {
@@ -93,6 +107,17 @@ class peer_tier_server_test : public ::testing::Test {
 
   replica_client client(int as_rank = rank, const std::string& secret = token) {
     return replica_client{"127.0.0.1", server_->port(), secret, as_rank, world_size};
+  }
+
+  // A TLS client through `proxy`.
+  replica_client tls_client(const test::tcp_proxy& proxy) {
+    return replica_client{"127.0.0.1", proxy.port(), token,
+                          rank,        world_size,   psk_context(tls_role::client)};
+  }
+
+  // Whether `bytes` holds a run of the saved state's bytes.
+  bool holds_state(const std::string& bytes) const {
+    return bytes.find(std::string(state_.weights.data() + 4096, 64)) != std::string::npos;
   }
 
   temp_dir dir_;
@@ -165,6 +190,55 @@ TEST_F(peer_tier_server_test, a_peer_of_another_job_is_refused) {
   auto pushed = client(rank, "another job's token").push(*own_, 1, 10);
   ASSERT_FALSE(pushed);
   EXPECT_EQ(pushed.error(), make_error(errc::refused));
+  EXPECT_FALSE(
+      std::filesystem::exists(dir_.sub("holder/peer/rank-00001-of-00004/step-000000000001")));
+}
+
+TEST_F(peer_tier_server_test, in_clear_text_a_capture_holds_the_shard) {
+  save(1);
+  test::tcp_proxy proxy{server_->port()};
+  ASSERT_TRUE(
+      replica_client("127.0.0.1", proxy.port(), token, rank, world_size).push(*own_, 1, 10));
+  EXPECT_TRUE(holds_state(proxy.recorded()));
+}
+
+TEST_F(peer_tier_server_test, with_tls_a_capture_holds_none_of_the_shard) {
+  start_server(psk_context(tls_role::server));
+  save(1);
+  test::tcp_proxy proxy{server_->port()};
+  auto pushed = tls_client(proxy).push(*own_, 1, 10);
+  ASSERT_TRUE(pushed) << describe(pushed.error());
+  auto fresh_tier = open_own("replaced");
+  auto fetched = tls_client(proxy).fetch(fresh_tier, std::nullopt, -1);
+  ASSERT_TRUE(fetched && *fetched);
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  ASSERT_TRUE(fresh_tier.restore_step(1, fresh.registry, touched));
+  EXPECT_TRUE(fresh.holds(1));
+  auto recorded = proxy.recorded();
+  EXPECT_GT(recorded.size(), 2 * state_bytes);
+  EXPECT_FALSE(holds_state(recorded));
+}
+
+TEST_F(peer_tier_server_test, with_tls_a_byte_flipped_on_the_path_fails_the_push) {
+  start_server(psk_context(tls_role::server));
+  save(1);
+  test::tcp_proxy proxy{server_->port()};
+  // The first bytes upstream: the ClientHello, whose change fails the handshake.
+  proxy.flip_next_upstream_byte();
+  auto pushed = tls_client(proxy).push(*own_, 1, 10);
+  ASSERT_FALSE(pushed);
+  EXPECT_TRUE(proxy.flipped());
+  EXPECT_FALSE(std::filesystem::exists(
+      dir_.sub("holder/peer/rank-00001-of-00004/step-000000000001/MANIFEST")));
+}
+
+TEST_F(peer_tier_server_test, a_tls_client_and_a_clear_text_server_do_not_talk) {
+  save(1);
+  auto pushed = replica_client("127.0.0.1", server_->port(), token, rank, world_size,
+                               psk_context(tls_role::client))
+                    .push(*own_, 1, 10);
+  ASSERT_FALSE(pushed);
   EXPECT_FALSE(
       std::filesystem::exists(dir_.sub("holder/peer/rank-00001-of-00004/step-000000000001")));
 }
