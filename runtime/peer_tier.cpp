@@ -240,31 +240,43 @@ caf::error replica_server::answer(peer_link& link) {
     turn = &turn_of(rank);
   }
   std::lock_guard<std::mutex> mine{*turn};
-  auto& replicas = **tier;
-  if (request.kind() == wire::REPLICA_PUSH) {
-    if (request.step() < 0 || !plausible_sizes(request.index_bytes(), request.data_bytes())) {
-      reply.set_found(false);
-      reply.set_error("a push of step " + std::to_string(request.step()) + " with " +
-                      std::to_string(request.index_bytes()) + " + " +
-                      std::to_string(request.data_bytes()) + " bytes");
-      return link.send(reply);
-    }
-    // The go-ahead: a push that would be refused is told so before its
-    // bytes are on their way.
-    reply.set_found(true);
-    if (auto err = link.send(reply)) return err;
-    auto adopted = replicas.adopt(
-        request.step(), request.total_run_calls(), request.index_bytes() + request.data_bytes(),
-        [&](const checkpoint::memory_tier::shard_files& into) {
-          return receive_shard(link, replicas.files(), into, request.index_bytes(),
-                               request.data_bytes());
-        });
-    reply.set_found(static_cast<bool>(adopted));
-    reply.set_step(request.step());
-    if (!adopted) reply.set_error(describe(adopted.error()));
-    if (auto err = link.send(reply)) return err;
-    return adopted ? caf::error{} : adopted.error();
+  if (request.kind() == wire::REPLICA_PUSH) return take_push(link, request, **tier);
+  if (request.kind() == wire::REPLICA_FETCH) return answer_fetch(link, request, **tier);
+  reply.set_error("a request of unknown kind " + std::to_string(request.kind()));
+  return link.send(reply);
+}
+
+// 1. The go-ahead (a push that would be refused is told so before its bytes
+//    are on their way), 2. the files, adopted, 3. the commit's outcome.
+caf::error replica_server::take_push(peer_link& link, const wire::ReplicaRequest& request,
+                                     checkpoint::memory_tier& replicas) {
+  wire::ReplicaReply reply;
+  reply.set_step(request.step());
+  if (request.step() < 0 || !plausible_sizes(request.index_bytes(), request.data_bytes())) {
+    reply.set_error("a push of step " + std::to_string(request.step()) + " with " +
+                    std::to_string(request.index_bytes()) + " + " +
+                    std::to_string(request.data_bytes()) + " bytes");
+    return link.send(reply);
   }
+  reply.set_found(true);
+  if (auto err = link.send(reply)) return err;
+  auto adopted = replicas.adopt(request.step(), request.total_run_calls(),
+                                request.index_bytes() + request.data_bytes(),
+                                [&](const checkpoint::memory_tier::shard_files& into) {
+                                  return receive_shard(link, replicas.files(), into,
+                                                       request.index_bytes(), request.data_bytes());
+                                });
+  reply.set_found(static_cast<bool>(adopted));
+  if (!adopted) reply.set_error(describe(adopted.error()));
+  if (auto err = link.send(reply)) return err;
+  return adopted ? caf::error{} : adopted.error();
+}
+
+// The newest step in the range asked for, with its sizes, then its files;
+// an empty reply when there is none.
+caf::error replica_server::answer_fetch(peer_link& link, const wire::ReplicaRequest& request,
+                                        const checkpoint::memory_tier& replicas) {
+  wire::ReplicaReply reply;
   std::optional<int64_t> max_step;
   if (request.step() >= 0) max_step = request.step();
   auto step = replicas.newest_step(max_step);

@@ -88,7 +88,12 @@ class replica_server {
   // Joins the threads of the connections that ended.
   void reap();
   void serve(int fd);
+  // One request on `link`, from the connector's proof to the last reply.
   caf::error answer(peer_link& link);
+  caf::error take_push(peer_link& link, const wire::ReplicaRequest& request,
+                       checkpoint::memory_tier& replicas);
+  caf::error answer_fetch(peer_link& link, const wire::ReplicaRequest& request,
+                          const checkpoint::memory_tier& replicas);
   // The replicas of `rank`, opened on first use.
   caf::expected<checkpoint::memory_tier*> replicas_of(int rank);
   // The lock a request on `rank`'s replicas holds throughout (mtx_ held).

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "checkpoint/staging.hpp"
+#include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
 #include "tests/actors/coordination/tcp_proxy.hpp"
 #include "tests/checkpoint/test_support.hpp"
@@ -183,6 +184,21 @@ TEST_F(peer_tier_server_test, a_rank_the_server_does_not_hold_for_is_refused) {
   auto fetched = client(3).fetch(*other, std::nullopt, -1);
   ASSERT_FALSE(fetched);
   EXPECT_FALSE(std::filesystem::exists(dir_.sub("holder/peer/rank-00003-of-00004")));
+}
+
+TEST_F(peer_tier_server_test, a_request_of_an_unknown_kind_is_answered_with_an_error) {
+  auto link = peer_link::connect("127.0.0.1", server_->port(), token);
+  ASSERT_TRUE(link) << describe(link.error());
+  wire::ReplicaRequest request;
+  request.set_proof(link->proof());
+  request.set_kind(static_cast<wire::ReplicaRequestKind>(7));
+  request.set_rank(rank);
+  request.set_world_size(world_size);
+  ASSERT_FALSE(link->send(request));
+  wire::ReplicaReply reply;
+  ASSERT_FALSE(link->receive(reply));
+  EXPECT_FALSE(reply.found());
+  EXPECT_EQ(reply.error(), "a request of unknown kind 7");
 }
 
 TEST_F(peer_tier_server_test, a_peer_of_another_job_is_refused) {
