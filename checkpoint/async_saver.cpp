@@ -13,6 +13,12 @@ constexpr const char* component = "checkpoint";
 constexpr const char* shards_barrier_prefix = "checkpoint-shards-";
 constexpr const char* commit_barrier_prefix = "checkpoint-committed-";
 
+int64_t unix_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 async_saver::async_saver(store& st, barrier* ready, std::chrono::milliseconds barrier_timeout,
@@ -112,21 +118,31 @@ std::vector<tier_time> async_saver::save_fast_tiers(const job& next) {
   }
   tiers.push_back({tier_memory, saved->seconds});
   if (!tiers_.replicate) return tiers;
+  // A final save copies to the peer only when the copy ends in time: one
+  // that would not, would keep the memory-only commit from it too.
+  auto deadline = next.options.deadline_unix_ms;
+  auto now = unix_now_ms();
+  if (deadline != 0 && !ends_in_time(peer_meter_, next.snap.size(), deadline, now)) {
+    log(log_level::warning, component, "peer tier: checkpoint of step ", next.step,
+        " not replicated: the copy would take about ", *peer_meter_.seconds_for(next.snap.size()),
+        " s, ", static_cast<double>(deadline - now) / 1000, " s are left before the deadline");
+    return tiers;
+  }
   auto sent = tiers_.replicate(next.step, next.total_run_calls);
-  if (sent)
-    tiers.push_back({tier_peer, *sent});
-  else
+  if (!sent) {
     log(log_level::warning, component, "peer tier: checkpoint of step ", next.step,
         " has no replica on a peer: ", describe(sent.error()));
+    return tiers;
+  }
+  peer_meter_.record(next.snap.size(), *sent);
+  tiers.push_back({tier_peer, *sent});
   return tiers;
 }
 
 caf::expected<bool> async_saver::agree_memory_only(const job& next, bool in_memory) {
   auto deadline = next.options.deadline_unix_ms;
   if (deadline == 0 || next.options.directory_only) return false;
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
+  auto now = unix_now_ms();
   auto mine = tier_vote(in_memory, directory_meter_, next.snap.size(), deadline, now);
   std::vector<std::string> votes{mine};
   if (tiers_.exchange) {

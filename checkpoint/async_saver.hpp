@@ -110,6 +110,7 @@ class async_saver {
   barrier* ready_;
   saver_tiers tiers_;
   bandwidth_meter directory_meter_;
+  bandwidth_meter peer_meter_;  // whole copies to the peer, for a final save's deadline
   std::chrono::milliseconds barrier_timeout_;
   mutable std::mutex mtx_;
   std::condition_variable cv_;

@@ -30,13 +30,19 @@ std::optional<double> bandwidth_meter::seconds_for(uint64_t bytes) const {
   return static_cast<double>(bytes) / *rate_;
 }
 
+bool ends_in_time(const bandwidth_meter& meter, uint64_t bytes, int64_t deadline_unix_ms,
+                  int64_t now_unix_ms) {
+  auto needed = meter.seconds_for(bytes);
+  if (!needed) return true;
+  double left_s = static_cast<double>(deadline_unix_ms - deadline_reserve_ms - now_unix_ms) / 1000;
+  return *needed <= left_s;
+}
+
 std::string tier_vote(bool in_memory, const bandwidth_meter& meter, uint64_t bytes,
                       int64_t deadline_unix_ms, int64_t now_unix_ms) {
   if (!in_memory) return vote_no_memory;
-  auto needed = meter.seconds_for(bytes);
-  if (!needed) return vote_directory_fits;
-  double left_s = static_cast<double>(deadline_unix_ms - deadline_reserve_ms - now_unix_ms) / 1000;
-  return *needed <= left_s ? vote_directory_fits : vote_directory_slow;
+  return ends_in_time(meter, bytes, deadline_unix_ms, now_unix_ms) ? vote_directory_fits
+                                                                   : vote_directory_slow;
 }
 
 }  // namespace lifeboat::checkpoint

@@ -45,6 +45,11 @@ class bandwidth_meter {
   std::optional<double> rate_;
 };
 
+/// Whether writing `bytes` at `meter`'s rate ends deadline_reserve_ms before
+/// `deadline_unix_ms` (it does when nothing was measured yet).
+bool ends_in_time(const bandwidth_meter& meter, uint64_t bytes, int64_t deadline_unix_ms,
+                  int64_t now_unix_ms);
+
 /// This rank's vote: no_memory without the shard in memory; else whether
 /// writing `bytes` at `meter`'s rate ends deadline_reserve_ms before
 /// `deadline_unix_ms` (it fits when nothing was measured yet).

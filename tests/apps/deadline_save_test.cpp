@@ -1,5 +1,5 @@
 // A checkpoint directory too slow for the notice's deadline, end to end: four
-// lifeboat-demo workers under lifeboat-launch with a 2 s grace period, every
+// lifeboat-demo workers under lifeboat-launch with a 3 s grace period, every
 // write to the checkpoint directory 400 ms slower (slow_writes_preload). The
 // grace period's first save measures the directory; the final save would not
 // reach it in time, so it commits in the memory and peer tiers only and the workers
@@ -20,10 +20,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace lifeboat::test;
 
-// Over 1.2 s of training (3 ms a step, and the lock-step barrier): the final
-// save comes about 1 s after the notice.
-constexpr int64_t steps = 400;
-constexpr const char* grace_period_s = "2";
+// Over 2.7 s of training (3 ms a step, and the lock-step barrier): the final
+// save comes about 1.2 s after the notice (the first save, with its 0.8 s
+// directory write, leaves no time for another round), with time for the
+// memory tier and the peer's copy but not for the directory.
+constexpr int64_t steps = 900;
+constexpr const char* grace_period_s = "3";
 constexpr const char* write_delay_ms = "400";
 
 tiered_job_result run(const scratch_dir& dir, const std::string& name, bool preempt) {

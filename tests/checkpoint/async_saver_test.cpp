@@ -242,5 +242,34 @@ TEST_F(async_saver_deadline_test, a_directory_that_fits_the_deadline_gets_the_fi
   EXPECT_EQ(directory_->newest_committed_step(std::nullopt), 2);
 }
 
+// The peer tier's copies as the saver sees them: each "takes" 5 s (told,
+// not slept), so the rate is the shard's size in 5 s.
+TEST_F(async_saver_deadline_test, a_final_save_copies_to_the_peer_only_when_the_copy_ends_in_time) {
+  std::vector<int64_t> copied;
+  replicate_fn replicate = [&](int64_t step, int64_t) -> caf::expected<double> {
+    copied.push_back(step);
+    return 5.0;
+  };
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, replicate}};
+  save_and_wait(saver, 1);
+  // 60 s left: the copy (about 5 s) ends in time.
+  save_and_wait(saver, 2, {unix_ms_in(std::chrono::seconds{60})});
+  // 3 s left: it would not; the memory tier and the directory still get it.
+  ::testing::internal::CaptureStderr();
+  save_and_wait(saver, 3, {unix_ms_in(std::chrono::seconds{3})});
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(copied, (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(outcomes_.results.size(), 3u);
+  ASSERT_TRUE(outcomes_.results[1]);
+  EXPECT_EQ(outcomes_.results[1]->tiers.at(1).name, tier_peer);
+  ASSERT_TRUE(outcomes_.results[2]);
+  EXPECT_EQ(outcomes_.results[2]->tiers.at(0).name, tier_memory);
+  EXPECT_NE(outcomes_.results[2]->tiers.at(1).name, tier_peer);
+  EXPECT_NE(
+      log.find("peer tier: checkpoint of step 3 not replicated: the copy would take about 5 s"),
+      std::string::npos)
+      << log;
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint
