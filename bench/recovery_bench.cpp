@@ -17,12 +17,11 @@
 // rank's bytes on one thread, and every rank's on as many threads at once;
 // the peer's copy ("the copy took C s") beside as many loopback TCP
 // connections sending one rank's bytes each at once.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/loopback.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
@@ -212,50 +212,36 @@ double memcpy_seconds(size_t bytes, int threads) {
 // Seconds for `threads` loopback TCP connections at once to carry `bytes`
 // each, sender to receiver (the best of memcpy_rounds).
 double loopback_seconds(size_t bytes, int threads) {
+  using lifeboat::bench::fd_guard;
   constexpr size_t piece = size_t{1} << 20;
+  constexpr auto io_bound = std::chrono::milliseconds{30000};
   double best = 1e9;
   for (int round = 0; round < memcpy_rounds; ++round) {
-    std::vector<int> listeners, senders, receivers;
+    std::vector<fd_guard> senders, receivers;
     for (int t = 0; t < threads; ++t) {
-      int l = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      socklen_t len = sizeof(addr);
-      if (::bind(l, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(l, 1) != 0 ||
-          ::getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-        throw bench_error("cannot listen on loopback");
-      int s = ::socket(AF_INET, SOCK_STREAM, 0);
-      if (::connect(s, reinterpret_cast<sockaddr*>(&addr), len) != 0)
-        throw bench_error("cannot connect on loopback");
-      listeners.push_back(l);
-      senders.push_back(s);
-      receivers.push_back(::accept(l, nullptr, nullptr));
+      uint16_t port = 0;
+      auto listener = lifeboat::bench::listen_loopback(1, port);
+      auto sender = lifeboat::bench::connect_loopback(port);
+      if (listener.fd < 0 || sender.fd < 0) throw bench_error("cannot connect on loopback");
+      senders.push_back(std::move(sender));
+      receivers.emplace_back(::accept(listener.fd, nullptr, nullptr));
     }
-    std::vector<char> out(piece, 1);
+    std::atomic<bool> failed{false};
     auto start = clock_type::now();
     std::vector<std::thread> ends;
-    for (int t = 0; t < threads; ++t) {
-      ends.emplace_back([&, t] {
-        for (size_t done = 0; done < bytes;) {
-          auto n = ::send(senders[t], out.data(), std::min(piece, bytes - done), 0);
-          if (n <= 0) return;
-          done += static_cast<size_t>(n);
-        }
-      });
-      ends.emplace_back([&, t] {
-        std::vector<char> in(piece);
-        for (size_t done = 0; done < bytes;) {
-          auto n = ::recv(receivers[t], in.data(), in.size(), 0);
-          if (n <= 0) return;
-          done += static_cast<size_t>(n);
-        }
-      });
-    }
+    for (int t = 0; t < threads; ++t)
+      for (bool sending : {true, false})
+        ends.emplace_back([&, t, sending] {
+          std::vector<char> buffer(piece, 1);
+          int fd = sending ? senders[t].fd : receivers[t].fd;
+          for (size_t done = 0; done < bytes && !failed; done += piece)
+            if (!lifeboat::bench::transfer_all(fd, buffer.data(), std::min(piece, bytes - done),
+                                               sending, io_bound))
+              failed = true;
+        });
     for (auto& e : ends) e.join();
+    if (failed) throw bench_error("a loopback transfer failed");
     best = std::min(best, seconds_between(start, clock_type::now()));
-    for (auto* fds : {&listeners, &senders, &receivers})
-      for (int fd : *fds) ::close(fd);
   }
   return best;
 }

@@ -4,6 +4,7 @@
 #include "checkpoint/layout.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/clock.hpp"
 
 namespace lifeboat::checkpoint {
 
@@ -12,12 +13,6 @@ namespace {
 constexpr const char* component = "checkpoint";
 constexpr const char* shards_barrier_prefix = "checkpoint-shards-";
 constexpr const char* commit_barrier_prefix = "checkpoint-committed-";
-
-int64_t unix_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

@@ -3,21 +3,16 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <chrono>
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/framed_file.hpp"
 #include "checkpoint/layout.hpp"
 #include "messages/errors.hpp"
+#include "platform/clock.hpp"
 
 namespace lifeboat::checkpoint {
 
 namespace {
-
-int64_t unix_ms_now() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 // A manifest or index names its files relative to its step directory; one
 // that reaches outside it (an absolute path, "..", a subdirectory) would make
@@ -72,7 +67,7 @@ caf::error write_manifest(file_system& fs, const std::string& step_dir, int64_t 
   manifest.set_step(step);
   manifest.set_world_size(world_size);
   manifest.set_total_run_calls(total_run_calls);
-  manifest.set_created_unix_ms(unix_ms_now());
+  manifest.set_created_unix_ms(unix_now_ms());
   for (int rank = 0; rank < world_size; ++rank)
     if (auto err = add_shard_record(step_dir, rank, world_size, manifest)) return err;
   return write_file_durably(fs, step_dir, manifest_file_name,
