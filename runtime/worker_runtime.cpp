@@ -278,6 +278,12 @@ void worker_runtime::wait_and_exit(int64_t step) {
         std::chrono::duration_cast<std::chrono::seconds>(final_commit_bound).count(), " s");
     actors_->request_exit(true);
   }
+  // The commit is cluster-wide once the commit rank's save ended; this
+  // worker's own may still be reporting (after a memory-only vote): it ends
+  // first, so that its log lines and its part in the decision are not cut.
+  if (saver_)
+    if (auto err = saver_->wait(final_commit_bound))
+      log(log_level::warning, "runtime", describe(err));
   actors_->acknowledge_notices();
   actors_->client()->leave();
   actors_->wait_for_peers_to_leave();
