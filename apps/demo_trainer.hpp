@@ -2,7 +2,8 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
+
+#include "checkpoint/host_memory.hpp"
 
 namespace lifeboat::demo {
 
@@ -22,12 +23,16 @@ class trainer_state {
   /// A hex digest of the full state.
   std::string digest() const;
 
-  void* data() { return words_.data(); }
-  size_t bytes() const { return words_.size() * sizeof(uint64_t); }
+  void* data() { return words_; }
+  size_t bytes() const { return count_ * sizeof(uint64_t); }
 
  private:
   int rank_ = 0;
-  std::vector<uint64_t> words_;
+  // Huge pages, faulted in at construction: a restore reads into it at the
+  // speed of a memcpy (host_memory says why).
+  checkpoint::host_memory memory_;
+  uint64_t* words_;
+  size_t count_;
 };
 
 }  // namespace lifeboat::demo

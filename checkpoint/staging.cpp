@@ -1,49 +1,24 @@
 #include "checkpoint/staging.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <string>
+#include <utility>
 
 #include "checkpoint/device_memory.hpp"
-#include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {
 
-namespace {
-
-std::size_t round_to_pages(std::size_t bytes) {
-  auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  if (bytes == 0) return page;
-  return (bytes + page - 1) / page * page;
-}
-
-}  // namespace
-
 caf::expected<std::unique_ptr<staging_buffer>> staging_buffer::allocate(std::size_t capacity) {
-  capacity = round_to_pages(capacity);
-  void* mem = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED)
-    return make_error(errc::io_error, "cannot map " + std::to_string(capacity) +
-                                          " bytes of staging memory: " + std::strerror(errno));
-  // Huge pages (where the kernel grants them) make the copy cheaper on TLB
-  // misses; writing every page now pre-faults it, so that the copy on the
-  // training thread never waits for page faults.
-  ::madvise(mem, capacity, MADV_HUGEPAGE);
-  std::memset(mem, 0, capacity);
-  return std::unique_ptr<staging_buffer>{new staging_buffer(static_cast<char*>(mem), capacity)};
+  auto memory = host_memory::allocate(capacity);
+  if (!memory) return std::move(memory.error());
+  return std::unique_ptr<staging_buffer>{new staging_buffer(std::move(*memory))};
 }
 
 staging_buffer::~staging_buffer() {
-  if (pinned_) device::unpin(data_);
-  ::munmap(data_, capacity_);
+  if (pinned_) device::unpin(memory_.data());
 }
 
 caf::error staging_buffer::pin() {
   if (pinned_) return {};
-  if (auto err = device::pin(data_, capacity_)) return err;
+  if (auto err = device::pin(memory_.data(), memory_.size())) return err;
   pinned_ = true;
   return {};
 }

@@ -3,14 +3,18 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <caf/expected.hpp>
 
+#include "checkpoint/host_memory.hpp"
+
 namespace lifeboat::checkpoint {
 
-/// Host memory that snapshots are copied into: mapped and pre-faulted once, so
-/// that the copy on the training thread never waits for page faults.
+/// Host memory that snapshots are copied into: mapped and pre-faulted once
+/// (host_memory), so that the copy on the training thread never waits for
+/// page faults.
 class staging_buffer {
  public:
   static caf::expected<std::unique_ptr<staging_buffer>> allocate(std::size_t capacity);
@@ -18,18 +22,17 @@ class staging_buffer {
   staging_buffer(const staging_buffer&) = delete;
   staging_buffer& operator=(const staging_buffer&) = delete;
 
-  char* data() { return data_; }
-  std::size_t capacity() const { return capacity_; }
+  char* data() { return memory_.data(); }
+  std::size_t capacity() const { return memory_.size(); }
   bool pinned() const { return pinned_; }
 
   /// Page-locks the buffer for device copies (once; later calls do nothing).
   caf::error pin();
 
  private:
-  staging_buffer(char* data, std::size_t capacity) : data_(data), capacity_(capacity) {}
+  explicit staging_buffer(host_memory memory) : memory_(std::move(memory)) {}
 
-  char* data_;
-  std::size_t capacity_;
+  host_memory memory_;
   bool pinned_ = false;
 };
 
