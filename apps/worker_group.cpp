@@ -102,6 +102,10 @@ std::optional<std::string> worker_group::start(int n, int restart) {
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      // An ignored signal stays ignored across exec: a launcher started in
+      // the background of a script (which ignores SIGINT there) would forward
+      // a SIGINT that no worker takes, and wait for them forever.
+      for (int forwarded : {SIGINT, SIGTERM}) ::signal(forwarded, SIG_DFL);
       ::execvpe(argv[0], argv.data(), envp.data());
       ::dprintf(STDERR_FILENO, "lifeboat-launch: cannot run '%s': %s\n", argv[0],
                 std::strerror(errno));

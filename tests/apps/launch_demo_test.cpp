@@ -247,6 +247,47 @@ TEST(launch_demo_test, sigint_to_the_launcher_ends_the_workers_and_restarts_none
   EXPECT_TRUE(none_outlived(started));
 }
 
+// A script that starts the launcher in the background ignores SIGINT there,
+// and an ignored signal stays ignored across exec. The launcher still takes
+// it (it waits for it blocked); its workers must not inherit the ignoring:
+// once a worker's handler is constructed (the start-up guard gives SIGINT its
+// inherited action back), a forwarded SIGINT would end none of them and the
+// launcher would wait for ever. The SIGINT comes after a restart, when every
+// worker said it resumed: past its construction.
+TEST(launch_demo_test, sigint_ends_the_workers_of_a_launcher_started_with_sigint_ignored) {
+  scratch_dir dir{"apps-sigint-ignored"};
+  std::vector<std::string> argv{"/bin/sh",
+                                "-c",
+                                "trap '' INT; exec \"$@\"",
+                                "sh",
+                                lifeboat::test::built(LIFEBOAT_LAUNCH),
+                                "--nproc",
+                                std::to_string(workers),
+                                "--max-restarts",
+                                "1",
+                                "--"};
+  auto demo = demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt", endless_steps, 5);
+  argv.insert(argv.end(), demo.begin(), demo.end());
+  child_process run{argv, true, environment_with(hermetic_env)};
+  output_log log{run};
+  auto first = joined_workers(log, 0);
+  ASSERT_EQ(first.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(first.at(0), SIGTERM);
+  ASSERT_TRUE(log.read_until_count("resumed at step", workers)) << log.text();
+  auto second = log.pids(1);
+  run.kill(SIGINT);
+  // Without the fix the launcher waits for ever: fail well before ctest's bound.
+  log.read_all(30s);
+  EXPECT_EQ(exit_code(run, 5s), failure_exit_code) << log.text();
+  EXPECT_EQ(log.count_if([](const std::string& l) {
+    return l.rfind("lifeboat-launch: rank ", 0) == 0 &&
+           l.find(") was killed by SIGINT") != std::string::npos;
+  }),
+            workers)
+      << log.text();
+  EXPECT_TRUE(none_outlived(second));
+}
+
 // A notice after the last step finds nothing to save, and the worker still
 // exits 0: SIGTERMs come every millisecond from its digest line until it is
 // gone, so some land after its handler has ended too.
