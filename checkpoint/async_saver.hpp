@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -49,6 +50,8 @@ struct save_options {
 
 /// The name of the I/O thread, for tools that tell it from the trainer's.
 constexpr const char* saver_thread_name = "lifeboat.saver";
+/// The name of the thread that copies a save to the peer meanwhile.
+constexpr const char* replica_thread_name = "lifeboat.replica";
 
 /// Saves in the background: the training thread is blocked only while the
 /// state is copied into staging memory; the I/O thread writes the shard, waits
@@ -61,7 +64,9 @@ class async_saver {
  public:
   /// `ready` may be null only for a world of one. With a memory tier, each
   /// shard is written and committed there first (a failure there is a
-  /// warning, the directory still gets it), then to the store's directory.
+  /// warning, the directory still gets it), then to the store's directory
+  /// while a thread of its own copies it to the peer (a save ends when both
+  /// did).
   async_saver(store& st, barrier* ready,
               std::chrono::milliseconds barrier_timeout = default_barrier_timeout,
               saver_tiers tiers = {});
@@ -100,8 +105,20 @@ class async_saver {
   caf::expected<checkpoint_info> execute(job& next);
   void wait_idle(std::unique_lock<std::mutex>& lock);
 
-  // The tiers before the directory that `next` reached.
-  std::vector<tier_time> save_fast_tiers(const job& next);
+  // What the copy to the peer needs of a job.
+  struct replica_job {
+    int64_t step;
+    int64_t total_run_calls;
+    uint64_t bytes;
+    int64_t deadline_unix_ms;
+  };
+
+  // The memory tier's write of `next`; none when there is no memory tier or
+  // the write failed (logged).
+  std::optional<tier_time> save_memory_tier(const job& next);
+  // The copy to the peer, on a thread of its own; none when it was left out
+  // or failed (logged).
+  std::optional<tier_time> replicate(const replica_job& copy);
   // Whether the ranks agreed to leave the directory out of `next` (a final
   // save whose directory write would end after the deadline somewhere).
   caf::expected<bool> agree_memory_only(const job& next, bool in_memory);
@@ -110,7 +127,9 @@ class async_saver {
   barrier* ready_;
   saver_tiers tiers_;
   bandwidth_meter directory_meter_;
-  bandwidth_meter peer_meter_;  // whole copies to the peer, for a final save's deadline
+  // Whole copies to the peer, for a final save's deadline; used by the copy's
+  // thread, one copy at a time, never beside the saver thread's use of it.
+  bandwidth_meter peer_meter_;
   std::chrono::milliseconds barrier_timeout_;
   mutable std::mutex mtx_;
   std::condition_variable cv_;

@@ -1,6 +1,10 @@
 #include "checkpoint/async_saver.hpp"
 
+#include <fcntl.h>
+
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -158,6 +162,90 @@ TEST_F(async_saver_test, several_workers_need_a_barrier) {
   ASSERT_FALSE(saver.wait(long_wait));
   ASSERT_EQ(outcomes_.results.size(), 1u);
   EXPECT_EQ(outcomes_.results[0].error(), make_error(errc::invalid_config));
+}
+
+// The checkpoint directory's file system, which tells when the first file
+// of a step is opened for writing.
+class observed_file_system final : public file_system {
+ public:
+  int open(const std::string& path, int flags, mode_t mode) override {
+    if ((flags & (O_WRONLY | O_RDWR)) != 0 && path.find("/step-") != std::string::npos) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      writing_ = true;
+      cv_.notify_all();
+    }
+    return posix_file_system()->open(path, flags, mode);
+  }
+  ssize_t pwrite(int fd, const char* data, size_t size, off_t offset) override {
+    return posix_file_system()->pwrite(fd, data, size, offset);
+  }
+  int fsync(int fd) override { return posix_file_system()->fsync(fd); }
+  int rename(const std::string& from, const std::string& to) override {
+    return posix_file_system()->rename(from, to);
+  }
+  int mkdir(const std::string& path, mode_t mode) override {
+    return posix_file_system()->mkdir(path, mode);
+  }
+  int unlink(const std::string& path) override { return posix_file_system()->unlink(path); }
+
+  bool await_writing(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock{mtx_};
+    return cv_.wait_for(lock, timeout, [this] { return writing_; });
+  }
+
+ private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool writing_ = false;
+};
+
+// A barrier that notes each arrival and lets it through.
+struct recording_barrier final : barrier {
+  caf::error arrive_and_wait(const std::string& name, std::chrono::milliseconds) override {
+    on_arrival(name);
+    return {};
+  }
+  std::function<void(const std::string&)> on_arrival;
+};
+
+// The copy to the peer waits until the directory's write began: were the
+// two in sequence, it would wait in vain. The rank reaches the shards'
+// barrier only after its copy ended (a rank leaves after the commit, and
+// with it the listener that keeps a peer's replica).
+TEST_F(async_saver_test, the_copy_to_the_peer_runs_beside_the_directory_write) {
+  auto files = std::make_shared<observed_file_system>();
+  store_config cfg{dir_.path(), 0, 1};
+  cfg.files = files;
+  auto st = store::open(cfg);
+  ASSERT_TRUE(st);
+  testing::temp_dir memory_dir;
+  auto memory = memory_tier::open(memory_dir.path(), 0, 1);
+  ASSERT_TRUE(memory);
+  std::atomic<bool> copied{false};
+  replicate_fn replicate = [&](int64_t, int64_t) -> caf::expected<double> {
+    if (!files->await_writing(std::chrono::seconds{10}))
+      return make_error(errc::timeout, "the directory write never began");
+    copied = true;
+    return 0.5;
+  };
+  std::vector<std::string> copied_at_arrival;
+  recording_barrier ready;
+  ready.on_arrival = [&](const std::string& name) {
+    copied_at_arrival.push_back(name + (copied ? ": copied" : ": not copied"));
+  };
+  {
+    async_saver saver{*st, &ready, long_wait, {&*memory, nullptr, replicate}};
+    ASSERT_FALSE(saver.save(state_.registry, 1, 1, outcomes_.callback()));
+    ASSERT_FALSE(saver.wait(long_wait));
+  }
+  ASSERT_EQ(outcomes_.results.size(), 1u);
+  ASSERT_TRUE(outcomes_.results[0]) << describe(outcomes_.results[0].error());
+  auto& tiers = outcomes_.results[0]->tiers;
+  ASSERT_EQ(tiers.size(), 3u);
+  EXPECT_EQ(tiers[1].name, tier_peer);
+  EXPECT_EQ(tiers[2].name, tier_directory);
+  EXPECT_EQ(copied_at_arrival, (std::vector<std::string>{"checkpoint-shards-1: copied",
+                                                         "checkpoint-committed-1: copied"}));
 }
 
 // A directory whose every write takes write_delay (through the file-system
