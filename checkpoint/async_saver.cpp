@@ -35,8 +35,20 @@ async_saver::~async_saver() {
   thread_.join();
 }
 
+bool async_saver::idle() const {
+  return !pending_ && !in_flight_step_ && !chore_ && !chore_running_;
+}
+
 void async_saver::wait_idle(std::unique_lock<std::mutex>& lock) {
-  cv_.wait(lock, [this] { return !pending_ && !in_flight_step_; });
+  cv_.wait(lock, [this] { return idle(); });
+}
+
+void async_saver::run_in_background(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    chore_ = std::move(work);
+  }
+  cv_.notify_all();
 }
 
 caf::error async_saver::save(const state_registry& registry, int64_t step, int64_t total_run_calls,
@@ -65,7 +77,10 @@ void async_saver::submit(snapshot&& snap, int64_t step, int64_t total_run_calls,
 
 caf::error async_saver::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock{mtx_};
-  if (cv_.wait_for(lock, timeout, [this] { return !pending_ && !in_flight_step_; })) return {};
+  if (cv_.wait_for(lock, timeout, [this] { return idle(); })) return {};
+  if (!pending_ && !in_flight_step_)
+    return make_error(errc::timeout, "background work of the saver still running after " +
+                                         std::to_string(timeout.count()) + " ms");
   auto step = pending_ ? pending_->step : *in_flight_step_;
   return make_error(errc::timeout, "checkpoint of step " + std::to_string(step) +
                                        " still being written after " +
@@ -74,7 +89,7 @@ caf::error async_saver::wait(std::chrono::milliseconds timeout) {
 
 bool async_saver::busy() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  return pending_ || in_flight_step_;
+  return !idle();
 }
 
 void async_saver::run() {
@@ -83,7 +98,20 @@ void async_saver::run() {
     std::optional<job> next;
     {
       std::unique_lock<std::mutex> lock{mtx_};
-      cv_.wait(lock, [this] { return stopping_ || pending_; });
+      cv_.wait(lock, [this] { return stopping_ || pending_ || chore_; });
+      // A save submitted first goes first: a chore that prepares staging
+      // memory then finds the save's buffer back in the pool.
+      if (!pending_ && chore_) {
+        auto work = std::move(chore_);
+        chore_ = nullptr;
+        chore_running_ = true;
+        lock.unlock();
+        work();
+        lock.lock();
+        chore_running_ = false;
+        cv_.notify_all();
+        continue;
+      }
       if (!pending_) return;
       next = std::move(pending_);
       pending_.reset();

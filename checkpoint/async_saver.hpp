@@ -87,7 +87,16 @@ class async_saver {
   void submit(snapshot&& snap, int64_t step, int64_t total_run_calls, save_callback done,
               save_options options = {});
 
-  /// Waits until no save is in flight; errc::timeout naming the step otherwise.
+  /// Runs `work` on the I/O thread after the save in flight (if any), without
+  /// waiting for it: a later save, wait() and the destructor wait for it as
+  /// for a save. For work that must not hold the caller up but must end before
+  /// the next save: the staging memory of the first save, mapped and
+  /// pre-faulted while training starts. One at a time: a second replaces a
+  /// first that has not started.
+  void run_in_background(std::function<void()> work);
+
+  /// Waits until no save (nor background work) is in flight; errc::timeout
+  /// naming the step otherwise.
   caf::error wait(std::chrono::milliseconds timeout);
 
   bool busy() const;
@@ -104,6 +113,7 @@ class async_saver {
   void run();
   caf::expected<checkpoint_info> execute(job& next);
   void wait_idle(std::unique_lock<std::mutex>& lock);
+  bool idle() const;  // with mtx_ held
 
   // What the copy to the peer needs of a job.
   struct replica_job {
@@ -135,6 +145,8 @@ class async_saver {
   std::condition_variable cv_;
   std::optional<job> pending_;
   std::optional<int64_t> in_flight_step_;
+  std::function<void()> chore_;  // run_in_background's work, not started yet
+  bool chore_running_ = false;
   bool stopping_ = false;
   std::thread thread_;
 };

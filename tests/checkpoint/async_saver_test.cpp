@@ -1,6 +1,7 @@
 #include "checkpoint/async_saver.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -162,6 +163,44 @@ TEST_F(async_saver_test, several_workers_need_a_barrier) {
   ASSERT_FALSE(saver.wait(long_wait));
   ASSERT_EQ(outcomes_.results.size(), 1u);
   EXPECT_EQ(outcomes_.results[0].error(), make_error(errc::invalid_config));
+}
+
+// Background work runs on the I/O thread without holding the caller up; a
+// save, wait() and busy() wait for it as for a save in flight.
+TEST_F(async_saver_test, a_save_waits_for_background_work_that_ran_on_the_saver_thread) {
+  auto st = open_store();
+  async_saver saver{st, nullptr};
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool release = false;
+  std::string thread_name;
+  saver.run_in_background([&] {
+    char name[16] = {};
+    ::pthread_getname_np(::pthread_self(), name, sizeof(name));
+    std::unique_lock<std::mutex> lock{mtx};
+    thread_name = name;
+    cv.wait(lock, [&] { return release; });
+  });
+  EXPECT_TRUE(saver.busy());
+  auto err = saver.wait(std::chrono::milliseconds{50});
+  EXPECT_EQ(err, make_error(errc::timeout));
+  EXPECT_NE(describe(err).find("background work of the saver still running"), std::string::npos)
+      << describe(err);
+  std::thread saving{[&] {
+    state_.set(1);
+    EXPECT_FALSE(saver.save(state_.registry, 1, 1, outcomes_.callback()));
+  }};
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    release = true;
+  }
+  cv.notify_all();
+  saving.join();
+  ASSERT_FALSE(saver.wait(long_wait));
+  EXPECT_FALSE(saver.busy());
+  EXPECT_EQ(thread_name, saver_thread_name);
+  ASSERT_EQ(outcomes_.results.size(), 1u);
+  EXPECT_TRUE(outcomes_.results[0]);
 }
 
 // The checkpoint directory's file system, which tells when the first file
