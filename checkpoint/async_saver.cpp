@@ -13,7 +13,6 @@ namespace {
 constexpr const char* component = "checkpoint";
 constexpr const char* shards_barrier_prefix = "checkpoint-shards-";
 constexpr const char* commit_barrier_prefix = "checkpoint-committed-";
-constexpr const char* replicas_barrier_prefix = "checkpoint-replicated-";
 
 }  // namespace
 
@@ -143,7 +142,6 @@ std::optional<tier_time> async_saver::save_memory_tier(const job& next) {
 }
 
 std::optional<tier_time> async_saver::replicate(const replica_job& copy) {
-  name_this_thread(replica_thread_name);
   // A final save copies to the peer only when the copy ends in time: one
   // that would not, would keep the memory-only commit from it too.
   auto now = unix_now_ms();
@@ -198,13 +196,15 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
     return make_error(errc::invalid_config, "checkpoint of " + std::to_string(cfg.world_size) +
                                                 " workers without a checkpoint-ready barrier");
   // 1. The memory tier. 2. The copy to the peer, which reads the memory
-  // tier's files, beside the directory write, which reads the staging
-  // memory: a save takes the longer of the two, not their sum (on one host,
-  // 4 ranks x 256 MiB: about 1.9 s in sequence). The copy's thread gets the
-  // job's numbers, not the job: this thread frees the snapshot meanwhile.
-  // Every rank's copy ends before any rank passes the next barrier: a rank
-  // leaves after the commit, and with it the listener that keeps a peer's
-  // replica.
+  // tier's files. A final save without a deadline copies beside the
+  // directory write, which reads the staging memory: the exit waits for the
+  // longer of the two, not their sum (on one host, 4 ranks x 256 MiB: about
+  // 1.9 s in sequence). Every other save copies first, alone: as the copy of
+  // a memory-only final save runs, whose deadline the copies' meter serves.
+  // The copy's thread gets the job's numbers, not the job: this thread frees
+  // the snapshot meanwhile. Every rank's copy ends before any rank passes the
+  // next barrier: a rank leaves after the commit, and with it the listener
+  // that keeps a peer's replica.
   std::vector<tier_time> tiers;
   auto memory = save_memory_tier(next);
   if (memory) tiers.push_back(*memory);
@@ -212,23 +212,19 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   if (memory && tiers_.replicate) {
     replica_job copy{next.step, next.total_run_calls, next.snap.size(),
                      next.options.deadline_unix_ms};
-    peer = std::async(std::launch::async, [this, copy] { return replicate(copy); });
+    if (next.options.final_save && copy.deadline_unix_ms == 0)
+      peer = std::async(std::launch::async, [this, copy] {
+        name_this_thread(replica_thread_name);
+        return replicate(copy);
+      });
+    else if (auto copied = replicate(copy))
+      tiers.push_back(*copied);
   }
-  auto add_peer_tier = [&] {
-    if (!peer.valid()) return;
-    if (auto copied = peer.get()) tiers.push_back(*copied);
-  };
   // 3. A final save too slow for the directory commits in memory (and on
-  // the peer) only.
+  // the peer) only: it has a deadline, so its copy ended before the vote.
   auto memory_only = agree_memory_only(next, memory.has_value());
   if (!memory_only) return std::move(memory_only.error());
   if (*memory_only) {
-    add_peer_tier();
-    if (ready_ != nullptr) {
-      if (auto err = ready_->arrive_and_wait(replicas_barrier_prefix + std::to_string(next.step),
-                                             barrier_timeout_))
-        return err;
-    }
     checkpoint_info info;
     info.step = next.step;
     info.total_run_calls = next.total_run_calls;
@@ -247,7 +243,8 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   // The staging memory goes back to the pool as soon as it is on disk.
   next.snap = snapshot{};
   if (!info) return info;
-  add_peer_tier();
+  if (peer.valid())
+    if (auto copied = peer.get()) tiers.push_back(*copied);
   auto step_text = std::to_string(next.step);
   if (ready_ != nullptr) {
     if (auto err = ready_->arrive_and_wait(shards_barrier_prefix + step_text, barrier_timeout_))

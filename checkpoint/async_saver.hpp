@@ -46,11 +46,16 @@ struct save_options {
   /// Writes the directory only: the memory tier already holds this step (a
   /// memory-only checkpoint persisted by the next generation).
   bool directory_only = false;
+  /// The workers exit after this save: without a deadline, its copy to the
+  /// peer runs beside the directory write, so that the exit waits for the
+  /// longer of the two, not their sum. Every other save copies first, alone,
+  /// and times that copy for the deadline of a later final save.
+  bool final_save = false;
 };
 
 /// The name of the I/O thread, for tools that tell it from the trainer's.
 constexpr const char* saver_thread_name = "lifeboat.saver";
-/// The name of the thread that copies a save to the peer meanwhile.
+/// The name of the thread that copies a final save to the peer meanwhile.
 constexpr const char* replica_thread_name = "lifeboat.replica";
 
 /// Saves in the background: the training thread is blocked only while the
@@ -64,9 +69,9 @@ class async_saver {
  public:
   /// `ready` may be null only for a world of one. With a memory tier, each
   /// shard is written and committed there first (a failure there is a
-  /// warning, the directory still gets it), then to the store's directory
-  /// while a thread of its own copies it to the peer (a save ends when both
-  /// did).
+  /// warning, the directory still gets it), copied to the peer, then written
+  /// to the store's directory (save_options::final_save: the copy beside the
+  /// directory write).
   async_saver(store& st, barrier* ready,
               std::chrono::milliseconds barrier_timeout = default_barrier_timeout,
               saver_tiers tiers = {});
@@ -126,8 +131,7 @@ class async_saver {
   // The memory tier's write of `next`; none when there is no memory tier or
   // the write failed (logged).
   std::optional<tier_time> save_memory_tier(const job& next);
-  // The copy to the peer, on a thread of its own; none when it was left out
-  // or failed (logged).
+  // The copy to the peer; none when it was left out or failed (logged).
   std::optional<tier_time> replicate(const replica_job& copy);
   // Whether the ranks agreed to leave the directory out of `next` (a final
   // save whose directory write would end after the deadline somewhere).
@@ -137,8 +141,8 @@ class async_saver {
   barrier* ready_;
   saver_tiers tiers_;
   bandwidth_meter directory_meter_;
-  // Whole copies to the peer, for a final save's deadline; used by the copy's
-  // thread, one copy at a time, never beside the saver thread's use of it.
+  // Whole copies to the peer, for a final save's deadline; used by one copy
+  // at a time (on the copy's thread while it runs), never beside another use.
   bandwidth_meter peer_meter_;
   std::chrono::milliseconds barrier_timeout_;
   mutable std::mutex mtx_;

@@ -27,7 +27,11 @@ struct failure {
   caf::error error;
 };
 
-std::optional<failure> read_one(int fd, const std::string& path, const chunk_read& chunk) {
+// Fills `chunk`'s parts block by block through `fill(dst, len, offset)` and
+// hashes each block right after it arrived.
+template <class Fill>
+std::optional<failure> read_one(const Fill& fill, const std::string& source,
+                                const chunk_read& chunk) {
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   auto offset = chunk.begin;
@@ -35,18 +39,17 @@ std::optional<failure> read_one(int fd, const std::string& path, const chunk_rea
     auto* dst = static_cast<char*>(part.iov_base);
     for (uint64_t done = 0; done < part.iov_len;) {
       auto len = std::min<uint64_t>(hash_block, part.iov_len - done);
-      if (auto err = preadv_all(fd, {iovec{dst + done, len}}, static_cast<off_t>(offset), path))
-        return failure{chunk.index, std::move(err)};
+      if (auto err = fill(dst + done, len, offset)) return failure{chunk.index, std::move(err)};
       XXH3_64bits_update(&state, dst + done, len);
       done += len;
       offset += len;
     }
   }
   if (XXH3_64bits_digest(&state) == chunk.expected) return std::nullopt;
-  return failure{
-      chunk.index,
-      corrupt_file(path, "checksum mismatch in chunk " + std::to_string(chunk.index) + " (bytes " +
-                             std::to_string(chunk.begin) + ".." + std::to_string(offset) + ")")};
+  return failure{chunk.index,
+                 corrupt_file(source, "checksum mismatch in chunk " + std::to_string(chunk.index) +
+                                          " (bytes " + std::to_string(chunk.begin) + ".." +
+                                          std::to_string(offset) + ")")};
 }
 
 // Lowers `first_bad` to `index` unless a lower one is there already.
@@ -67,8 +70,11 @@ std::optional<failure> read_range(const std::string& path, const std::vector<chu
     return failure{chunks[from].index, std::move(fd.error())};
   }
   ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  auto fill = [&](char* dst, uint64_t len, uint64_t offset) {
+    return preadv_all(fd->get(), {iovec{dst, len}}, static_cast<off_t>(offset), path);
+  };
   for (auto i = from; i < to && chunks[i].index < first_bad.load(); ++i) {
-    if (auto failed = read_one(fd->get(), path, chunks[i])) {
+    if (auto failed = read_one(fill, path, chunks[i])) {
       record_bad(first_bad, failed->chunk);
       return failed;
     }
@@ -95,6 +101,25 @@ caf::error read_chunks(const std::string& path, const std::vector<chunk_read>& c
   if (helper.joinable()) helper.join();
   if (first && (!second || first->chunk < second->chunk)) return std::move(first->error);
   if (second) return std::move(second->error);
+  return {};
+}
+
+caf::error receive_chunks(const read_exact_fn& read_exact, const std::string& source,
+                          const std::vector<chunk_read>& chunks) {
+  // A stream cannot skip: bytes that no buffer takes (an index whose
+  // buffers leave a gap) would shift every later chunk.
+  uint64_t position = 0;
+  auto fill = [&](char* dst, uint64_t len, uint64_t) {
+    position += len;
+    return read_exact(dst, len);
+  };
+  for (auto& chunk : chunks) {
+    if (chunk.begin != position)
+      return corrupt_file(source, "chunk " + std::to_string(chunk.index) + " begins at byte " +
+                                      std::to_string(chunk.begin) + ", the stream is at byte " +
+                                      std::to_string(position));
+    if (auto failed = read_one(fill, source, chunk)) return std::move(failed->error);
+  }
   return {};
 }
 

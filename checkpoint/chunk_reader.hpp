@@ -2,7 +2,9 @@
 
 #include <sys/uio.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,5 +30,16 @@ struct chunk_read {
 /// so the one returned is always the first bad chunk: errc::corrupt naming
 /// the file and the chunk, or the read's error.
 caf::error read_chunks(const std::string& path, const std::vector<chunk_read>& chunks);
+
+/// Reads exactly `size` bytes of a stream into `data`, or fails.
+using read_exact_fn = std::function<caf::error(char* data, size_t size)>;
+
+/// As read_chunks, from a stream that carries the file's bytes in order (a
+/// peer sending a replica): `chunks` follow each other without gaps from the
+/// stream's start; each is checked as it arrives, so a restore needs no copy
+/// of the file. Stops at the first failure: errc::corrupt naming `source` and
+/// the chunk, or the stream's error.
+caf::error receive_chunks(const read_exact_fn& read_exact, const std::string& source,
+                          const std::vector<chunk_read>& chunks);
 
 }  // namespace lifeboat::checkpoint

@@ -123,35 +123,44 @@ caf::error check_buffer_table(const wire::ShardIndex& index, const state_registr
                     "checkpoint state does not match the registered buffers: " + diffs);
 }
 
-caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index,
-                      const wire::ChunkTable& chunks, const state_registry& registry,
-                      staging_pool& pool, bool& touched) {
-  auto data_path = join_path(step_dir, index.data_file());
+namespace {
+
+// Where a shard's bytes go, chunk by chunk: host buffers directly, device
+// buffers into pinned staging, callback state into strings handed over at
+// the end. The chunk reads point into the staging and the strings, which
+// stay where they are when the plan moves.
+struct load_plan {
+  staging_lease device_staging;
+  std::vector<std::string> callback_bytes;
+  std::vector<chunk_read> chunks;
+};
+
+// `source` names the data in errors (a file, or a peer's copy of it).
+caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardIndex& index,
+                                   const wire::ChunkTable& chunks, const state_registry& registry,
+                                   staging_pool& pool) {
   // Sizes and offsets come from files a writer of the checkpoint directory
   // controls: negative ones, or sums that wrap around, must not pass the
   // checks below (a chunk size of -1 once passed the table's size check with
   // no checksums, and the plan read past the end of the empty table).
   if (index.data_bytes() < 0 || chunks.chunk_size() <= 0)
-    return corrupt_file(data_path, "chunk table does not cover the file");
+    return corrupt_file(source, "chunk table does not cover the file");
   const auto total = static_cast<uint64_t>(index.data_bytes());
   const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
   if (static_cast<uint64_t>(chunks.checksums_size()) !=
       total / chunk_size + (total % chunk_size != 0 ? 1 : 0))
-    return corrupt_file(data_path, "chunk table does not cover the file");
+    return corrupt_file(source, "chunk table does not cover the file");
+  load_plan plan;
   uint64_t device_bytes = 0;
   for (auto& buf : index.buffers())
     if (from_wire(buf.kind()) == buffer_kind::device) device_bytes += buf.size();
-  staging_lease device_staging;
   if (device_bytes > 0) {
     auto lease = pool.acquire(device_bytes, true);
     if (!lease) return std::move(lease.error());
-    device_staging = std::move(*lease);
+    plan.device_staging = std::move(*lease);
   }
-  // Where every buffer's bytes go: host buffers directly, device buffers into
-  // pinned staging, callback state into strings handed over at the end.
   std::vector<segment> segs;
-  std::vector<std::string> callback_bytes;
-  callback_bytes.reserve(static_cast<size_t>(index.buffers_size()));
+  plan.callback_bytes.reserve(static_cast<size_t>(index.buffers_size()));
   uint64_t device_offset = 0;
   for (int i = 0; i < index.buffers_size(); ++i) {
     auto& saved = index.buffers(i);
@@ -159,45 +168,44 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
     auto offset = static_cast<uint64_t>(saved.offset());
     auto size = static_cast<uint64_t>(saved.size());
     if (saved.offset() < 0 || saved.size() < 0 || size > total || offset > total - size)
-      return corrupt_file(data_path, "buffer '" + saved.name() + "' lies past the end");
+      return corrupt_file(source, "buffer '" + saved.name() + "' lies past the end");
     char* dst = nullptr;
     switch (mine.kind) {
       case buffer_kind::host:
         dst = static_cast<char*>(mine.data);
         break;
       case buffer_kind::device:
-        dst = device_staging.data() + device_offset;
+        dst = plan.device_staging.data() + device_offset;
         device_offset += size;
         break;
       case buffer_kind::callbacks:
-        callback_bytes.emplace_back(size, '\0');
-        dst = callback_bytes.back().data();
+        plan.callback_bytes.emplace_back(size, '\0');
+        dst = plan.callback_bytes.back().data();
         break;
     }
     if (size > 0) segs.push_back({offset, dst, size});
   }
   std::sort(segs.begin(), segs.end(),
             [](const segment& a, const segment& b) { return a.offset < b.offset; });
-  struct stat st;
-  if (::stat(data_path.c_str(), &st) != 0) return io_error("stat", data_path, errno);
-  if (static_cast<uint64_t>(st.st_size) != total)
-    return corrupt_file(data_path,
-                        std::to_string(st.st_size) + " bytes, index says " + std::to_string(total));
   size_t first = 0;
-  std::vector<chunk_read> plan;
   for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk)
-    plan.push_back({chunk, begin,
-                    destinations(segs, first, begin, std::min(total, begin + chunk_size)),
-                    chunks.checksums(static_cast<int>(chunk))});
-  touched = !plan.empty();
-  if (auto err = read_chunks(data_path, plan)) return err;
-  device_offset = 0;
-  auto callback_iter = callback_bytes.begin();
+    plan.chunks.push_back({chunk, begin,
+                           destinations(segs, first, begin, std::min(total, begin + chunk_size)),
+                           chunks.checksums(static_cast<int>(chunk))});
+  return plan;
+}
+
+// Once every chunk verified: device buffers and callback state get theirs.
+caf::error finish_load(load_plan& plan, const wire::ShardIndex& index,
+                       const state_registry& registry) {
+  uint64_t device_offset = 0;
+  auto callback_iter = plan.callback_bytes.begin();
   for (int i = 0; i < index.buffers_size(); ++i) {
     auto& mine = registry.buffers()[static_cast<size_t>(i)];
     auto size = static_cast<uint64_t>(index.buffers(i).size());
     if (mine.kind == buffer_kind::device) {
-      if (auto err = device::copy_to_device(mine.data, device_staging.data() + device_offset, size))
+      if (auto err =
+              device::copy_to_device(mine.data, plan.device_staging.data() + device_offset, size))
         return err;
       device_offset += size;
     } else if (mine.kind == buffer_kind::callbacks) {
@@ -205,6 +213,34 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
     }
   }
   return {};
+}
+
+}  // namespace
+
+caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index,
+                      const wire::ChunkTable& chunks, const state_registry& registry,
+                      staging_pool& pool, bool& touched) {
+  auto data_path = join_path(step_dir, index.data_file());
+  auto plan = plan_load(data_path, index, chunks, registry, pool);
+  if (!plan) return std::move(plan.error());
+  struct stat st;
+  if (::stat(data_path.c_str(), &st) != 0) return io_error("stat", data_path, errno);
+  if (static_cast<uint64_t>(st.st_size) != static_cast<uint64_t>(index.data_bytes()))
+    return corrupt_file(data_path, std::to_string(st.st_size) + " bytes, index says " +
+                                       std::to_string(index.data_bytes()));
+  touched = !plan->chunks.empty();
+  if (auto err = read_chunks(data_path, plan->chunks)) return err;
+  return finish_load(*plan, index, registry);
+}
+
+caf::error load_shard_from_stream(const std::string& source, const wire::ShardIndex& index,
+                                  const state_registry& registry, staging_pool& pool, bool& touched,
+                                  const read_exact_fn& read_exact) {
+  auto plan = plan_load(source, index, index.chunks(), registry, pool);
+  if (!plan) return std::move(plan.error());
+  touched = !plan->chunks.empty();
+  if (auto err = receive_chunks(read_exact, source, plan->chunks)) return err;
+  return finish_load(*plan, index, registry);
 }
 
 }  // namespace lifeboat::checkpoint

@@ -5,6 +5,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "checkpoint/chunk_reader.hpp"
 #include "checkpoint/staging.hpp"
 #include "checkpoint/state_registry.hpp"
 #include "messages/checkpoint.pb.h"
@@ -33,5 +34,13 @@ caf::error check_buffer_table(const wire::ShardIndex& index, const state_registr
 caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index,
                       const wire::ChunkTable& chunks, const state_registry& registry,
                       staging_pool& pool, bool& touched);
+
+/// As load_shard, from a stream that carries the data file's bytes in order
+/// (a peer sending its replica), checked against the index's own chunk
+/// table; `index` must have passed check_buffer_table. `source` names the
+/// copy in errors.
+caf::error load_shard_from_stream(const std::string& source, const wire::ShardIndex& index,
+                                  const state_registry& registry, staging_pool& pool, bool& touched,
+                                  const read_exact_fn& read_exact);
 
 }  // namespace lifeboat::checkpoint

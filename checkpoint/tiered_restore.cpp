@@ -1,5 +1,7 @@
 #include "checkpoint/tiered_restore.hpp"
 
+#include <string>
+
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -17,14 +19,14 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
                                                               const peer_fetch_fn& fetch) {
   auto in_memory = memory != nullptr ? memory->newest_step(max_step) : std::nullopt;
   auto in_directory = directory.newest_committed_step(max_step);
-  // The step of a corrupt copy that overwrote registered buffers in part.
-  std::optional<int64_t> partly_loaded;
+  // A corrupt copy that overwrote registered buffers in part.
+  std::optional<std::string> partly_loaded;
   // An older step in memory than in the directory is a stale copy (a save
   // that did not reach this host's tier): the directory's is the newest.
   if (in_memory && (!in_directory || *in_memory >= *in_directory)) {
     bool touched = false;
     auto info = memory->restore_step(*in_memory, registry, touched);
-    if (touched) partly_loaded = in_memory;
+    if (touched) partly_loaded = "of step " + std::to_string(*in_memory) + " in the memory tier";
     if (info) {
       log(log_level::info, component, "restored step ", info->step, " from the memory tier ",
           info->path, " (", info->bytes, " bytes in ", info->seconds, " s)");
@@ -36,37 +38,32 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
   // A replaced host's memory tier is empty: the peer that keeps this rank's
   // replica sends it back, unless the directory holds a newer step.
   if (memory != nullptr && fetch) {
-    auto fetched = fetch(max_step, in_directory.value_or(-1));
-    if (!fetched) {
+    peer_fetch_progress progress;
+    auto fetched = fetch(max_step, in_directory.value_or(-1), registry, directory.pool(), progress);
+    if (progress.touched)
+      partly_loaded = "of step " + std::to_string(*progress.step) + " from the peer tier";
+    if (!fetched && progress.step) {
+      log(log_level::warning, component, "peer tier: step ", *progress.step,
+          " not restored, reading the checkpoint directory: ", describe(fetched.error()));
+    } else if (!fetched) {
       log(log_level::warning, component,
-          "peer tier: no replica fetched, reading the checkpoint "
-          "directory: ",
+          "peer tier: no replica fetched, reading the checkpoint directory: ",
           describe(fetched.error()));
     } else if (*fetched) {
-      auto step = (*fetched)->step;
-      bool touched = false;
-      auto info = memory->restore_step(step, registry, touched);
-      if (touched) partly_loaded = step;
-      if (info) {
-        info->seconds += (*fetched)->seconds;
-        info->tiers = {{tier_peer, info->seconds}};
-        log(log_level::info, component, "restored step ", step, " from the peer tier (",
-            info->bytes, " bytes in ", info->seconds, " s, of which the copy took ",
-            (*fetched)->seconds, " s)");
-        return std::optional<checkpoint_info>{std::move(*info)};
-      }
-      log(log_level::warning, component, "peer tier: step ", step,
-          " not restored, reading the checkpoint directory: ", describe(info.error()));
+      auto& info = **fetched;
+      log(log_level::info, component, "restored step ", info.step, " from the peer tier (",
+          info.bytes, " bytes in ", info.seconds, " s, of which the copy took ", info.seconds,
+          " s)");
+      return fetched;
     }
   }
   // The directory's copy overwrites every registered buffer again, so one
   // that was partly loaded from a corrupt copy does no harm.
   auto restored = directory.restore_latest(registry, max_step);
   if (restored && !*restored && partly_loaded)
-    return make_error(errc::corrupt, "a corrupt copy of step " + std::to_string(*partly_loaded) +
-                                         " in the memory tier overwrote registered buffers in "
-                                         "part, and the checkpoint directory has no checkpoint "
-                                         "to restore");
+    return make_error(errc::corrupt, "a corrupt copy " + *partly_loaded +
+                                         " overwrote registered buffers in part, and the "
+                                         "checkpoint directory has no checkpoint to restore");
   return restored;
 }
 

@@ -12,19 +12,26 @@
 
 namespace lifeboat::checkpoint {
 
-/// Copies this rank's newest replica not after `max_step` and not before
-/// `min_step` from the peer that keeps it into the memory tier (committed
-/// there, verified only by the restore that reads it); none when the peer has
-/// none. The result's `tiers` holds tier_peer and the fetch's seconds.
+/// How far a fetch from the peer got, for the line that says why it failed.
+struct peer_fetch_progress {
+  std::optional<int64_t> step;  // the step the peer offered
+  bool touched = false;         // registered host memory was overwritten
+};
+
+/// Restores this rank's newest replica not after `max_step` and not before
+/// `min_step` from the peer that keeps it into `registry`, verified as it
+/// arrives; none when the peer has none. The result's `tiers` holds
+/// tier_peer and the fetch's seconds.
 using peer_fetch_fn = std::function<caf::expected<std::optional<checkpoint_info>>(
-    std::optional<int64_t> max_step, int64_t min_step)>;
+    std::optional<int64_t> max_step, int64_t min_step, state_registry& registry, staging_pool& pool,
+    peer_fetch_progress& progress)>;
 
 /// Restores this rank's newest checkpoint not after `max_step` from the
 /// fastest tier that has it verified, at least as new as the directory's
 /// newest committed one:
 ///   1. the memory tier;
-///   2. the peer's replica (`fetch`; null: no peer tier), copied into the
-///      memory tier first;
+///   2. the peer's replica (`fetch`; null: no peer tier), streamed into
+///      the registered buffers;
 ///   3. the checkpoint directory, as store::restore_latest.
 /// A copy that is missing, corrupt or does not match the registry is a
 /// warning naming the file, and the next tier is read. `memory` may be null

@@ -36,10 +36,12 @@ checkpoint::replicate_fn worker_peer_tier::replicate(const checkpoint::memory_ti
   };
 }
 
-checkpoint::peer_fetch_fn worker_peer_tier::fetch(checkpoint::memory_tier& memory) {
+checkpoint::peer_fetch_fn worker_peer_tier::fetch() {
   if (!client) return nullptr;
-  return [this, &memory](std::optional<int64_t> max_step, int64_t min_step) {
-    return client->fetch(memory, max_step, min_step);
+  return [this](std::optional<int64_t> max_step, int64_t min_step,
+                checkpoint::state_registry& registry, checkpoint::staging_pool& pool,
+                checkpoint::peer_fetch_progress& progress) {
+    return client->fetch(registry, pool, max_step, min_step, progress);
   };
 }
 

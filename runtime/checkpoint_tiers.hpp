@@ -35,7 +35,7 @@ struct worker_peer_tier {
   /// For the saver (checkpoint::saver_tiers); null without a holder.
   checkpoint::replicate_fn replicate(const checkpoint::memory_tier& memory);
   /// For the restore (checkpoint::restore_fastest); null without a holder.
-  checkpoint::peer_fetch_fn fetch(checkpoint::memory_tier& memory);
+  checkpoint::peer_fetch_fn fetch();
 };
 
 /// Every rank publishes its listener's "host:port" ("" for none) and gets

@@ -81,6 +81,10 @@ class peer_link {
   /// through `files`, and syncs it.
   caf::error receive_file(checkpoint::file_system& files, const std::string& path, uint64_t bytes);
 
+  /// Reads exactly the next `size` bytes from the peer into `data` (a file's
+  /// bytes streamed straight where they belong).
+  caf::error receive_bytes(char* data, size_t size);
+
   /// "host:port" of the other end, for messages.
   const std::string& peer() const { return peer_; }
 
@@ -91,7 +95,6 @@ class peer_link {
   caf::error start_tls(const std::shared_ptr<tls_context>& tls);
   // Plaintext out: through the TLS session when there is one.
   caf::error send_bytes(const char* data, size_t size);
-  caf::error receive_bytes(char* data, size_t size);
   // Plaintext in: at least one byte, at most `size`.
   caf::expected<size_t> receive_some(char* data, size_t size);
   // The socket itself.

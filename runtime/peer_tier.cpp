@@ -14,8 +14,10 @@
 #include <cstring>
 
 #include "checkpoint/file_io.hpp"
+#include "checkpoint/framed_file.hpp"
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
+#include "checkpoint/shard_reader.hpp"
 #include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -26,6 +28,11 @@ namespace lifeboat {
 namespace {
 
 constexpr const char* component = "checkpoint";
+
+// A fetched index is read whole into memory before it is checked: it holds
+// the buffer table and a checksum per 8 MiB chunk (about 1 MiB for a 1 TiB
+// shard), far less than this.
+constexpr uint64_t max_index_bytes = uint64_t{64} << 20;
 
 caf::expected<uint64_t> file_size(const std::string& path) {
   struct stat st {};
@@ -385,7 +392,8 @@ caf::expected<double> replica_client::push(const checkpoint::memory_tier& own, i
 }
 
 caf::expected<std::optional<checkpoint::checkpoint_info>> replica_client::fetch(
-    checkpoint::memory_tier& own, std::optional<int64_t> max_step, int64_t min_step) {
+    checkpoint::state_registry& registry, checkpoint::staging_pool& pool,
+    std::optional<int64_t> max_step, int64_t min_step, checkpoint::peer_fetch_progress& progress) {
   using result = std::optional<checkpoint::checkpoint_info>;
   auto start = std::chrono::steady_clock::now();
   wire::ReplicaRequest request;
@@ -400,20 +408,45 @@ caf::expected<std::optional<checkpoint::checkpoint_info>> replica_client::fetch(
     return make_error(errc::unavailable, "peer tier at " + holder() + ": " + reply.error());
   if (!reply.found()) return result{};
   if (reply.step() < min_step || (max_step && reply.step() > *max_step) || reply.step() < 0 ||
-      !plausible_sizes(reply.index_bytes(), reply.data_bytes()))
+      !plausible_sizes(reply.index_bytes(), reply.data_bytes()) ||
+      reply.index_bytes() > max_index_bytes)
     return make_error(errc::invalid_argument,
                       "peer tier at " + holder() + ": step " + std::to_string(reply.step()) +
                           " of " + std::to_string(reply.index_bytes()) + " + " +
                           std::to_string(reply.data_bytes()) + " bytes was not asked for");
-  auto adopted = own.adopt(
-      reply.step(), reply.total_run_calls(), reply.index_bytes() + reply.data_bytes(),
-      [&](const checkpoint::memory_tier::shard_files& into) {
-        return receive_shard(*link, own.files(), into, reply.index_bytes(), reply.data_bytes());
-      });
-  if (!adopted) return std::move(adopted.error());
-  adopted->seconds = seconds_since(start);
-  adopted->tiers = {{checkpoint::tier_peer, adopted->seconds}};
-  return result{std::move(*adopted)};
+  // 1. The index, whole: its frame's checksum, then its fit to this rank and
+  // the registry. 2. The data, straight into the registered buffers.
+  progress.step = reply.step();
+  auto step_dir = holder() + ":" + checkpoint::step_dir_name(reply.step());
+  std::string index_bytes(static_cast<size_t>(reply.index_bytes()), '\0');
+  if (auto err = link->receive_bytes(index_bytes.data(), index_bytes.size())) return err;
+  wire::ShardIndex index;
+  auto index_name = step_dir + "/index";
+  if (auto err = checkpoint::decode_framed(checkpoint::index_magic, index_bytes, index_name, index))
+    return err;
+  // A memory tier keeps each rank's shards as a checkpoint of one rank of
+  // one: its index names step and size, not the job's rank.
+  if (index.step() != reply.step() ||
+      index.data_bytes() != static_cast<int64_t>(reply.data_bytes()))
+    return checkpoint::corrupt_file(
+        index_name, "is the index of step " + std::to_string(index.step()) + " with " +
+                        std::to_string(index.data_bytes()) + " bytes, not of step " +
+                        std::to_string(reply.step()) + " with " +
+                        std::to_string(reply.data_bytes()));
+  if (auto err = checkpoint::check_buffer_table(index, registry)) return err;
+  auto data_name = step_dir + "/" + index.data_file();
+  if (auto err = checkpoint::load_shard_from_stream(
+          data_name, index, registry, pool, progress.touched,
+          [&](char* data, size_t size) { return link->receive_bytes(data, size); }))
+    return err;
+  checkpoint::checkpoint_info info;
+  info.step = reply.step();
+  info.total_run_calls = reply.total_run_calls();
+  info.path = step_dir;
+  info.bytes = index.data_bytes();
+  info.seconds = seconds_since(start);
+  info.tiers = {{checkpoint::tier_peer, info.seconds}};
+  return result{std::move(info)};
 }
 
 }  // namespace lifeboat

@@ -15,6 +15,7 @@
 
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
+#include "checkpoint/tiered_restore.hpp"
 #include "runtime/peer_link.hpp"
 
 namespace lifeboat {
@@ -130,12 +131,17 @@ class replica_client {
   caf::expected<double> push(const checkpoint::memory_tier& own, int64_t step,
                              int64_t total_run_calls);
 
-  /// Fetches the holder's newest copy not after `max_step` and not before
-  /// `min_step` into `own` (committed there, not yet verified: the restore
-  /// does that); none when the holder has none.
-  caf::expected<std::optional<checkpoint::checkpoint_info>> fetch(checkpoint::memory_tier& own,
-                                                                  std::optional<int64_t> max_step,
-                                                                  int64_t min_step);
+  /// Restores the holder's newest copy not after `max_step` and not before
+  /// `min_step` into `registry`, streamed straight into the registered
+  /// buffers and verified chunk by chunk as it arrives (no file between);
+  /// none when the holder has none. `progress` says how far it got. Errors:
+  /// the connection's, errc::unavailable (the holder refused),
+  /// errc::invalid_argument (a step or sizes not asked for), errc::corrupt
+  /// (an index or a chunk that does not verify: named as the holder's file),
+  /// errc::invalid_config (a shard that does not fit the registry).
+  caf::expected<std::optional<checkpoint::checkpoint_info>> fetch(
+      checkpoint::state_registry& registry, checkpoint::staging_pool& pool,
+      std::optional<int64_t> max_step, int64_t min_step, checkpoint::peer_fetch_progress& progress);
 
   /// "host:port" of the holder.
   std::string holder() const;

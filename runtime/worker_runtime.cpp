@@ -149,7 +149,7 @@ void worker_runtime::start() {
       return agreement.publish_peer_addresses(mine);
     });
   restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory, state_, checkpoint_dir_,
-                                     memory ? peer_.fetch(*memory) : nullptr);
+                                     memory ? peer_.fetch() : nullptr);
   if (agreement.restored())
     restored_report_ = checkpoint_report(*agreement.restored(), agreement.restored()->seconds);
   if (store_) completed_step_.store(restored_step_);
@@ -272,7 +272,8 @@ void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_m
         },
         // Without a grace period the deadline is the notice itself: no
         // directory write would fit, and none is skipped for it.
-        checkpoint::save_options{settings_.grace_period.count() > 0 ? deadline_unix_ms : 0});
+        checkpoint::save_options{settings_.grace_period.count() > 0 ? deadline_unix_ms : 0, false,
+                                 final_save});
     if (err) caf::anon_send(actors_->writer(), save_failed_atom::value, step, describe(err));
   }
   if (final_save) wait_and_exit(step);

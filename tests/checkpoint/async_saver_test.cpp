@@ -232,6 +232,12 @@ class observed_file_system final : public file_system {
     return cv_.wait_for(lock, timeout, [this] { return writing_; });
   }
 
+  // Forgets the writes seen so far.
+  void reset() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    writing_ = false;
+  }
+
  private:
   std::mutex mtx_;
   std::condition_variable cv_;
@@ -247,11 +253,13 @@ struct recording_barrier final : barrier {
   std::function<void(const std::string&)> on_arrival;
 };
 
-// The copy to the peer waits until the directory's write began: were the
-// two in sequence, it would wait in vain. The rank reaches the shards'
-// barrier only after its copy ended (a rank leaves after the commit, and
-// with it the listener that keeps a peer's replica).
-TEST_F(async_saver_test, the_copy_to_the_peer_runs_beside_the_directory_write) {
+// A save copies to the peer first, alone, before it writes the directory;
+// a final save without a deadline copies beside the directory write: its
+// copy waits until that write began, which in sequence it would wait for in
+// vain. Either way the rank reaches the shards' barrier only after its copy
+// ended (a rank leaves after the commit, and with it the listener that keeps
+// a peer's replica).
+TEST_F(async_saver_test, a_final_save_copies_to_the_peer_beside_the_directory_write) {
   auto files = std::make_shared<observed_file_system>();
   store_config cfg{dir_.path(), 0, 1};
   cfg.files = files;
@@ -261,9 +269,14 @@ TEST_F(async_saver_test, the_copy_to_the_peer_runs_beside_the_directory_write) {
   auto memory = memory_tier::open(memory_dir.path(), 0, 1);
   ASSERT_TRUE(memory);
   std::atomic<bool> copied{false};
-  replicate_fn replicate = [&](int64_t, int64_t) -> caf::expected<double> {
-    if (!files->await_writing(std::chrono::seconds{10}))
-      return make_error(errc::timeout, "the directory write never began");
+  std::vector<bool> directory_begun_at_copy;
+  replicate_fn replicate = [&](int64_t step, int64_t) -> caf::expected<double> {
+    // The final save (step 2) waits for the directory's write; the other
+    // only looks.
+    auto begun = files->await_writing(step == 2 ? std::chrono::milliseconds{10000}
+                                                : std::chrono::milliseconds{0});
+    directory_begun_at_copy.push_back(begun);
+    files->reset();
     copied = true;
     return 0.5;
   };
@@ -271,20 +284,29 @@ TEST_F(async_saver_test, the_copy_to_the_peer_runs_beside_the_directory_write) {
   recording_barrier ready;
   ready.on_arrival = [&](const std::string& name) {
     copied_at_arrival.push_back(name + (copied ? ": copied" : ": not copied"));
+    copied = false;
   };
   {
     async_saver saver{*st, &ready, long_wait, {&*memory, nullptr, replicate}};
-    ASSERT_FALSE(saver.save(state_.registry, 1, 1, outcomes_.callback()));
-    ASSERT_FALSE(saver.wait(long_wait));
+    for (int64_t step : {1, 2}) {
+      state_.set(step);
+      ASSERT_FALSE(
+          saver.save(state_.registry, step, step, outcomes_.callback(), {0, false, step == 2}));
+      ASSERT_FALSE(saver.wait(long_wait));
+    }
   }
-  ASSERT_EQ(outcomes_.results.size(), 1u);
-  ASSERT_TRUE(outcomes_.results[0]) << describe(outcomes_.results[0].error());
-  auto& tiers = outcomes_.results[0]->tiers;
-  ASSERT_EQ(tiers.size(), 3u);
-  EXPECT_EQ(tiers[1].name, tier_peer);
-  EXPECT_EQ(tiers[2].name, tier_directory);
-  EXPECT_EQ(copied_at_arrival, (std::vector<std::string>{"checkpoint-shards-1: copied",
-                                                         "checkpoint-committed-1: copied"}));
+  EXPECT_EQ(directory_begun_at_copy, (std::vector<bool>{false, true}));
+  ASSERT_EQ(outcomes_.results.size(), 2u);
+  for (auto& result : outcomes_.results) {
+    ASSERT_TRUE(result) << describe(result.error());
+    ASSERT_EQ(result->tiers.size(), 3u);
+    EXPECT_EQ(result->tiers[1].name, tier_peer);
+    EXPECT_EQ(result->tiers[2].name, tier_directory);
+  }
+  EXPECT_EQ(copied_at_arrival,
+            (std::vector<std::string>{
+                "checkpoint-shards-1: copied", "checkpoint-committed-1: not copied",
+                "checkpoint-shards-2: copied", "checkpoint-committed-2: not copied"}));
 }
 
 // A directory whose every write takes write_delay (through the file-system

@@ -81,5 +81,51 @@ TEST_F(chunk_reader_test, a_single_chunk_and_no_chunk_read_fine) {
   EXPECT_FALSE(read_chunks(path_, {}));
 }
 
+// The file's bytes from a stream instead of the file: what a fetch from the
+// peer tier reads.
+class receive_chunks_test : public chunk_reader_test {
+ protected:
+  // Reads bytes_ in order, as a connection would carry them.
+  read_exact_fn stream() {
+    return [this](char* data, size_t size) -> caf::error {
+      if (size > bytes_.size() - sent_) return make_error(errc::io_error, "the stream ended");
+      std::copy(bytes_.begin() + static_cast<std::ptrdiff_t>(sent_),
+                bytes_.begin() + static_cast<std::ptrdiff_t>(sent_ + size), data);
+      sent_ += size;
+      return {};
+    };
+  }
+
+  size_t sent_ = 0;
+};
+
+TEST_F(receive_chunks_test, receives_every_chunk_into_its_parts) {
+  EXPECT_FALSE(receive_chunks(stream(), "peer:data", plan_));
+  EXPECT_EQ(dst_, bytes_);
+}
+
+TEST_F(receive_chunks_test, names_the_source_and_the_bad_chunk_and_stops_there) {
+  plan_[2].expected += 1;
+  EXPECT_EQ(describe(receive_chunks(stream(), "peer:data", plan_)),
+            "corrupt: corrupt file peer:data: checksum mismatch in chunk 2 (bytes " +
+                std::to_string(2 * chunk) + ".." + std::to_string(3 * chunk) + ")");
+  EXPECT_EQ(sent_, 3 * chunk);
+}
+
+TEST_F(receive_chunks_test, a_gap_between_chunks_is_corrupt) {
+  // The second chunk's first part left out: the stream would shift.
+  // Its checksum is that of the bytes it then reads, so only the gap is wrong.
+  plan_[1].parts.erase(plan_[1].parts.begin());
+  plan_[1].expected = XXH3_64bits(bytes_.data() + chunk, plan_[1].parts[0].iov_len);
+  auto err = receive_chunks(stream(), "peer:data", plan_);
+  EXPECT_EQ(err, make_error(errc::corrupt));
+  EXPECT_NE(describe(err).find("chunk 2 begins at byte"), std::string::npos) << describe(err);
+}
+
+TEST_F(receive_chunks_test, the_streams_error_is_returned) {
+  bytes_.resize(chunk);
+  EXPECT_EQ(describe(receive_chunks(stream(), "peer:data", plan_)), "io_error: the stream ended");
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

@@ -1,5 +1,5 @@
 // restore_fastest: the memory tier when it has the newest step, else the
-// peer's replica (fetched into the memory tier), else the directory: when a
+// peer's replica (streamed into the registered buffers), else the directory: when a
 // copy is older, absent or corrupt (logged with "corrupt" and the file), and
 // max_step for all; persist_to_directory writes a step only the memory or
 // peer tier had.
@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoint/file_io.hpp"
+#include "checkpoint/framed_file.hpp"
 #include "checkpoint/layout.hpp"
+#include "checkpoint/shard_reader.hpp"
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/checkpoint/worker_state.hpp"
@@ -48,21 +51,37 @@ class tiered_restore_test : public ::testing::Test {
     replica_.emplace(std::move(*replica));
   }
 
-  // The peer tier without its sockets: copies the replica's newest step in
-  // range into the memory tier, as replica_client::fetch does.
+  // The peer tier without its sockets: streams the replica's newest step in
+  // range from its files into `registry`, as replica_client::fetch does from
+  // the holder's connection.
   caf::expected<std::optional<checkpoint_info>> fetch(std::optional<int64_t> max_step,
-                                                      int64_t min_step) {
+                                                      int64_t min_step, state_registry& registry,
+                                                      staging_pool& pool,
+                                                      peer_fetch_progress& progress) {
     auto step = replica_->newest_step(max_step);
     if (!step || *step < min_step) return std::optional<checkpoint_info>{};
+    progress.step = step;
     auto from = replica_->files_of(*step);
-    auto bytes = std::filesystem::file_size(from.index) + std::filesystem::file_size(from.data);
-    auto adopted = memory_->adopt(*step, *step, bytes, [&](const memory_tier::shard_files& into) {
-      std::filesystem::copy_file(from.index, into.index);
-      std::filesystem::copy_file(from.data, into.data);
-      return caf::error{};
-    });
-    if (!adopted) return std::move(adopted.error());
-    return std::optional<checkpoint_info>{std::move(*adopted)};
+    auto index_bytes = read_whole_file(from.index);
+    if (!index_bytes) return std::move(index_bytes.error());
+    wire::ShardIndex index;
+    if (auto err = decode_framed(index_magic, *index_bytes, from.index, index)) return err;
+    if (auto err = check_buffer_table(index, registry)) return err;
+    std::ifstream data{from.data, std::ios::binary};
+    auto read_exact = [&](char* dst, size_t size) {
+      return data.read(dst, static_cast<std::streamsize>(size))
+                 ? caf::error{}
+                 : make_error(errc::io_error, "short read of " + from.data);
+    };
+    if (auto err =
+            load_shard_from_stream(from.data, index, registry, pool, progress.touched, read_exact))
+      return err;
+    checkpoint_info info;
+    info.step = *step;
+    info.total_run_calls = *step;
+    info.bytes = index.data_bytes();
+    info.tiers = {{tier_peer, 0.0}};
+    return std::optional<checkpoint_info>{std::move(info)};
   }
 
   // Saves `step` to the peer's replica only.
@@ -76,9 +95,12 @@ class tiered_restore_test : public ::testing::Test {
   // Restores with the peer tier into a fresh state; the tier read.
   std::string restore_with_peer(int64_t expected_step) {
     worker_state fresh{state_bytes};
-    auto restored = restore_fastest(
-        *directory_, &*memory_, fresh.registry, std::nullopt,
-        [this](std::optional<int64_t> max, int64_t min) { return fetch(max, min); });
+    auto restored =
+        restore_fastest(*directory_, &*memory_, fresh.registry, std::nullopt,
+                        [this](std::optional<int64_t> max, int64_t min, state_registry& registry,
+                               staging_pool& pool, peer_fetch_progress& progress) {
+                          return fetch(max, min, registry, pool, progress);
+                        });
     EXPECT_TRUE(restored) << describe(restored.error());
     if (!restored || !*restored) return "";
     EXPECT_EQ((*restored)->step, expected_step);
@@ -160,8 +182,8 @@ TEST_F(tiered_restore_test, an_empty_memory_tier_restores_the_peers_replica) {
   ASSERT_TRUE(fresh);
   memory_.emplace(std::move(*fresh));
   EXPECT_EQ(restore_with_peer(2), tier_peer);
-  // The memory tier holds the step again: the next start reads it there.
-  EXPECT_EQ(memory_->newest_step(std::nullopt), 2);
+  // Streamed into the buffers: no file between.
+  EXPECT_EQ(memory_->newest_step(std::nullopt), std::nullopt);
 }
 
 TEST_F(tiered_restore_test, a_corrupt_memory_copy_restores_the_peers_replica) {
@@ -179,12 +201,10 @@ TEST_F(tiered_restore_test, a_corrupt_replica_restores_the_directory_and_says_co
   auto tier = restore_with_peer(1);
   auto log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(tier, tier_directory);
-  // The copy that failed is the memory tier's, fetched from the peer.
   EXPECT_NE(log.find("peer tier: step 1 not restored, reading the checkpoint directory"),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("corrupt file " + memory_->files_of(1).data), std::string::npos)
-      << log << data;
+  EXPECT_NE(log.find("corrupt file " + data), std::string::npos) << log;
 }
 
 TEST_F(tiered_restore_test, a_replica_older_than_the_directory_is_not_fetched) {

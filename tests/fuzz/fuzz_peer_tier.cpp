@@ -5,7 +5,7 @@
 //     then the rest of the input as a push's files;
 //   first byte odd: a replica_client's fetch gets the rest of the input as
 //     the listener's replies and files.
-// Checked: neither end crashes, hangs or adopts a step it was not asked for;
+// Checked: neither end crashes, hangs or restores a step it was not asked for;
 // every connection ends (the server, made for the input, ends with it).
 
 #include <sys/socket.h>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "messages/checkpoint.pb.h"
 #include "runtime/peer_tier.hpp"
@@ -44,13 +45,20 @@ std::unique_ptr<replica_server> start_server() {
   return std::move(*s);
 }
 
-checkpoint::memory_tier& own_tier() {
-  static auto tier = [] {
-    auto t = checkpoint::memory_tier::open(fuzz::scratch_dir() + "/own", rank, world_size);
-    if (!t) std::abort();
-    return std::move(*t);
+// The registered state a fetch restores into: one host buffer and one of
+// callbacks, as a trainer's model and its data loader.
+checkpoint::state_registry& registry() {
+  static std::vector<char> weights(4096);
+  static std::string loader;
+  static auto made = [] {
+    checkpoint::state_registry r;
+    if (r.add_host_buffer("weights", weights.data(), weights.size()) ||
+        r.add_callbacks(
+            "loader", [] { return loader; }, [](const std::string& bytes) { loader = bytes; }))
+      std::abort();
+    return r;
   }();
-  return tier;
+  return made;
 }
 
 void feed_the_server(fuzz::input& in) {
@@ -88,7 +96,9 @@ void feed_the_client(fuzz::input& in) {
     link->send_file(fuzz::scratch_dir() + "/replies", replies.size());
   }};
   replica_client client{"127.0.0.1", listener.port(), token, rank, world_size};
-  auto fetched = client.fetch(own_tier(), 9, 3);
+  static auto pool = checkpoint::staging_pool::make();
+  checkpoint::peer_fetch_progress progress;
+  auto fetched = client.fetch(registry(), *pool, 9, 3, progress);
   fake.join();
   if (fetched && *fetched && ((*fetched)->step < 3 || (*fetched)->step > 9)) std::abort();
 }

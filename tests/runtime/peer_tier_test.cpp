@@ -1,15 +1,18 @@
 // The peer tier: which rank holds whose replica, and a replica_server with
-// real sockets: a push is committed in the holder's memory, a fetch brings it
-// back bit-exact into an empty memory tier, within the steps asked for; a
-// rank the server does not hold for and a peer of another job are refused.
+// real sockets: a push is committed in the holder's memory, a fetch streams it
+// back bit-exact into the registered buffers, within the steps asked for; a
+// replica corrupt on the holder fails the fetch naming its file; a rank the
+// server does not hold for and a peer of another job are refused.
 // With TLS (a key from the token), a capture on the path holds none of the
 // shard's bytes, and a byte flipped on the path fails the push.
 #include "runtime/peer_tier.hpp"
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
+#include "checkpoint/layout.hpp"
 #include "checkpoint/staging.hpp"
 #include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
@@ -116,6 +119,13 @@ class peer_tier_server_test : public ::testing::Test {
                           rank,        world_size,   psk_context(tls_role::client)};
   }
 
+  // Fetches this rank's replica into `into`'s buffers through `c`.
+  caf::expected<std::optional<checkpoint::checkpoint_info>> fetch(
+      replica_client c, worker_state& into, std::optional<int64_t> max_step = std::nullopt,
+      int64_t min_step = -1) {
+    return c.fetch(into.registry, *pool_, max_step, min_step, progress_);
+  }
+
   // Whether `bytes` holds a run of the saved state's bytes.
   bool holds_state(const std::string& bytes) const {
     return bytes.find(std::string(state_.weights.data() + 4096, 64)) != std::string::npos;
@@ -124,11 +134,12 @@ class peer_tier_server_test : public ::testing::Test {
   temp_dir dir_;
   worker_state state_{state_bytes};
   std::shared_ptr<checkpoint::staging_pool> pool_ = checkpoint::staging_pool::make();
+  checkpoint::peer_fetch_progress progress_;  // of the last fetch
   std::unique_ptr<replica_server> server_;
   std::optional<memory_tier> own_;
 };
 
-TEST_F(peer_tier_server_test, a_pushed_shard_comes_back_bit_exact_into_an_empty_tier) {
+TEST_F(peer_tier_server_test, a_pushed_shard_comes_back_bit_exact_into_the_buffers) {
   save(5);
   auto pushed = client().push(*own_, 5, 50);
   ASSERT_TRUE(pushed) << describe(pushed.error());
@@ -136,20 +147,19 @@ TEST_F(peer_tier_server_test, a_pushed_shard_comes_back_bit_exact_into_an_empty_
   // The holder committed it in its own memory, a memory tier per rank.
   EXPECT_TRUE(std::filesystem::exists(
       dir_.sub("holder/peer/rank-00001-of-00004/step-000000000005/MANIFEST")));
-  // A replaced host: an empty memory tier.
+  // A replaced host: an empty memory tier, fresh buffers.
   ASSERT_FALSE(own_->remove());
-  auto fresh_tier = open_own("replaced");
-  auto fetched = client().fetch(fresh_tier, std::nullopt, -1);
+  worker_state fresh{state_bytes};
+  auto fetched = fetch(client(), fresh);
   ASSERT_TRUE(fetched) << describe(fetched.error());
   ASSERT_TRUE(*fetched);
   EXPECT_EQ((*fetched)->step, 5);
   EXPECT_EQ((*fetched)->total_run_calls, 50);
+  EXPECT_GE((*fetched)->bytes, static_cast<int64_t>(state_bytes));
   EXPECT_EQ((*fetched)->tiers.at(0).name, checkpoint::tier_peer);
-  worker_state fresh{state_bytes};
-  bool touched = false;
-  auto restored = fresh_tier.restore_step(5, fresh.registry, touched);
-  ASSERT_TRUE(restored) << describe(restored.error());
   EXPECT_TRUE(fresh.holds(5));
+  EXPECT_EQ(progress_.step, 5);
+  EXPECT_TRUE(progress_.touched);
 }
 
 TEST_F(peer_tier_server_test, a_fetch_gets_the_newest_step_in_range_or_none) {
@@ -157,16 +167,48 @@ TEST_F(peer_tier_server_test, a_fetch_gets_the_newest_step_in_range_or_none) {
     save(step);
     ASSERT_TRUE(client().push(*own_, step, step * 10));
   }
-  auto fresh_tier = open_own("replaced");
-  auto newest = client().fetch(fresh_tier, std::nullopt, -1);
+  worker_state fresh{state_bytes};
+  auto newest = fetch(client(), fresh);
   ASSERT_TRUE(newest && *newest);
   EXPECT_EQ((*newest)->step, 4);
-  auto capped = client().fetch(fresh_tier, 3, -1);
+  EXPECT_TRUE(fresh.holds(4));
+  auto capped = fetch(client(), fresh, 3);
   ASSERT_TRUE(capped && *capped);
   EXPECT_EQ((*capped)->step, 3);
-  auto too_old = client().fetch(fresh_tier, std::nullopt, 5);
+  EXPECT_TRUE(fresh.holds(3));
+  auto too_old = fetch(client(), fresh, std::nullopt, 5);
   ASSERT_TRUE(too_old);
   EXPECT_FALSE(*too_old);
+}
+
+// A replica whose data went bad on the holder fails the fetch as the bytes
+// arrive, naming the holder's file and the chunk; the restore then reads the
+// next tier (tiered_restore_test).
+TEST_F(peer_tier_server_test, a_corrupt_replica_fails_the_fetch_naming_the_holders_file) {
+  save(1);
+  ASSERT_TRUE(client().push(*own_, 1, 10));
+  auto step_dir = dir_.sub("holder/peer/rank-00001-of-00004/step-000000000001");
+  // A memory tier keeps each rank's shards as rank 0 of 1.
+  auto data_name = checkpoint::shard_data_name(0, 1);
+  {
+    std::fstream f{step_dir + "/" + data_name, std::ios::in | std::ios::out | std::ios::binary};
+    auto middle = static_cast<std::streamoff>(state_bytes / 2);
+    f.seekg(middle);
+    auto byte = static_cast<char>(f.get() ^ 0x5a);
+    f.seekp(middle);
+    f.put(byte);
+    ASSERT_TRUE(f.good());
+  }
+  worker_state fresh{state_bytes};
+  auto fetched = fetch(client(), fresh);
+  ASSERT_FALSE(fetched);
+  EXPECT_EQ(fetched.error(), make_error(errc::corrupt));
+  auto expected = "corrupt file 127.0.0.1:" + std::to_string(server_->port()) +
+                  ":step-000000000001/" + data_name + ": checksum mismatch in chunk 0";
+  EXPECT_NE(describe(fetched.error()).find(expected), std::string::npos)
+      << describe(fetched.error());
+  EXPECT_EQ(progress_.step, 1);
+  EXPECT_TRUE(progress_.touched);
 }
 
 TEST_F(peer_tier_server_test, a_rank_the_server_does_not_hold_for_is_refused) {
@@ -181,7 +223,8 @@ TEST_F(peer_tier_server_test, a_rank_the_server_does_not_hold_for_is_refused) {
   EXPECT_NE(describe(pushed.error()).find("does not hold the replicas of rank 3"),
             std::string::npos)
       << describe(pushed.error());
-  auto fetched = client(3).fetch(*other, std::nullopt, -1);
+  worker_state fresh{state_bytes};
+  auto fetched = fetch(client(3), fresh);
   ASSERT_FALSE(fetched);
   EXPECT_FALSE(std::filesystem::exists(dir_.sub("holder/peer/rank-00003-of-00004")));
 }
@@ -224,12 +267,9 @@ TEST_F(peer_tier_server_test, with_tls_a_capture_holds_none_of_the_shard) {
   test::tcp_proxy proxy{server_->port()};
   auto pushed = tls_client(proxy).push(*own_, 1, 10);
   ASSERT_TRUE(pushed) << describe(pushed.error());
-  auto fresh_tier = open_own("replaced");
-  auto fetched = tls_client(proxy).fetch(fresh_tier, std::nullopt, -1);
-  ASSERT_TRUE(fetched && *fetched);
   worker_state fresh{state_bytes};
-  bool touched = false;
-  ASSERT_TRUE(fresh_tier.restore_step(1, fresh.registry, touched));
+  auto fetched = fetch(tls_client(proxy), fresh);
+  ASSERT_TRUE(fetched && *fetched);
   EXPECT_TRUE(fresh.holds(1));
   auto recorded = proxy.recorded();
   EXPECT_GT(recorded.size(), 2 * state_bytes);
