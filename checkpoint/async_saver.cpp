@@ -1,5 +1,7 @@
 #include "checkpoint/async_saver.hpp"
 
+#include <system_error>
+
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
 #include "messages/errors.hpp"
@@ -212,13 +214,18 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   if (memory && tiers_.replicate) {
     replica_job copy{next.step, next.total_run_calls, next.snap.size(),
                      next.options.deadline_unix_ms};
-    if (next.options.final_save && copy.deadline_unix_ms == 0)
-      peer = std::async(std::launch::async, [this, copy] {
-        name_this_thread(replica_thread_name);
-        return replicate(copy);
-      });
-    else if (auto copied = replicate(copy))
-      tiers.push_back(*copied);
+    if (next.options.final_save && copy.deadline_unix_ms == 0) {
+      try {
+        peer = std::async(std::launch::async, [this, copy] {
+          name_this_thread(replica_thread_name);
+          return replicate(copy);
+        });
+      } catch (const std::system_error&) {
+        // No thread to be had: the copy runs here, before the directory.
+      }
+    }
+    if (!peer.valid())
+      if (auto copied = replicate(copy)) tiers.push_back(*copied);
   }
   // 3. A final save too slow for the directory commits in memory (and on
   // the peer) only: it has a deadline, so its copy ended before the vote.
