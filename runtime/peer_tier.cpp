@@ -421,11 +421,11 @@ caf::expected<std::optional<checkpoint::checkpoint_info>> replica_client::fetch(
   std::string index_bytes(static_cast<size_t>(reply.index_bytes()), '\0');
   if (auto err = link->receive_bytes(index_bytes.data(), index_bytes.size())) return err;
   wire::ShardIndex index;
-  auto index_name = step_dir + "/index";
+  // Named as the holder keeps it: a memory tier's shard is rank 0 of 1.
+  auto index_name = step_dir + "/" + checkpoint::shard_index_name(0, 1);
   if (auto err = checkpoint::decode_framed(checkpoint::index_magic, index_bytes, index_name, index))
     return err;
-  // A memory tier keeps each rank's shards as a checkpoint of one rank of
-  // one: its index names step and size, not the job's rank.
+  // Its index names step and size, not the job's rank.
   if (index.step() != reply.step() ||
       index.data_bytes() != static_cast<int64_t>(reply.data_bytes()))
     return checkpoint::corrupt_file(
