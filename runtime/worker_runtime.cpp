@@ -117,11 +117,10 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   log(log_level::info, "runtime", "rank ", cluster.rank, " of ", cluster.world_size, " (",
       cluster.origin, ", platform ", settings_.platform_name, ", restart ", cluster.restart_count,
       ", grace period ", settings_.grace_period.count(), " ms)");
-  // 2. Join the cluster, 3. restore (the staging memory is prepared later,
-  // in the background), 4. start
-  // watching. A failure on the way stops what was started: the actor
-  // system's destructor would otherwise wait forever for the actors (the
-  // hosted service above all).
+  // 2. Join the cluster, 3. restore, 4. start watching (and prepare the
+  // staging memory in the background). A failure on the way stops what was
+  // started: the actor system's destructor would otherwise wait forever for
+  // the actors (the hosted service above all).
   try {
     start();
   } catch (...) {

@@ -52,7 +52,7 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
           "barrier " + req.name() + ": participants differ from the other arrivals'");
     return;
   }
-  auto due = now_ms + std::max<int64_t>(req.timeout_ms(), 0);
+  auto due = due_after(now_ms, std::max<int64_t>(req.timeout_ms(), 0));
   if (!b.arrived.emplace(rank, waiter{conn, req.id(), due}).second) {
     reply(conn, req.id(), errc::invalid_argument,
           "barrier " + req.name() + ": " + rank_text(rank) + " is already waiting");

@@ -65,8 +65,9 @@ void coordination_state::on_get(conn_id conn, const wire::KvGet& req, int64_t no
     return;
   }
   if (!admit_blocking(conn, req.id(), "get of key " + key)) return;
-  getters_.emplace(key, waiter{conn, req.id(), now_ms + req.timeout_ms()});
-  request_due_.lower_to(now_ms + req.timeout_ms());
+  auto due = due_after(now_ms, req.timeout_ms());
+  getters_.emplace(key, waiter{conn, req.id(), due});
+  request_due_.lower_to(due);
 }
 
 void coordination_state::on_try_get(conn_id conn, const wire::KvTryGet& req) {

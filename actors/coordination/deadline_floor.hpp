@@ -28,4 +28,11 @@ class deadline_floor {
   std::optional<int64_t> due_ms_;
 };
 
+/// The due time of a wait of `timeout_ms` that starts at `now_ms`. The
+/// service's clock counts whole milliseconds, truncated, so a wait due
+/// exactly `timeout_ms` later could end up to 1 ms before its timeout passed
+/// (seen: a get with a 100 ms timeout answered after 99.94 ms); one more
+/// never ends early.
+inline int64_t due_after(int64_t now_ms, int64_t timeout_ms) { return now_ms + timeout_ms + 1; }
+
 }  // namespace lifeboat
