@@ -23,10 +23,6 @@ uint64_t mix(uint64_t x) {
   return x;
 }
 
-}  // namespace
-
-namespace {
-
 checkpoint::host_memory map_state(size_t bytes) {
   auto memory = checkpoint::host_memory::allocate(bytes);
   if (!memory) throw std::runtime_error(describe(memory.error()));
