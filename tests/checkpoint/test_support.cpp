@@ -82,4 +82,13 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+bool flip_byte(const std::string& path, uint64_t offset) {
+  std::fstream f{path, std::ios::in | std::ios::out | std::ios::binary};
+  f.seekg(static_cast<std::streamoff>(offset));
+  auto byte = static_cast<char>(f.get() ^ 0x5a);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(byte);
+  return f.good();
+}
+
 }  // namespace lifeboat::checkpoint::testing

@@ -38,4 +38,8 @@ std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 bool exists(const std::string& path);
 
+/// Flips the bits of the byte at `offset` of the file at `path` (a copy gone
+/// bad on disk); false when the file could not be changed.
+bool flip_byte(const std::string& path, uint64_t offset);
+
 }  // namespace lifeboat::checkpoint::testing

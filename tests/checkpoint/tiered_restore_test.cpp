@@ -28,12 +28,7 @@ constexpr std::size_t state_bytes = 256 * 1024;
 // Flips the byte in the middle of the data file of `tier`'s `step`; its path.
 std::string corrupt_data(const memory_tier& tier, int64_t step) {
   auto data = tier.files_of(step).data;
-  std::fstream f{data, std::ios::in | std::ios::out | std::ios::binary};
-  auto middle = static_cast<std::streamoff>(state_bytes / 2);
-  f.seekg(middle);
-  char byte = static_cast<char>(f.get() ^ 0x5a);
-  f.seekp(middle);
-  f.put(byte);
+  EXPECT_TRUE(testing::flip_byte(data, state_bytes / 2)) << data;
   return data;
 }
 

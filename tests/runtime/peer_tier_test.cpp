@@ -8,7 +8,6 @@
 #include "runtime/peer_tier.hpp"
 
 #include <filesystem>
-#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -190,15 +189,7 @@ TEST_F(peer_tier_server_test, a_corrupt_replica_fails_the_fetch_naming_the_holde
   auto step_dir = dir_.sub("holder/peer/rank-00001-of-00004/step-000000000001");
   // A memory tier keeps each rank's shards as rank 0 of 1.
   auto data_name = checkpoint::shard_data_name(0, 1);
-  {
-    std::fstream f{step_dir + "/" + data_name, std::ios::in | std::ios::out | std::ios::binary};
-    auto middle = static_cast<std::streamoff>(state_bytes / 2);
-    f.seekg(middle);
-    auto byte = static_cast<char>(f.get() ^ 0x5a);
-    f.seekp(middle);
-    f.put(byte);
-    ASSERT_TRUE(f.good());
-  }
+  ASSERT_TRUE(checkpoint::testing::flip_byte(step_dir + "/" + data_name, state_bytes / 2));
   worker_state fresh{state_bytes};
   auto fetched = fetch(client(), fresh);
   ASSERT_FALSE(fetched);
