@@ -23,9 +23,14 @@ const char* step_resolver_actor_state::name = "step_resolver";
 
 namespace {
 
-// The resolver wakes this often to sample the step time and to run the
-// final-save timer; 50 ms is well inside any useful grace period.
-constexpr auto tick_interval = std::chrono::milliseconds{50};
+// The resolver wakes once per step-time window: to sample the step time and
+// to check for a backup save. Nothing waits on the tick: the final save has a
+// timer of its own and is tried again after every protocol message (what ends
+// a save or a round arrives as one). A worker's tick costs little, but a
+// service host that runs many simulated workers pays for all of them: at
+// 1,024 a tick of 50 ms was 20,000 wakeups a second, and notice-to-agreement
+// p50 went from 65-81 ms to 50-51 ms with this one (scale_bench).
+constexpr auto tick_interval = std::chrono::milliseconds{step_sample_ms};
 constexpr auto notice_record_timeout = std::chrono::seconds{10};
 
 using self_ptr = caf::io::stateful_broker<step_resolver_actor_state>*;
@@ -84,7 +89,9 @@ void dispatch(self_ptr self, std::vector<outgoing> out) {
 }
 
 // Starts the leader's final save once it is due. While the first save is
-// still written the logic declines and the tick asks again: log only the start.
+// still written or a round is open the logic declines, and the next protocol
+// message (the save committed, the round's last report) asks again: log only
+// the start.
 void fire_final_save_if_due(self_ptr self) {
   auto& st = self->state;
   if (auto due = st.logic->final_save_due_ms(); due && unix_now_ms() >= *due) {
@@ -123,9 +130,9 @@ void arm_final_save_timer(self_ptr self) {
   log_schedule(*st.logic, delay, first);
 }
 
-// Samples the trainer's completed step once a second for the step time,
-// fires the leader's final save when it is due (a fallback for the timer) and
-// starts the leader's periodic backup saves.
+// Samples the trainer's completed step for the step time, fires the leader's
+// final save when it is due (a fallback for the timer) and starts the
+// leader's periodic backup saves.
 void on_tick(self_ptr self) {
   auto& st = self->state;
   auto now = unix_now_ms();
@@ -174,6 +181,7 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg,
         send_out(self, self->state.logic->on_message(msg, unix_now_ms()));
         decision_recorder::process().on_message(msg);
         log_new_agreement(self);
+        fire_final_save_if_due(self);
         arm_final_save_timer(self);
       },
       [=](const peer_failure&) { self->state.logic->on_failure(); },

@@ -42,7 +42,10 @@ void step_resolver_state::sample_completed_step(int64_t completed_step, int64_t 
     sampled_at_ms_ = now_ms;
     return;
   }
-  if (now_ms - sampled_at_ms_ < step_sample_ms) return;
+  // A window stays open until the step moved: a step longer than the window
+  // is measured whole, where restarting the window at each look would count
+  // it as one window long.
+  if (now_ms - sampled_at_ms_ < step_sample_ms || completed_step == sampled_step_) return;
   if (completed_step > sampled_step_)
     record_step_seconds(static_cast<double>(now_ms - sampled_at_ms_) / 1000.0 /
                         static_cast<double>(completed_step - sampled_step_));

@@ -113,7 +113,9 @@ class step_resolver_state {
   /// round or a save) is no training step and is dropped.
   void record_step_seconds(double seconds);
   /// The trainer's completed step as the resolver's tick sees it: once a
-  /// window of step_sample_ms passed, its mean step time is recorded. The
+  /// window of at least step_sample_ms passed and the step moved in it, its
+  /// mean step time is recorded (a step longer than a window is one sample,
+  /// the window then as long as the step). The
   /// first window starts only once the step has moved from the first one seen,
   /// as the start (joining, restoring) is no training step.
   void sample_completed_step(int64_t completed_step, int64_t now_ms);

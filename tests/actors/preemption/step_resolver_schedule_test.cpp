@@ -111,6 +111,20 @@ TEST(step_resolver_schedule, the_step_time_is_sampled_from_the_first_step_on) {
   EXPECT_DOUBLE_EQ(s.step_seconds(), 0.02);
 }
 
+// A trainer whose steps take 5 s, looked at once a second: each look that
+// sees no new step once counted as a window, and the next step was then
+// measured as one window long (1 s), so the final save was scheduled for a
+// fifth of the time the last step needs.
+TEST(step_resolver_schedule, a_step_longer_than_the_window_is_measured_whole) {
+  cluster c{1, 60'000};
+  auto& s = c.at(0);
+  s.sample_completed_step(0, t0);
+  for (int64_t step = 1; step <= 3; ++step)
+    for (int64_t second = 0; second < 5; ++second)
+      s.sample_completed_step(step, t0 + step * 5'000 + second * 1'000);
+  EXPECT_DOUBLE_EQ(s.step_seconds(), 5.0);
+}
+
 // Each round takes the workers' current estimates: a slow report of an
 // earlier round does not stay the cluster's time for good.
 TEST(step_resolver_schedule, the_cluster_times_are_those_of_the_latest_round) {
