@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,17 +18,34 @@
 namespace lifeboat::fuzz {
 
 /// A directory private to this fuzzing process, made once (in /dev/shm when
-/// it exists: every input is written to a file). libFuzzer ends the process
-/// with exit(), so the directory is left for the OS's temporary cleanup; its
-/// files are overwritten by every input, so it never grows.
+/// it exists: every input is written to a file) and removed when the process
+/// ends through exit(), as libFuzzer ends a run of -max_total_time or -runs:
+/// /dev/shm is emptied only at a reboot, and every `make test` runs the
+/// targets anew. A crash leaves it, beside the crashing input. Its files are
+/// overwritten by every input, so it never grows.
+class scratch_directory {
+ public:
+  scratch_directory() {
+    path_ = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    path_ += "/lifeboat-fuzz-XXXXXX";
+    if (mkdtemp(path_.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  }
+  ~scratch_directory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  scratch_directory(const scratch_directory&) = delete;
+  scratch_directory& operator=(const scratch_directory&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    std::string pattern = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    pattern += "/lifeboat-fuzz-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    return pattern;
-  }();
-  return dir;
+  static const scratch_directory dir;
+  return dir.path();
 }
 
 /// Replaces `dir`/`name` with `bytes` (no fsync: nothing here must survive).
