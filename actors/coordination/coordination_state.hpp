@@ -166,6 +166,9 @@ class coordination_state {
   };
 
   struct barrier {
+    // As the first arrival named them (empty: every rank), and normalised:
+    // sorted, each once.
+    std::vector<int32_t> requested;
     std::vector<int32_t> participants;
     std::map<int32_t, waiter> arrived;
   };

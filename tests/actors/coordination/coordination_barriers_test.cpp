@@ -30,6 +30,22 @@ TEST_F(state_test, barrier_with_participants_ignores_others) {
   EXPECT_EQ(reply_to(2, 2)->error_code(), static_cast<uint32_t>(errc::invalid_argument));
 }
 
+// An arrival that names the participants exactly as the first did reuses
+// the first's checked list: it is still checked for itself, and one that
+// names others is still refused.
+TEST_F(state_test, a_barrier_checks_every_arrival_against_the_first_ones_participants) {
+  join_all();
+  request(1, barrier(1, "b", 1000, {2, 0}));
+  request(2, barrier(1, "b", 1000, {2, 0}));
+  EXPECT_EQ(reply_to(2, 1)->error_code(), static_cast<uint32_t>(errc::invalid_argument));
+  request(3, barrier(1, "b", 1000, {0, 1, 2}));
+  EXPECT_EQ(reply_to(3, 1)->error_code(), static_cast<uint32_t>(errc::invalid_argument));
+  EXPECT_FALSE(reply_to(1, 1)) << "rank 0 waits for rank 2";
+  request(3, barrier(2, "b", 1000, {2, 0}));
+  EXPECT_EQ(reply_to(1, 1)->error_code(), 0u);
+  EXPECT_EQ(reply_to(3, 2)->error_code(), 0u);
+}
+
 TEST_F(state_test, barrier_fails_for_everyone_when_a_participant_is_lost) {
   join_all();
   request(1, barrier(1, "b", 10000));
