@@ -4,6 +4,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
+#include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/log.hpp"
 #include "messages/preemption.pb.h"
@@ -32,6 +33,12 @@ caf::behavior cluster_watcher(caf::io::stateful_broker<cluster_watcher_state>* s
           return;
         }
         ++st.messages;
+        // The commit is recorded here, before anyone hears of it: the exit
+        // controller lets the trainer leave on another thread, and a commit
+        // the resolver recorded after that leave was never published (seen
+        // in a fresh-clone CI: a lane with "exit" and no "commit").
+        if (body.has_committed())
+          decision_recorder::process().on_committed(body.committed().step());
         self->send(st.resolver, body);
         if (body.has_committed()) {
           st.last_committed_step = body.committed().step();

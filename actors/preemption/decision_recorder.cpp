@@ -38,11 +38,11 @@ void decision_recorder::on_message(const wire::ProtocolMessage& msg) {
       return record(decision_event::query, -1, msg.query().deadline_unix_ms() != 0);
     case wire::ProtocolMessage::kReport:
       return record(decision_event::report, msg.report().stop_step(), false);
-    case wire::ProtocolMessage::kCommitted:
-      return record(decision_event::commit, msg.committed().step(), false);
     // A commit is the agreement reaching this worker: on_agreement records
     // it as the step resolver acts on it, on the leader and the followers.
+    // A save committed is recorded as it arrives (on_committed).
     case wire::ProtocolMessage::kCommit:
+    case wire::ProtocolMessage::kCommitted:
     case wire::ProtocolMessage::BODY_NOT_SET:
       break;
   }
@@ -57,6 +57,8 @@ void decision_recorder::on_snapshot(int64_t step) { record(decision_event::snaps
 void decision_recorder::on_shard_durable(int64_t step, double seconds, int64_t bytes) {
   record(decision_event::shard_durable, step, false, seconds, bytes);
 }
+
+void decision_recorder::on_committed(int64_t step) { record(decision_event::commit, step, false); }
 
 void decision_recorder::on_exit(int64_t step) { record(decision_event::exit, step, false); }
 

@@ -60,8 +60,13 @@ class decision_recorder {
   /// This worker's own notice.
   void on_notice();
 
-  /// A protocol message this worker took.
+  /// A protocol message this worker took (a save committed excepted: see
+  /// on_committed).
   void on_message(const wire::ProtocolMessage& msg);
+
+  /// The save at `step` was committed, as the message arrives: before the
+  /// exit controller hears of it, whose exit event it precedes.
+  void on_committed(int64_t step);
 
   /// This worker took the agreement on `step` (the leader as it decided, a
   /// follower with the commit); `backup`: a periodic save, no notice.

@@ -3,6 +3,7 @@
 // that a stranger's bytes reach none of them. The peers are scoped actors.
 #include "actors/preemption/cluster_watcher.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "actors/system_config.hpp"
 #include "messages/preemption.pb.h"
@@ -85,7 +87,17 @@ TEST_F(cluster_watcher_test, a_protocol_message_goes_to_the_resolver_alone) {
   EXPECT_EQ(drain(exit_controller_), 0);
 }
 
+// The commit is recorded before the exit controller hears of it: the trainer
+// may leave as soon as it does, and an event recorded later is not published.
 TEST_F(cluster_watcher_test, a_commit_reaches_the_resolver_the_writer_and_the_exit_controller) {
+  auto& recorder = decision_recorder::process();
+  auto recorded = [&] {
+    auto events = recorder.events();
+    return std::count_if(events.begin(), events.end(), [](const wire::DecisionEvent& e) {
+      return e.event() == decision_event::commit && e.step() == 41;
+    });
+  };
+  auto before = recorded();
   wire::ProtocolMessage msg;
   msg.mutable_committed()->set_step(41);
   msg.mutable_committed()->set_final_save(true);
@@ -99,6 +111,7 @@ TEST_F(cluster_watcher_test, a_commit_reaches_the_resolver_the_writer_and_the_ex
           got = true;
           EXPECT_EQ(c.step(), 41);
           EXPECT_TRUE(c.final_save());
+          EXPECT_EQ(recorded(), before + 1);
         },
         caf::after(std::chrono::seconds{0}) >> [] {});
     EXPECT_TRUE(got);

@@ -51,9 +51,7 @@ TEST_F(decision_recorder_test, a_query_with_a_deadline_starts_a_decision_that_is
   rec_.on_agreement(20, false);
   rec_.on_snapshot(20);
   rec_.on_shard_durable(20, 0.5, 10);
-  wire::ProtocolMessage committed;
-  committed.mutable_committed()->set_step(20);
-  rec_.on_message(committed);
+  rec_.on_committed(20);
   rec_.on_exit(20);
   std::vector<std::string> names;
   for (const auto& e : published_) {
@@ -68,6 +66,13 @@ TEST_F(decision_recorder_test, a_query_with_a_deadline_starts_a_decision_that_is
 TEST_F(decision_recorder_test, a_commit_message_is_left_to_the_agreement_the_resolver_records) {
   wire::ProtocolMessage msg;
   msg.mutable_commit()->set_step(5);
+  rec_.on_message(msg);
+  EXPECT_TRUE(rec_.events().empty());
+}
+
+TEST_F(decision_recorder_test, a_save_committed_is_left_to_on_committed) {
+  wire::ProtocolMessage msg;
+  msg.mutable_committed()->set_step(5);
   rec_.on_message(msg);
   EXPECT_TRUE(rec_.events().empty());
 }
