@@ -36,16 +36,20 @@ void decision_recorder::on_message(const wire::ProtocolMessage& msg) {
       return record(decision_event::notice, -1, true);
     case wire::ProtocolMessage::kQuery:
       return record(decision_event::query, -1, msg.query().deadline_unix_ms() != 0);
-    case wire::ProtocolMessage::kReport:
-      return record(decision_event::report, msg.report().stop_step(), false);
     // A commit is the agreement reaching this worker: on_agreement records
     // it as the step resolver acts on it, on the leader and the followers.
-    // A save committed is recorded as it arrives (on_committed).
+    // A save committed is recorded as it arrives (on_committed); of the
+    // reports, the one that completes a round (on_round_completed).
+    case wire::ProtocolMessage::kReport:
     case wire::ProtocolMessage::kCommit:
     case wire::ProtocolMessage::kCommitted:
     case wire::ProtocolMessage::BODY_NOT_SET:
       break;
   }
+}
+
+void decision_recorder::on_round_completed(const wire::StepReport& last) {
+  record(decision_event::report, last.stop_step(), false);
 }
 
 void decision_recorder::on_agreement(int64_t step, bool backup) {

@@ -60,9 +60,15 @@ class decision_recorder {
   /// This worker's own notice.
   void on_notice();
 
-  /// A protocol message this worker took (a save committed excepted: see
-  /// on_committed).
+  /// A protocol message this worker took (a report and a save committed
+  /// excepted: see on_round_completed and on_committed).
   void on_message(const wire::ProtocolMessage& msg);
+
+  /// The leader took `last`, the report that completed a round. The leader
+  /// takes one report from every worker, and an event each would be as many
+  /// keys in the coordination service, each a frame ahead of the commit (at
+  /// 1,024 workers, 1,023 a decision): only the last is recorded.
+  void on_round_completed(const wire::StepReport& last);
 
   /// The save at `step` was committed, as the message arrives: before the
   /// exit controller hears of it, whose exit event it precedes.

@@ -178,7 +178,11 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg,
         log_taken(body_name(msg));
         // dispatch's two halves, with the record of the message between
         // them: a report is recorded before the agreement it completes.
-        send_out(self, self->state.logic->on_message(msg, unix_now_ms()));
+        auto& logic = *self->state.logic;
+        auto agreements = logic.agreements();
+        send_out(self, logic.on_message(msg, unix_now_ms()));
+        if (msg.has_report() && logic.agreements() != agreements)
+          decision_recorder::process().on_round_completed(msg.report());
         decision_recorder::process().on_message(msg);
         log_new_agreement(self);
         fire_final_save_if_due(self);

@@ -77,6 +77,21 @@ TEST_F(decision_recorder_test, a_save_committed_is_left_to_on_committed) {
   EXPECT_TRUE(rec_.events().empty());
 }
 
+// The leader takes a report from every worker: only the round's last is an
+// event (and a key in the coordination service).
+TEST_F(decision_recorder_test, of_the_reports_only_the_one_that_completes_the_round_is_recorded) {
+  rec_.on_message(query(123));
+  wire::ProtocolMessage msg;
+  for (int64_t stop : {7, 9, 8}) {
+    msg.mutable_report()->set_stop_step(stop);
+    rec_.on_message(msg);
+  }
+  rec_.on_round_completed(msg.report());
+  ASSERT_EQ(published_.size(), 2u);
+  EXPECT_EQ(published_[1].event(), decision_event::report);
+  EXPECT_EQ(published_[1].step(), 8);
+}
+
 TEST_F(decision_recorder_test, its_own_notice_and_the_leaders_agreement_follow_a_notice) {
   rec_.on_notice();
   rec_.on_agreement(30, false);
