@@ -23,8 +23,8 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
   // The participants, sorted and each once. Every arrival of a barrier
   // usually names them alike: sorting the whole world's ranks again for each
   // (an empty list means every rank) cost the service's one thread about
-  // 10 us an arrival, 10 ms for a barrier of 1,024 (scale_bench); an arrival
-  // named as the first was reuses the first's list, already checked.
+  // 10 us an arrival, 10 ms for a barrier of 1,024 (scale_bench). An arrival
+  // that names them as the first arrival did reuses its list, checked then.
   auto open = barriers_.find(req.name());
   bool known = open != barriers_.end() && !open->second.arrived.empty() &&
                named_alike(open->second.requested, req.participants());

@@ -166,9 +166,9 @@ class coordination_state {
   };
 
   struct barrier {
-    // As the first arrival named them (empty: every rank), and normalised:
-    // sorted, each once.
+    // The participants as the first arrival named them (empty: every rank).
     std::vector<int32_t> requested;
+    // The same, sorted, each once.
     std::vector<int32_t> participants;
     std::map<int32_t, waiter> arrived;
   };
