@@ -1,5 +1,6 @@
 #include "checkpoint/memory_tier.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <xxhash.h>
@@ -62,6 +63,16 @@ caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir)
   struct stat st {};
   if (::stat(absolute.c_str(), &st) != 0) return io_error("stat", absolute, errno);
   auto identity = absolute + '\0' + std::to_string(st.st_dev) + '\0' + std::to_string(st.st_ino);
+  // The inode alone does not tell a directory made again from the one
+  // before: a file system hands a freed inode number out again (ext4 at
+  // once), and the fresh start restored the removed directory's checkpoints
+  // from memory. The birth time does, where the file system keeps one.
+  struct statx born {};
+  if (::statx(AT_FDCWD, absolute.c_str(), 0, STATX_BTIME, &born) != 0)
+    return io_error("statx", absolute, errno);
+  if ((born.stx_mask & STATX_BTIME) != 0)
+    identity +=
+        '\0' + std::to_string(born.stx_btime.tv_sec) + '.' + std::to_string(born.stx_btime.tv_nsec);
   char name[40];
   std::snprintf(name, sizeof(name), "%s%016" PRIx64, job_dir_prefix,
                 static_cast<uint64_t>(XXH3_64bits(identity.data(), identity.size())));

@@ -23,8 +23,10 @@ constexpr int memory_tier_max_to_keep = 2;
 
 /// "/dev/shm/lifeboat-<16 hex digits>": the memory tier of the job whose
 /// checkpoint directory is `checkpoint_dir` (which must exist). The digits
-/// hash its absolute path, device and inode, so a directory removed and made
-/// again (a fresh start) never finds the checkpoints of the one before.
+/// hash its absolute path, device, inode and birth time, so a directory
+/// removed and made again (a fresh start) never finds the checkpoints of the
+/// one before. On a file system without birth times (NFS) the inode alone
+/// tells them apart, and not when the new directory got the old one's.
 caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir);
 
 /// Records `checkpoint_dir` in `dir` (a job's default memory directory,

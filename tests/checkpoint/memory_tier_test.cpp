@@ -1,8 +1,12 @@
 // The memory tier of one rank: a save commits there, retention keeps the
 // newest two and fewer when the bound leaves no room, a shard that does not
 // fit at all is refused with the sizes, a crash leftover goes at open, and
-// remove() leaves nothing behind.
+// remove() leaves nothing behind; a checkpoint directory made again gets a
+// memory directory of its own.
 #include "checkpoint/memory_tier.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
@@ -145,6 +149,33 @@ TEST_F(memory_tier_test, the_default_directory_is_under_dev_shm_and_per_checkpoi
   EXPECT_NE(*first, *other);
   EXPECT_EQ(default_memory_dir(dir_.path()), first);
   EXPECT_FALSE(default_memory_dir(dir_.sub("absent")));
+}
+
+TEST_F(memory_tier_test, a_checkpoint_directory_made_again_with_the_same_inode_starts_fresh) {
+  namespace fs = std::filesystem;
+  auto ckpt = dir_.sub("again");
+  fs::create_directories(ckpt);
+  auto first = default_memory_dir(ckpt);
+  ASSERT_TRUE(first) << describe(first.error());
+  struct stat old_dir {};
+  ASSERT_EQ(::stat(ckpt.c_str(), &old_dir), 0);
+  // Made again until it has the old directory's inode number (ext4 hands a
+  // freed one out at once), so that the inode cannot tell them apart.
+  bool same_inode = false;
+  for (int attempt = 0; attempt < 100 && !same_inode; ++attempt) {
+    fs::remove(ckpt);
+    fs::create_directory(ckpt);
+    struct stat new_dir {};
+    ASSERT_EQ(::stat(ckpt.c_str(), &new_dir), 0);
+    same_inode = new_dir.st_ino == old_dir.st_ino;
+  }
+  if (!same_inode) GTEST_SKIP() << "the file system gave no freed inode number out again";
+  struct statx born {};
+  ASSERT_EQ(::statx(AT_FDCWD, ckpt.c_str(), 0, STATX_BTIME, &born), 0);
+  if ((born.stx_mask & STATX_BTIME) == 0) GTEST_SKIP() << "the file system keeps no birth time";
+  auto again = default_memory_dir(ckpt);
+  ASSERT_TRUE(again);
+  EXPECT_NE(*again, *first);
 }
 
 TEST_F(memory_tier_test, the_tiers_of_checkpoint_directories_that_are_gone_are_removed) {
