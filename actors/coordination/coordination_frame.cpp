@@ -25,17 +25,6 @@ std::optional<wire::Envelope> decode_frame_body(const char* data, size_t size) {
   return env;
 }
 
-void write_frame(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
-                 const wire::Envelope& env) {
-  write_bytes(self, hdl, encode_frame(env));
-}
-
-void write_bytes(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
-                 const std::vector<char>& bytes) {
-  self->write(hdl, bytes.size(), bytes.data());
-  self->flush(hdl);
-}
-
 void frame_splitter::append(const char* data, size_t size) {
   // The frames taken so far go first: one move per read, not one per frame.
   buf_.erase(0, pos_);

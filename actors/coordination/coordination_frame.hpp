@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <caf/io/abstract_broker.hpp>
-
 #include "messages/coordination.pb.h"
 
 namespace lifeboat {
@@ -27,15 +25,6 @@ uint32_t decode_frame_length(const char* header);
 
 /// Parses a frame body; nullopt when the bytes are not an Envelope with a body.
 std::optional<wire::Envelope> decode_frame_body(const char* data, size_t size);
-
-/// Writes one frame to a broker connection and flushes it.
-void write_frame(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
-                 const wire::Envelope& env);
-
-/// Writes bytes already encoded (encode_frame) and flushes them: one
-/// encoding for many connections.
-void write_bytes(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
-                 const std::vector<char>& bytes);
 
 /// How many bytes a broker connection asks for at most per read. Protocol
 /// frames are far smaller, so one read takes a frame, or all that arrived

@@ -1,6 +1,27 @@
 #include "actors/coordination/frame_stream.hpp"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include <caf/io/network/default_multiplexer.hpp>
+
 namespace lifeboat {
+
+int connection_socket(caf::io::abstract_broker* self, caf::io::connection_handle hdl) {
+  if (dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend()) == nullptr) return -1;
+  auto fd = static_cast<int>(hdl.id());
+  sockaddr_storage peer{};
+  socklen_t len = sizeof(peer);
+  if (fd < 0 || ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return -1;
+  uint16_t port = 0;
+  if (peer.ss_family == AF_INET)
+    port = ntohs(reinterpret_cast<const sockaddr_in*>(&peer)->sin_port);
+  else if (peer.ss_family == AF_INET6)
+    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_port);
+  return port != 0 && port == self->remote_port(hdl) ? fd : -1;
+}
 
 frame_stream::frame_stream(tls_channel tls) : tls_(std::move(tls)) {}
 
@@ -12,14 +33,14 @@ caf::error frame_stream::receive(caf::io::abstract_broker* self, caf::io::connec
   }
   auto err = tls_->feed(data, size);
   // A handshake answer goes out even when what came in ends the session: a
-  // TLS alert tells the peer why. Otherwise it waits in the broker's buffer
-  // for what the caller answers to the frames (the client's Finished and its
-  // join share one write, and wake the service once), or for flush.
+  // TLS alert tells the peer why. Otherwise it is held for what the caller
+  // answers to the frames (the client's Finished and its join share one
+  // write, and wake the service once), or for flush.
   if (err) {
     flush(self, hdl);
     return err;
   }
-  buffer_ciphertext(self, hdl);
+  hold_ciphertext();
   auto plain = tls_->take_plaintext();
   reader_.append(plain.data(), plain.size());
   return caf::none;
@@ -28,27 +49,45 @@ caf::error frame_stream::receive(caf::io::abstract_broker* self, caf::io::connec
 void frame_stream::send(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                         const std::vector<char>& bytes) {
   if (!tls_) {
-    write_bytes(self, hdl, bytes);
+    write_out(self, hdl, bytes.data(), bytes.size());
     return;
   }
   tls_->write(bytes.data(), bytes.size());
   flush(self, hdl);
 }
 
-void frame_stream::buffer_ciphertext(caf::io::abstract_broker* self,
-                                     caf::io::connection_handle hdl) {
+void frame_stream::hold_ciphertext() {
   auto out = tls_->take_ciphertext();
-  if (out.empty()) return;
-  self->write(hdl, out.size(), out.data());
-  unflushed_ = true;
+  held_.insert(held_.end(), out.begin(), out.end());
 }
 
 void frame_stream::flush(caf::io::abstract_broker* self, caf::io::connection_handle hdl) {
   if (!tls_) return;
-  buffer_ciphertext(self, hdl);
-  if (!unflushed_) return;
+  hold_ciphertext();
+  if (held_.empty()) return;
+  write_out(self, hdl, held_.data(), held_.size());
+  held_.clear();
+}
+
+void frame_stream::write_out(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
+                             const char* data, size_t size) {
+  if (!socket_) socket_ = connection_socket(self, hdl);
+  if (*socket_ >= 0) {
+    ssize_t sent;
+    do {
+      sent = ::send(*socket_, data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent == static_cast<ssize_t>(size)) return;
+    // A full socket, or a broken one: the rest, and all after it, through
+    // the broker, which finds a broken connection and reports it closed.
+    if (sent > 0) {
+      data += sent;
+      size -= static_cast<size_t>(sent);
+    }
+    socket_ = -1;
+  }
+  self->write(hdl, size, data);
   self->flush(hdl);
-  unflushed_ = false;
 }
 
 }  // namespace lifeboat

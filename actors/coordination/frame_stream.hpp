@@ -15,6 +15,19 @@ namespace lifeboat {
 /// what the broker reads goes in (receive), whole frames come out (next);
 /// frames to send go out through send. Both the service and the agent use
 /// it, so neither knows whether its connection is encrypted.
+///
+/// Bytes go out with one send(2) on the connection's socket while none of
+/// the connection's bytes wait in the broker's buffer: CAF 0.17's scribe
+/// registers a socket for writing and unregisters it around every write
+/// (two epoll_ctl calls and a wakeup), which was a fifth of the coordination
+/// service's time in a round of 1,024 workers. What the socket does not take
+/// at once goes through the broker, and so does everything after it on that
+/// connection (the broker's buffer keeps the order). The socket is the
+/// connection handle's number in CAF 0.17's default multiplexer; a backend
+/// of another kind, or a handle whose socket's peer is not the broker's,
+/// leaves every byte with the broker.
+///
+/// Thread-safety: the broker's thread only.
 class frame_stream {
  public:
   /// Clear text.
@@ -23,33 +36,43 @@ class frame_stream {
   explicit frame_stream(tls_channel tls);
 
   /// Takes bytes read from `hdl`. What TLS has to answer (the handshake) is
-  /// written to `hdl` but not flushed: the caller takes the frames (next),
-  /// answers them (send flushes all) and then calls flush. An error
-  /// (tls_channel::feed) is flushed at once (an alert) and leaves the
-  /// connection to be closed.
+  /// held but not sent: the caller takes the frames (next), answers them
+  /// (send sends all) and then calls flush. An error (tls_channel::feed) is
+  /// sent at once (an alert) and leaves the connection to be closed.
   caf::error receive(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                      const char* data, size_t size);
 
   /// The next whole frame received (frame_splitter::next).
   frame_splitter::status next(wire::Envelope& out) { return reader_.next(out); }
 
-  /// Writes frame bytes (encode_frame) to `hdl`, encrypted when TLS is on,
-  /// and flushes them.
+  /// Sends frame bytes (encode_frame) to `hdl`, encrypted when TLS is on,
+  /// with whatever receive held.
   void send(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
             const std::vector<char>& bytes);
 
-  /// Writes what TLS produced and not yet written (a client's first
-  /// handshake bytes), and flushes it with what receive left unflushed.
+  /// Sends what TLS produced and not yet sent (a client's first handshake
+  /// bytes) with what receive held.
   void flush(caf::io::abstract_broker* self, caf::io::connection_handle hdl);
 
   bool encrypted() const { return tls_.has_value(); }
 
  private:
-  void buffer_ciphertext(caf::io::abstract_broker* self, caf::io::connection_handle hdl);
+  // Appends what the TLS session has for the peer to held_.
+  void hold_ciphertext();
+  // `bytes` to the peer: on the socket, or through the broker.
+  void write_out(caf::io::abstract_broker* self, caf::io::connection_handle hdl, const char* data,
+                 size_t size);
 
   frame_splitter reader_;
   std::optional<tls_channel> tls_;
-  bool unflushed_ = false;  // receive wrote to the broker and nothing flushed it
+  std::vector<char> held_;  // handshake bytes receive held for the next write
+  // The connection's socket, once checked (first write); -1: the broker.
+  std::optional<int> socket_;
 };
+
+/// The socket of `hdl` for frame_stream to send on, or -1: the handle's
+/// number where `self`'s backend is CAF's default multiplexer and that
+/// socket's peer port is the one the broker has for `hdl`.
+int connection_socket(caf::io::abstract_broker* self, caf::io::connection_handle hdl);
 
 }  // namespace lifeboat

@@ -1,9 +1,16 @@
 // The coordination connections end to end, through a proxy on 127.0.0.1
 // that records and may tamper with what it forwards: with TLS on, no frame's
 // payload crosses in clear text, and a flipped byte ends the connection (the
-// worker is lost, by rank) instead of delivering a forged message.
+// worker is lost, by rank) instead of delivering a forged message. A broker
+// sends on its connection's own socket, and bytes that socket does not take
+// go through the broker without changing the order.
 #include "actors/coordination/frame_stream.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <caf/io/broker.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "actors/coordination/coordination_client.hpp"
@@ -12,6 +19,7 @@
 #include "messages/errors.hpp"
 #include "tests/actors/coordination/tcp_proxy.hpp"
 #include "tests/actors/coordination/tls_certificates.hpp"
+#include "tests/support/loopback_port.hpp"
 
 #include <gtest/gtest.h>
 
@@ -166,6 +174,106 @@ TEST_F(frame_stream_test, a_worker_of_another_token_fails_the_handshake_and_is_r
 
 TEST_F(frame_stream_test, a_worker_with_tls_refuses_a_service_without_it) {
   expect_refused(sys, tls_config{}, psk_tls(), token);
+}
+
+// A broker connected to `port` that sends on request through a frame_stream.
+struct sender_state {
+  caf::io::connection_handle hdl;
+  frame_stream stream;
+};
+
+caf::behavior sending_broker(caf::io::stateful_broker<sender_state>* self, uint16_t port) {
+  auto hdl = self->add_tcp_scribe("127.0.0.1", port);
+  if (!hdl) return {};
+  self->state.hdl = *hdl;
+  return {
+      // `count` pieces of `bytes` bytes, each byte its offset in the whole
+      // stream (mod 251); the socket the stream found for the connection.
+      [self](int32_t count, int32_t bytes) {
+        for (int32_t piece = 0; piece < count; ++piece) {
+          std::vector<char> out(static_cast<size_t>(bytes));
+          for (size_t i = 0; i < out.size(); ++i)
+            out[i] = static_cast<char>((static_cast<size_t>(piece) * out.size() + i) % 251);
+          self->state.stream.send(self, self->state.hdl, out);
+        }
+        return connection_socket(self, self->state.hdl);
+      },
+      // The socket found for a handle numbered `fd` that is not the broker's.
+      [self](int32_t fd) {
+        return connection_socket(self, caf::io::connection_handle::from_int(fd));
+      },
+  };
+}
+
+class frame_stream_socket_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(listener.port(), 0);
+    broker = sys.middleman().spawn_broker(sending_broker, listener.port());
+    peer = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+    ASSERT_GE(peer, 0);
+  }
+
+  void TearDown() override {
+    caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
+    if (peer >= 0) ::close(peer);
+  }
+
+  system_config cfg_;
+  caf::actor_system sys{cfg_};
+  caf::scoped_actor self{sys};
+  test::held_port listener;
+  caf::actor broker;
+  int peer = -1;
+};
+
+TEST_F(frame_stream_socket_test, a_broker_connection_sends_on_its_own_socket) {
+  int found = -2;
+  self->request(broker, event_bound, int32_t{1}, int32_t{16})
+      .receive([&](int fd) { found = fd; },
+               [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  ASSERT_GE(found, 0) << "no socket for the broker's own connection";
+  // The broker's end of the connection that this test accepted.
+  sockaddr_in broker_end{}, found_end{};
+  socklen_t len = sizeof(broker_end);
+  ASSERT_EQ(::getpeername(peer, reinterpret_cast<sockaddr*>(&broker_end), &len), 0);
+  len = sizeof(found_end);
+  ASSERT_EQ(::getsockname(found, reinterpret_cast<sockaddr*>(&found_end), &len), 0);
+  EXPECT_EQ(found_end.sin_port, broker_end.sin_port);
+  // A socket of this process that is not the broker's connection.
+  int other = -2;
+  self->request(broker, event_bound, int32_t{peer})
+      .receive([&](int fd) { other = fd; },
+               [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  EXPECT_EQ(other, -1);
+}
+
+TEST_F(frame_stream_socket_test,
+       what_the_socket_does_not_take_follows_in_order_through_the_broker) {
+  // Far more than the socket buffers hold while this end reads nothing: the
+  // socket takes the first pieces, the broker's buffer the rest.
+  constexpr int32_t pieces = 64;
+  constexpr int32_t piece_bytes = 256 * 1024;
+  int found = -2;
+  self->request(broker, event_bound, pieces, piece_bytes)
+      .receive([&](int fd) { found = fd; },
+               [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  ASSERT_GE(found, 0);
+  timeval bound{static_cast<time_t>(event_bound.count()), 0};
+  ::setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
+  const size_t total = static_cast<size_t>(pieces) * piece_bytes;
+  std::vector<char> buffer(64 * 1024);
+  size_t offset = 0, wrong = 0;
+  while (offset < total) {
+    auto n = ::recv(peer, buffer.data(), buffer.size(), 0);
+    ASSERT_GT(n, 0) << "the stream ended after " << offset << " of " << total << " bytes";
+    for (ssize_t i = 0; i < n; ++i)
+      if (buffer[static_cast<size_t>(i)] !=
+          static_cast<char>((offset + static_cast<size_t>(i)) % 251))
+        ++wrong;
+    offset += static_cast<size_t>(n);
+  }
+  EXPECT_EQ(wrong, 0u);
 }
 
 }  // namespace
