@@ -10,7 +10,6 @@
 #include <signal.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 
 #include "checkpoint/layout.hpp"
 #include "tests/apps/app_test_support.hpp"
+#include "tests/checkpoint/test_support.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
@@ -136,18 +136,6 @@ fs::path newest_step(const fs::path& ckpt) {
   return newest;
 }
 
-// Flips one byte in the middle of `file`.
-void flip_middle_byte(const fs::path& file) {
-  std::fstream f{file, std::ios::in | std::ios::out | std::ios::binary};
-  auto middle = static_cast<std::streamoff>(fs::file_size(file) / 2);
-  f.seekg(middle);
-  char byte = 0;
-  f.read(&byte, 1);
-  byte = static_cast<char>(byte ^ 0x5a);
-  f.seekp(middle);
-  f.write(&byte, 1);
-}
-
 void corrupt_newest_shard_of_each_rank_in_turn(int workers, bool launcher) {
   scratch_dir dir{"apps-restore-agreement"};
   auto where = std::to_string(workers) + " workers, " +
@@ -172,7 +160,7 @@ void corrupt_newest_shard_of_each_rank_in_turn(int workers, bool launcher) {
     auto ckpt = dir / ("corrupt-rank-" + std::to_string(rank));
     fs::copy(preempted, ckpt, fs::copy_options::recursive);
     auto shard = newest_step(ckpt) / lifeboat::checkpoint::shard_data_name(rank, workers);
-    flip_middle_byte(shard);
+    ASSERT_TRUE(lifeboat::checkpoint::testing::flip_byte(shard, fs::file_size(shard) / 2));
     auto what = where + "newest shard of rank " + std::to_string(rank) +
                 " corrupt: " + shard.string() + "\n";
     demo_job job{workers, launcher, ckpt};
