@@ -1,6 +1,7 @@
 // Recovery from a preemption, from the notice to every worker training again
 // after lifeboat-launch's restart: 4 lifeboat-demo workers x 256 MiB
-// (LIFEBOAT_BENCH_STATE_MB), restored from the memory tier, then from the
+// (LIFEBOAT_BENCH_STATE_MB), restored from the memory tier (in /dev/shm, or
+// LIFEBOAT_BENCH_MEMORY_ROOT), then from the
 // peer tier (every rank's own memory tier wiped before the restart: each
 // fetches its replica from the rank that keeps it), then from the checkpoint
 // directory (LIFEBOAT_LOCAL_DIR=off), in the same run. The parts,
@@ -63,6 +64,13 @@ struct bench_error : std::runtime_error {
 int state_mb() {
   const char* text = std::getenv("LIFEBOAT_BENCH_STATE_MB");
   return text != nullptr ? std::atoi(text) : default_state_mb;
+}
+
+// Where the memory tiers go: LIFEBOAT_BENCH_MEMORY_ROOT, else /dev/shm (a
+// tmpfs mounted with huge=within_size, say, to time huge pages there).
+std::string memory_root() {
+  const char* text = std::getenv("LIFEBOAT_BENCH_MEMORY_ROOT");
+  return text != nullptr && *text != '\0' ? text : "/dev/shm";
 }
 
 // The environment of this process with `name`=`value` set.
@@ -275,7 +283,8 @@ int main() {
   try {
     auto scratch =
         fs::temp_directory_path() / ("lifeboat-recovery-bench-" + std::to_string(::getpid()));
-    auto memory = fs::path{"/dev/shm"} / ("lifeboat-recovery-bench-" + std::to_string(::getpid()));
+    auto memory =
+        fs::path{memory_root()} / ("lifeboat-recovery-bench-" + std::to_string(::getpid()));
     fs::create_directories(scratch);
     auto bytes = static_cast<size_t>(state_mb()) << 20;
     std::printf("%d lifeboat-demo workers x %d MiB under lifeboat-launch, SIGTERM to rank 1\n",
