@@ -59,7 +59,7 @@ class frame_stream {
  private:
   // Appends what the TLS session has for the peer to held_.
   void hold_ciphertext();
-  // `bytes` to the peer: on the socket, or through the broker.
+  // `size` bytes at `data` to the peer: on the socket, or through the broker.
   void write_out(caf::io::abstract_broker* self, caf::io::connection_handle hdl, const char* data,
                  size_t size);
 
