@@ -123,10 +123,19 @@ void async_saver::run() {
       log(log_level::error, component, "checkpoint of step ", next->step,
           " failed: ", describe(result.error()));
     if (next->done) next->done(result);
+    // The save used up the spares: the next one's are allocated as a chore,
+    // after a save already waiting and after a chore not yet run.
+    bool prepare = result && tiers_.prepare_next && tiers_.memory != nullptr &&
+                   !next->options.final_save && !next->options.directory_only;
     next.reset();
     {
       std::lock_guard<std::mutex> guard{mtx_};
       in_flight_step_.reset();
+      if (prepare)
+        chore_ = [before = std::move(chore_), after = tiers_.prepare_next] {
+          if (before) before();
+          after();
+        };
     }
     cv_.notify_all();
   }

@@ -36,6 +36,10 @@ struct saver_tiers {
   memory_tier* memory = nullptr;  // null: no memory tier
   tier_vote_exchange exchange;    // null: one worker
   replicate_fn replicate;         // null: no peer tier
+  /// Allocates the files of the next shard (memory_tier::prepare_spare, and
+  /// the peer's), run in the background after every save that wrote the
+  /// memory tier and is not final; null: none.
+  std::function<void()> prepare_next;
 };
 
 /// How one save goes beyond its step.

@@ -29,6 +29,8 @@ class posix_fs final : public file_system {
   int mkdir(const std::string& path, mode_t mode) override { return ::mkdir(path.c_str(), mode); }
 
   int unlink(const std::string& path) override { return ::unlink(path.c_str()); }
+
+  int fallocate(int fd, off_t length) override { return ::fallocate(fd, 0, 0, length); }
 };
 
 }  // namespace

@@ -40,6 +40,10 @@ class file_system {
 
   /// unlink(2).
   virtual int unlink(const std::string& path) = 0;
+
+  /// fallocate(2) of [0, `length`) with no flags: the file's blocks (a
+  /// tmpfs file's pages) allocated now, ahead of the writes.
+  virtual int fallocate(int fd, off_t length) = 0;
 };
 
 /// The kernel's file system: every call is the system call itself. Stateless;

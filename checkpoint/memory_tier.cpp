@@ -121,13 +121,18 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
   // A crash during a save leaves a manifest-less step behind; nobody else
   // writes into this rank's tier, so it can go now.
   if (auto err = opened->remove_partial()) return err;
-  return memory_tier{std::move(*opened), max_bytes};
+  memory_tier tier{std::move(*opened), max_bytes};
+  // So is a spare that was being allocated (a finished one stays for the
+  // next save).
+  tier.files().unlink(tier.spare_path() + temp_suffix);
+  return tier;
 }
 
 caf::expected<checkpoint_info> memory_tier::save(const snapshot& snap, int64_t step,
                                                  int64_t total_run_calls) {
-  if (auto err = make_room(snap.size() + index_allowance, step)) return err;
-  auto info = store_.write_shard(snap, step);
+  bool spare = take_spare(snap.size());
+  if (auto err = make_room((spare ? 0 : snap.size()) + index_allowance, step)) return err;
+  auto info = store_.write_shard(snap, step, spare ? spare_path() : std::string{});
   if (!info) return info;
   if (auto err = store_.commit(step, total_run_calls)) return err;
   info->total_run_calls = total_run_calls;
@@ -141,7 +146,7 @@ memory_tier::shard_files memory_tier::files_of(int64_t step) const {
 }
 
 caf::expected<checkpoint_info> memory_tier::adopt(
-    int64_t step, int64_t total_run_calls, uint64_t bytes,
+    int64_t step, int64_t total_run_calls, uint64_t index_bytes, uint64_t data_bytes,
     const std::function<caf::error(const shard_files&)>& fill) {
   auto start = std::chrono::steady_clock::now();
   auto dir = store_.step_path(step);
@@ -153,8 +158,12 @@ caf::expected<checkpoint_info> memory_tier::adopt(
       return io_error("unlink", manifest, errno);
     if (auto err = remove_tree(dir)) return err;
   }
-  if (auto err = make_room(bytes + index_allowance, step)) return err;
+  bool spare = take_spare(data_bytes);
+  if (auto err = make_room(index_bytes + (spare ? 0 : data_bytes) + index_allowance, step))
+    return err;
   if (auto err = make_dirs_durable(files(), dir, store_.config().dir_mode)) return err;
+  // A spare that cannot be moved (gone) leaves `fill` a new file to write.
+  if (spare) files().rename(spare_path(), files_of(step).data);
   if (auto err = fill(files_of(step))) {
     remove_tree(dir);
     return err;
@@ -164,7 +173,7 @@ caf::expected<checkpoint_info> memory_tier::adopt(
   info.step = step;
   info.total_run_calls = total_run_calls;
   info.path = dir;
-  info.bytes = static_cast<int64_t>(bytes);
+  info.bytes = static_cast<int64_t>(index_bytes + data_bytes);
   info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   info.tiers = {{tier_memory, info.seconds}};
   return info;
@@ -201,6 +210,41 @@ caf::error memory_tier::make_room(uint64_t bytes, int64_t step) {
     if (auto err = remove_tree(old)) return err;
     log(log_level::info, component, "memory tier: removed ", old, " to make room for step ", step);
   }
+}
+
+std::string memory_tier::spare_path() const { return join_path(path(), memory_tier_spare_name); }
+
+bool memory_tier::take_spare(uint64_t data_bytes) {
+  struct stat st;
+  auto spare = spare_path();
+  if (::stat(spare.c_str(), &st) != 0) return false;
+  if (static_cast<uint64_t>(st.st_size) == data_bytes) return true;
+  files().unlink(spare);
+  return false;
+}
+
+caf::error memory_tier::prepare_spare(uint64_t data_bytes) {
+  if (data_bytes == 0 || take_spare(data_bytes)) return {};
+  auto available = room();
+  if (!available) return std::move(available.error());
+  if (*available < data_bytes + index_allowance)
+    return make_error(errc::io_error, "no spare of " + std::to_string(data_bytes / mib) +
+                                          " MiB in the memory tier " + path() + " (" +
+                                          std::to_string(*available / mib) +
+                                          " MiB of room beside its checkpoints)");
+  // Allocated under a temporary name: a spare under its own name always has
+  // its whole size.
+  auto spare = spare_path();
+  auto tmp = spare + temp_suffix;
+  auto fd = open_file(files(), tmp, O_WRONLY | O_CREAT | O_TRUNC, store_.config().file_mode);
+  if (!fd) return std::move(fd.error());
+  caf::error err;
+  if (files().fallocate(fd->get(), static_cast<off_t>(data_bytes)) != 0)
+    err = io_error("fallocate", tmp, errno);
+  if (auto closed = fd->close(tmp); !err) err = std::move(closed);
+  if (!err && files().rename(tmp, spare) != 0) err = io_error("rename", tmp, errno);
+  if (err) files().unlink(tmp);
+  return err;
 }
 
 std::optional<int64_t> memory_tier::newest_step(std::optional<int64_t> max_step) const {

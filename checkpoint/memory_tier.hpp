@@ -21,6 +21,9 @@ constexpr const char* memory_tier_off = "off";
 /// Committed checkpoints the memory tier keeps at most (fewer when they do not fit).
 constexpr int memory_tier_max_to_keep = 2;
 
+/// The file a memory tier allocates ahead of its next shard (prepare_spare).
+constexpr const char* memory_tier_spare_name = "spare.data";
+
 /// "/dev/shm/lifeboat-<16 hex digits>": the memory tier of the job whose
 /// checkpoint directory is `checkpoint_dir` (which must exist). The digits
 /// hash its absolute path, device, inode and birth time, so a directory
@@ -48,7 +51,9 @@ caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::strin
 /// only as many as the file system's free space holds: a save drops the older
 /// ones when the new shard would not fit (in the free space, or in the bound
 /// given to open), and fails (errc::io_error, "does not
-/// fit") when it does not fit even then. Thread-safety: as store.
+/// fit") when it does not fit even then. A spare (prepare_spare) is never
+/// kept at the cost of a checkpoint: a save that cannot use it drops it
+/// first. Thread-safety: as store.
 class memory_tier {
  public:
   static constexpr uint64_t unbounded = ~uint64_t{0};
@@ -60,8 +65,19 @@ class memory_tier {
                                          uint64_t max_bytes = unbounded,
                                          std::shared_ptr<file_system> files = posix_file_system());
 
-  /// Writes `snap` as the checkpoint of `step` and commits it.
+  /// Writes `snap` as the checkpoint of `step` and commits it; into the
+  /// spare when it has the snapshot's size.
   caf::expected<checkpoint_info> save(const snapshot& snap, int64_t step, int64_t total_run_calls);
+
+  /// Allocates a data file of `data_bytes` now (memory_tier_spare_name), so
+  /// that the next shard of that size, saved or adopted, is written into
+  /// pages the tmpfs has already: writing 256 MiB into a new tmpfs file took
+  /// twice as long here as into an allocated one, and on a preemption that
+  /// write is on the way to the exit. Made only where it fits beside what
+  /// the tier keeps (errc::io_error otherwise, and nothing is dropped for
+  /// it); one of that size already there is kept. For the saver's thread,
+  /// off the training path.
+  caf::error prepare_spare(uint64_t data_bytes);
 
   /// The two files of one shard in this tier.
   struct shard_files {
@@ -73,12 +89,16 @@ class memory_tier {
   shard_files files_of(int64_t step) const;
 
   /// Commits, as this tier's checkpoint of `step`, a shard that another tier
-  /// holds (a peer's copy): makes room for `bytes`, replaces any copy of
-  /// `step` here, lets `fill` write both files of files_of(step), then writes
-  /// the manifest. Until then the step is uncommitted, so a failure or a
-  /// crash in `fill` leaves nothing a restore reads. The checksums are those
-  /// of the files `fill` wrote: they are verified when the step is restored.
-  caf::expected<checkpoint_info> adopt(int64_t step, int64_t total_run_calls, uint64_t bytes,
+  /// holds (a peer's copy): makes room for its files (`index_bytes` and
+  /// `data_bytes`), replaces any copy of `step` here, lets `fill` write both
+  /// files of files_of(step), then writes the manifest. Until then the step
+  /// is uncommitted, so a failure or a crash in `fill` leaves nothing a
+  /// restore reads. The checksums are those of the files `fill` wrote: they
+  /// are verified when the step is restored. A spare of `data_bytes` is
+  /// already at files_of(step).data when `fill` starts: `fill` writes over
+  /// it from its start, without truncating it.
+  caf::expected<checkpoint_info> adopt(int64_t step, int64_t total_run_calls, uint64_t index_bytes,
+                                       uint64_t data_bytes,
                                        const std::function<caf::error(const shard_files&)>& fill);
 
   /// The newest committed step not after `max_step`; none when there is none.
@@ -105,6 +125,12 @@ class memory_tier {
   // Drops committed checkpoints, oldest first, until `bytes` more fit or
   // none is left; errc::io_error naming the sizes when they still do not fit.
   caf::error make_room(uint64_t bytes, int64_t step);
+
+  std::string spare_path() const;
+
+  // Whether the spare has `data_bytes`; if it has another size, it is
+  // removed (its room goes to the shard about to be written).
+  bool take_spare(uint64_t data_bytes);
 
   store store_;
   uint64_t max_bytes_;

@@ -1,6 +1,7 @@
 #include "checkpoint/shard_writer.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -111,9 +112,11 @@ class chunk_hasher {
 // cost varies with the rest of the machine), and writeback started per chunk
 // (sync_file_range) made them slower still (3.3-4.2 s); O_DIRECT writes
 // took 0.24-0.72 s, straight from the staging memory.
+// `reused`: the file at `path` is allocated already at the shard's size and
+// is written over, not truncated (its blocks stay).
 caf::expected<unique_fd> open_data_file(file_system& fs, const std::string& path, const char* data,
-                                        mode_t mode, bool& direct) {
-  constexpr int flags = O_WRONLY | O_CREAT | O_TRUNC;
+                                        mode_t mode, bool reused, bool& direct) {
+  const int flags = O_WRONLY | O_CREAT | (reused ? 0 : O_TRUNC);
   direct = reinterpret_cast<uintptr_t>(data) % direct_alignment == 0;
   if (direct) {
     if (auto fd = open_file(fs, path, flags | O_DIRECT, mode)) return fd;
@@ -181,6 +184,17 @@ caf::error write_data(file_system& fs, int fd, bool direct, const std::string& p
   return err;
 }
 
+// A file written over must end where the shard does: bytes of a larger
+// spare past the end would make the data file longer than its index says.
+caf::error check_size(int fd, uint64_t size, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return io_error("fstat", path, errno);
+  if (static_cast<uint64_t>(st.st_size) == size) return {};
+  return make_error(errc::io_error, "the file written over at " + path + " has " +
+                                        std::to_string(st.st_size) + " bytes, the shard " +
+                                        std::to_string(size));
+}
+
 }  // namespace
 
 caf::expected<written_shard> write_shard_files(const std::string& step_dir, int64_t step, int rank,
@@ -205,12 +219,16 @@ caf::expected<written_shard> write_shard_files(const std::string& step_dir, int6
     buf->set_offset(static_cast<int64_t>(entry.offset));
     buf->set_size(static_cast<int64_t>(entry.size));
   }
+  // A spare takes the temporary name, so a crash leaves it where a partial
+  // step's files go; one that cannot be moved (gone) is no loss.
+  bool reused = !options.preallocated.empty() && fs.rename(options.preallocated, data_tmp) == 0;
   bool direct = false;
-  auto fd = open_data_file(fs, data_tmp, snap.bytes.data(), options.modes.file, direct);
+  auto fd = open_data_file(fs, data_tmp, snap.bytes.data(), options.modes.file, reused, direct);
   if (!fd) return std::move(fd.error());
   write_breakdown took;
   auto err = write_data(fs, fd->get(), direct, data_tmp, snap, options.chunk_size, step,
                         *index.mutable_chunks(), took);
+  if (!err && reused) err = check_size(fd->get(), snap.size(), data_tmp);
   auto index_start = clock_type::now();
   if (!err) err = fd->close(data_tmp);
   if (!err && fs.rename(data_tmp, data_path) != 0) err = io_error("rename", data_tmp, errno);

@@ -41,6 +41,10 @@ struct shard_write_options {
   file_modes modes;
   /// Every write, fsync and rename of the shard goes through it.
   std::shared_ptr<file_system> files = posix_file_system();
+  /// A file of exactly the snapshot's size, allocated beforehand (a memory
+  /// tier's spare), that becomes the data file and is written over; none
+  /// (empty), or one that cannot be moved there: a new file.
+  std::string preallocated;
 };
 
 /// Writes one rank's shard into `step_dir` (which must exist): the data file,

@@ -191,7 +191,8 @@ caf::expected<snapshot> store::take_snapshot(const state_registry& registry) {
   return checkpoint::take_snapshot(registry, *pool_);
 }
 
-caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t step) {
+caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t step,
+                                                  const std::string& preallocated) {
   auto path = step_path(step);
   // Rewriting the shards of a committed checkpoint would tear it until the
   // new commit; a step is saved once.
@@ -199,9 +200,9 @@ caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t 
     return make_error(errc::already_exists,
                       "step " + std::to_string(step) + " is already committed in " + path);
   if (auto err = make_dir_durable(*cfg_.files, path, cfg_.dir_mode)) return err;
-  auto written =
-      write_shard_files(path, step, cfg_.rank, cfg_.world_size, snap,
-                        {default_chunk_size, {cfg_.file_mode, cfg_.dir_mode}, cfg_.files});
+  auto written = write_shard_files(
+      path, step, cfg_.rank, cfg_.world_size, snap,
+      {default_chunk_size, {cfg_.file_mode, cfg_.dir_mode}, cfg_.files, preallocated});
   if (!written) return std::move(written.error());
   checkpoint_info info;
   info.step = step;

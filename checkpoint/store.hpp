@@ -103,8 +103,10 @@ class store {
   /// Copies the registered state into reusable staging memory.
   caf::expected<snapshot> take_snapshot(const state_registry& registry);
 
-  /// Writes this rank's shard of `step` durably.
-  caf::expected<checkpoint_info> write_shard(const snapshot& snap, int64_t step);
+  /// Writes this rank's shard of `step` durably; into `preallocated` when
+  /// given (shard_write_options::preallocated).
+  caf::expected<checkpoint_info> write_shard(const snapshot& snap, int64_t step,
+                                             const std::string& preallocated = {});
 
   /// Commit rank only, after every rank's write_shard returned: writes the
   /// MANIFEST durably, then applies retention (write_manifest, apply_retention).

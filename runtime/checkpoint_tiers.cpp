@@ -1,5 +1,6 @@
 #include "runtime/checkpoint_tiers.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <future>
 
@@ -27,6 +28,31 @@ std::optional<checkpoint::memory_tier> open_worker_memory_tier(
     if (auto err = checkpoint::remove_orphaned_memory_tiers(*dir, checkpoint_dir))
       log(log_level::warning, "runtime", "removing orphaned memory tiers: ", describe(err));
   return std::move(*opened);
+}
+
+void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,
+                    const checkpoint::state_registry& registry) {
+  uint64_t bytes = 0;
+  for (auto& buf : registry.buffers()) {
+    if (buf.kind == checkpoint::buffer_kind::callbacks) return;
+    bytes += buf.size;
+  }
+  if (memory == nullptr || bytes == 0) return;
+  auto start = std::chrono::steady_clock::now();
+  if (auto err = memory->prepare_spare(bytes)) {
+    log(log_level::info, "runtime", "memory tier: ", describe(err));
+    return;
+  }
+  std::string where = "here";
+  if (peer.client) {
+    if (auto err = peer.client->prepare_spare(bytes))
+      log(log_level::info, "runtime", "peer tier: no spare at the holder: ", describe(err));
+    else
+      where += " and at " + peer.client->holder();
+  }
+  log(log_level::info, "runtime", "memory tier: ", bytes, " bytes allocated for the next shard ",
+      where, " in ",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), " s");
 }
 
 checkpoint::replicate_fn worker_peer_tier::replicate(const checkpoint::memory_tier& memory) {

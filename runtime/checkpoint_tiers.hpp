@@ -38,6 +38,15 @@ struct worker_peer_tier {
   checkpoint::peer_fetch_fn fetch();
 };
 
+/// Allocates the files of this rank's next shard ahead of it: a spare in
+/// its memory tier (`memory`, null: none) and one at the rank that holds its
+/// replicas (`peer`), each of the size the registry's next snapshot will
+/// have; none when the registry holds callback state (its size is known only
+/// when it is saved). One log line says what was allocated; what could not
+/// be is logged and left to the save. For the saver's thread.
+void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,
+                    const checkpoint::state_registry& registry);
+
 /// Every rank publishes its listener's "host:port" ("" for none) and gets
 /// every rank's, by rank (startup_agreement::publish_peer_addresses).
 using peer_address_exchange = std::function<std::vector<std::string>(const std::string& mine)>;

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -213,7 +214,7 @@ caf::error peer_link::send_file(const std::string& path, uint64_t bytes) {
 
 caf::error peer_link::receive_file(checkpoint::file_system& files, const std::string& path,
                                    uint64_t bytes) {
-  auto file = checkpoint::open_file(files, path, O_WRONLY | O_CREAT | O_TRUNC);
+  auto file = checkpoint::open_file(files, path, O_WRONLY | O_CREAT);
   if (!file) return std::move(file.error());
   std::vector<char> buffer(std::min<uint64_t>(transfer_piece, bytes));
   for (uint64_t done = 0; done < bytes;) {
@@ -224,6 +225,12 @@ caf::error peer_link::receive_file(checkpoint::file_system& files, const std::st
       return err;
     done += *n;
   }
+  struct stat st;
+  if (::fstat(file->get(), &st) != 0) return checkpoint::io_error("fstat", path, errno);
+  if (static_cast<uint64_t>(st.st_size) != bytes)
+    return make_error(errc::io_error, "the file written over at " + path + " has " +
+                                          std::to_string(st.st_size) + " bytes, the peer sent " +
+                                          std::to_string(bytes));
   if (auto err = checkpoint::fsync_fd(files, file->get(), path)) return err;
   return file->close(path);
 }

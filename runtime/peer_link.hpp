@@ -77,8 +77,10 @@ class peer_link {
   /// Sends the first `bytes` bytes of the file at `path`.
   caf::error send_file(const std::string& path, uint64_t bytes);
 
-  /// Writes the next `bytes` bytes from the peer into a new file at `path`
-  /// through `files`, and syncs it.
+  /// Writes the next `bytes` bytes from the peer into the file at `path`
+  /// through `files`, and syncs it: a new file, or one allocated beforehand
+  /// (a memory tier's spare), written over from its start and not truncated,
+  /// which must then end with those bytes (errc::io_error otherwise).
   caf::error receive_file(checkpoint::file_system& files, const std::string& path, uint64_t bytes);
 
   /// Reads exactly the next `size` bytes from the peer into `data` (a file's

@@ -249,6 +249,7 @@ caf::error replica_server::answer(peer_link& link) {
   std::lock_guard<std::mutex> mine{*turn};
   if (request.kind() == wire::REPLICA_PUSH) return take_push(link, request, **tier);
   if (request.kind() == wire::REPLICA_FETCH) return answer_fetch(link, request, **tier);
+  if (request.kind() == wire::REPLICA_SPARE) return prepare_spare(link, request, **tier);
   reply.set_error("a request of unknown kind " + std::to_string(request.kind()));
   return link.send(reply);
 }
@@ -267,16 +268,28 @@ caf::error replica_server::take_push(peer_link& link, const wire::ReplicaRequest
   }
   reply.set_found(true);
   if (auto err = link.send(reply)) return err;
-  auto adopted = replicas.adopt(request.step(), request.total_run_calls(),
-                                request.index_bytes() + request.data_bytes(),
-                                [&](const checkpoint::memory_tier::shard_files& into) {
-                                  return receive_shard(link, replicas.files(), into,
-                                                       request.index_bytes(), request.data_bytes());
-                                });
+  auto adopted =
+      replicas.adopt(request.step(), request.total_run_calls(), request.index_bytes(),
+                     request.data_bytes(), [&](const checkpoint::memory_tier::shard_files& into) {
+                       return receive_shard(link, replicas.files(), into, request.index_bytes(),
+                                            request.data_bytes());
+                     });
   reply.set_found(static_cast<bool>(adopted));
   if (!adopted) reply.set_error(describe(adopted.error()));
   if (auto err = link.send(reply)) return err;
   return adopted ? caf::error{} : adopted.error();
+}
+
+caf::error replica_server::prepare_spare(peer_link& link, const wire::ReplicaRequest& request,
+                                         checkpoint::memory_tier& replicas) {
+  wire::ReplicaReply reply;
+  auto prepared = plausible_sizes(0, request.data_bytes())
+                      ? replicas.prepare_spare(request.data_bytes())
+                      : make_error(errc::invalid_argument,
+                                   "a spare of " + std::to_string(request.data_bytes()) + " bytes");
+  reply.set_found(!prepared);
+  if (prepared) reply.set_error(describe(prepared));
+  return link.send(reply);
 }
 
 // The newest step in the range asked for, with its sizes, then its files;
@@ -389,6 +402,15 @@ caf::expected<double> replica_client::push(const checkpoint::memory_tier& own, i
   if (auto err = send_shard(*link, files, *index_bytes, *data_bytes)) return err;
   if (auto err = receive_consent(*link)) return err;
   return seconds_since(start);
+}
+
+caf::error replica_client::prepare_spare(uint64_t data_bytes) {
+  wire::ReplicaRequest request;
+  request.set_kind(wire::REPLICA_SPARE);
+  request.set_data_bytes(data_bytes);
+  auto link = send_request(request);
+  if (!link) return std::move(link.error());
+  return receive_consent(*link);
 }
 
 caf::expected<std::optional<checkpoint::checkpoint_info>> replica_client::fetch(

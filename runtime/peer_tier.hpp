@@ -95,6 +95,8 @@ class replica_server {
                        checkpoint::memory_tier& replicas);
   caf::error answer_fetch(peer_link& link, const wire::ReplicaRequest& request,
                           const checkpoint::memory_tier& replicas);
+  caf::error prepare_spare(peer_link& link, const wire::ReplicaRequest& request,
+                           checkpoint::memory_tier& replicas);
   // The replicas of `rank`, opened on first use.
   caf::expected<checkpoint::memory_tier*> replicas_of(int rank);
   // The lock a request on `rank`'s replicas holds throughout (mtx_ held).
@@ -130,6 +132,13 @@ class replica_client {
   /// in its memory before it answers; the seconds it took.
   caf::expected<double> push(const checkpoint::memory_tier& own, int64_t step,
                              int64_t total_run_calls);
+
+  /// Asks the holder to allocate, now, the file of this rank's next replica
+  /// of `data_bytes` (memory_tier::prepare_spare), so that the push of a
+  /// preemption's save writes into allocated pages. Errors: the
+  /// connection's, errc::unavailable (the holder has no room for it, or
+  /// refused).
+  caf::error prepare_spare(uint64_t data_bytes);
 
   /// Restores the holder's newest copy not after `max_step` and not before
   /// `min_step` into `registry`, streamed straight into the registered

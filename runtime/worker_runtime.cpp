@@ -156,7 +156,8 @@ void worker_runtime::start() {
   if (store_) {
     saver_ = &actors_->start_saver(
         *store_, agreement.make_ready_barrier(config_.nccl_communicator),
-        {memory, agreement.make_tier_vote_exchange(), memory ? peer_.replicate(*memory) : nullptr});
+        {memory, agreement.make_tier_vote_exchange(), memory ? peer_.replicate(*memory) : nullptr,
+         [this, memory] { prepare_spares(memory, peer_, state_.registry()); }});
     if (agreement.restored())
       if (auto err = checkpoint::persist_to_directory(*saver_, *store_, state_.registry(),
                                                       *agreement.restored()))
@@ -168,7 +169,10 @@ void worker_runtime::start() {
     // not before: mapping 256 MiB took up to 0.9 s here, and a restart would
     // wait for it. A save that comes sooner waits for it; a failure only
     // leaves that work to the first save.
-    saver_->run_in_background([this] {
+    saver_->run_in_background([this, memory] {
+      // The files of the next shard first: a notice before the staging
+      // memory is ready waits for both anyway.
+      prepare_spares(memory, peer_, state_.registry());
       auto start = std::chrono::steady_clock::now();
       if (auto err = store_->prepare(state_.registry()))
         log(log_level::warning, "runtime", "staging memory not prepared: ", describe(err));

@@ -56,6 +56,12 @@ class gated_barrier : public barrier {
   bool open_ = false;
 };
 
+std::string this_thread_name() {
+  char name[16] = {};
+  ::pthread_getname_np(::pthread_self(), name, sizeof(name));
+  return name;
+}
+
 // Collects the outcomes reported to the completion callbacks.
 struct outcomes {
   std::mutex mtx;
@@ -175,10 +181,8 @@ TEST_F(async_saver_test, a_save_waits_for_background_work_that_ran_on_the_saver_
   bool release = false;
   std::string thread_name;
   saver.run_in_background([&] {
-    char name[16] = {};
-    ::pthread_getname_np(::pthread_self(), name, sizeof(name));
     std::unique_lock<std::mutex> lock{mtx};
-    thread_name = name;
+    thread_name = this_thread_name();
     cv.wait(lock, [&] { return release; });
   });
   EXPECT_TRUE(saver.busy());
@@ -226,6 +230,9 @@ class observed_file_system final : public file_system {
     return posix_file_system()->mkdir(path, mode);
   }
   int unlink(const std::string& path) override { return posix_file_system()->unlink(path); }
+  int fallocate(int fd, off_t length) override {
+    return posix_file_system()->fallocate(fd, length);
+  }
 
   bool await_writing(std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock{mtx_};
@@ -287,7 +294,7 @@ TEST_F(async_saver_test, a_final_save_copies_to_the_peer_beside_the_directory_wr
     copied = false;
   };
   {
-    async_saver saver{*st, &ready, long_wait, {&*memory, nullptr, replicate}};
+    async_saver saver{*st, &ready, long_wait, {&*memory, nullptr, replicate, nullptr}};
     for (int64_t step : {1, 2}) {
       state_.set(step);
       ASSERT_FALSE(
@@ -307,6 +314,36 @@ TEST_F(async_saver_test, a_final_save_copies_to_the_peer_beside_the_directory_wr
             (std::vector<std::string>{
                 "checkpoint-shards-1: copied", "checkpoint-committed-1: not copied",
                 "checkpoint-shards-2: copied", "checkpoint-committed-2: not copied"}));
+}
+
+// The next shard's files are allocated after a save that wrote the memory
+// tier, on the saver's thread and before wait() returns; not after the final
+// save (the workers exit) nor after one that wrote the directory only.
+TEST_F(async_saver_test, the_next_shards_files_are_prepared_after_every_save_but_the_last) {
+  auto st = open_store();
+  testing::temp_dir memory_dir;
+  auto memory = memory_tier::open(memory_dir.path(), 0, 1);
+  ASSERT_TRUE(memory);
+  std::vector<std::string> prepared_on;
+  auto prepare = [&] { prepared_on.push_back(this_thread_name()); };
+  {
+    async_saver saver{st, nullptr, long_wait, {&*memory, nullptr, nullptr, prepare}};
+    for (int64_t step : {1, 2}) {
+      state_.set(step);
+      ASSERT_FALSE(saver.save(state_.registry, step, step, outcomes_.callback()));
+      ASSERT_FALSE(saver.wait(long_wait));
+      EXPECT_EQ(prepared_on.size(), static_cast<size_t>(step));
+    }
+    state_.set(3);
+    ASSERT_FALSE(saver.save(state_.registry, 3, 3, outcomes_.callback(), {0, false, true}));
+    ASSERT_FALSE(saver.wait(long_wait));
+    state_.set(4);
+    ASSERT_FALSE(saver.save(state_.registry, 4, 4, outcomes_.callback(), {0, true, false}));
+    ASSERT_FALSE(saver.wait(long_wait));
+  }
+  EXPECT_EQ(prepared_on, (std::vector<std::string>{saver_thread_name, saver_thread_name}));
+  ASSERT_EQ(outcomes_.results.size(), 4u);
+  for (auto& result : outcomes_.results) EXPECT_TRUE(result) << describe(result.error());
 }
 
 // A directory whose every write takes write_delay (through the file-system
@@ -349,7 +386,7 @@ class async_saver_deadline_test : public async_saver_test {
 };
 
 TEST_F(async_saver_deadline_test, a_directory_too_slow_for_the_deadline_is_left_to_the_next_start) {
-  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, nullptr}};
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, nullptr, nullptr}};
   // The first save measures the directory's bandwidth: 1 MiB in two delayed
   // writes (data and index), 600 ms.
   save_and_wait(saver, 1);
@@ -381,7 +418,7 @@ TEST_F(async_saver_deadline_test, a_directory_too_slow_for_the_deadline_is_left_
 }
 
 TEST_F(async_saver_deadline_test, a_directory_that_fits_the_deadline_gets_the_final_save) {
-  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, nullptr}};
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, nullptr, nullptr}};
   save_and_wait(saver, 1);
   save_and_wait(saver, 2, {unix_ms_in(std::chrono::seconds{60})});
   ASSERT_EQ(outcomes_.results.size(), 2u);
@@ -399,7 +436,7 @@ TEST_F(async_saver_deadline_test, a_final_save_copies_to_the_peer_only_when_the_
     copied.push_back(step);
     return 5.0;
   };
-  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, replicate}};
+  async_saver saver{*directory_, nullptr, long_wait, {&*memory_, nullptr, replicate, nullptr}};
   save_and_wait(saver, 1);
   // 60 s left: the copy (about 5 s) ends in time.
   save_and_wait(saver, 2, {unix_ms_in(std::chrono::seconds{60})});

@@ -74,7 +74,8 @@ int tiered_crash_writer(const std::string& dir, const std::string& memory_dir, s
   auto restored = lc::restore_fastest(*st, &*memory, state.registry, std::nullopt);
   if (!restored) return fail("restore", restored.error());
   int64_t step = *restored ? (*restored)->step : 0;
-  lc::async_saver saver{*st, nullptr, lc::default_barrier_timeout, {&*memory, nullptr, nullptr}};
+  lc::async_saver saver{
+      *st, nullptr, lc::default_barrier_timeout, {&*memory, nullptr, nullptr, nullptr}};
   return save_until_killed(saver, state, step);
 }
 

@@ -121,4 +121,12 @@ int faulty_file_system::unlink(const std::string& path) {
   return posix_file_system()->unlink(path);
 }
 
+int faulty_file_system::fallocate(int fd, off_t length) {
+  if (auto err = armed_error(call::fallocate, path_of(fd))) {
+    errno = err;
+    return -1;
+  }
+  return posix_file_system()->fallocate(fd, length);
+}
+
 }  // namespace lifeboat::checkpoint::testing

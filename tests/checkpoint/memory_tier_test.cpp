@@ -41,6 +41,21 @@ class memory_tier_test : public ::testing::Test {
     return tier.save(*snap, step, step * 10);
   }
 
+  // The data bytes of the snapshot of `step` (its callback state's size
+  // depends on it).
+  uint64_t shard_bytes(int64_t step) {
+    state_.set(step);
+    auto snap = take_snapshot(state_.registry, *pool_);
+    EXPECT_TRUE(snap);
+    return snap ? snap->size() : 0;
+  }
+
+  static ino_t inode_of(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return st.st_ino;
+  }
+
   testing::temp_dir dir_;
   worker_state state_{state_bytes};
   std::shared_ptr<staging_pool> pool_ = staging_pool::make();
@@ -95,12 +110,13 @@ TEST_F(memory_tier_test, adopt_commits_a_copy_of_another_tiers_shard) {
   auto other = memory_tier::open(dir_.sub("other"), 0, 1);
   ASSERT_TRUE(other);
   auto from = tier.files_of(3);
-  auto bytes = std::filesystem::file_size(from.index) + std::filesystem::file_size(from.data);
-  auto adopted = other->adopt(3, 30, bytes, [&](const memory_tier::shard_files& into) {
-    std::filesystem::copy_file(from.index, into.index);
-    std::filesystem::copy_file(from.data, into.data);
-    return caf::error{};
-  });
+  auto adopted = other->adopt(3, 30, std::filesystem::file_size(from.index),
+                              std::filesystem::file_size(from.data),
+                              [&](const memory_tier::shard_files& into) {
+                                std::filesystem::copy_file(from.index, into.index);
+                                std::filesystem::copy_file(from.data, into.data);
+                                return caf::error{};
+                              });
   ASSERT_TRUE(adopted) << describe(adopted.error());
   EXPECT_EQ(other->newest_step(std::nullopt), 3);
   worker_state fresh{state_bytes};
@@ -114,7 +130,7 @@ TEST_F(memory_tier_test, adopt_commits_a_copy_of_another_tiers_shard) {
 TEST_F(memory_tier_test, a_failed_adopt_leaves_no_step_and_replaces_none) {
   auto tier = open();
   ASSERT_TRUE(save(tier, 3));
-  auto failed = tier.adopt(3, 30, 1, [](const memory_tier::shard_files& into) {
+  auto failed = tier.adopt(3, 30, 1, 0, [](const memory_tier::shard_files& into) {
     testing::write_file(into.index, "half");
     return make_error(errc::io_error, "the peer went away");
   });
@@ -130,6 +146,82 @@ TEST_F(memory_tier_test, a_crash_leftover_is_removed_at_open) {
   std::filesystem::create_directories(leftover);
   auto tier = open();
   EXPECT_FALSE(testing::exists(leftover));
+}
+
+TEST_F(memory_tier_test, a_save_writes_into_the_spare_allocated_for_it) {
+  auto tier = open();
+  auto bytes = shard_bytes(3);
+  ASSERT_FALSE(tier.prepare_spare(bytes));
+  auto spare = tier.path() + "/" + memory_tier_spare_name;
+  ASSERT_EQ(std::filesystem::file_size(spare), bytes);
+  auto allocated = inode_of(spare);
+  ASSERT_TRUE(save(tier, 3));
+  // The data file is the spare, written over: its pages were there before.
+  EXPECT_EQ(inode_of(tier.files_of(3).data), allocated);
+  EXPECT_FALSE(testing::exists(spare));
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  auto restored = tier.restore_step(3, fresh.registry, touched);
+  ASSERT_TRUE(restored) << describe(restored.error());
+  EXPECT_TRUE(fresh.holds(3));
+}
+
+TEST_F(memory_tier_test, a_spare_of_another_size_is_dropped_not_written_into) {
+  auto tier = open();
+  ASSERT_FALSE(tier.prepare_spare(shard_bytes(3) + 4096));
+  auto spare = tier.path() + "/" + memory_tier_spare_name;
+  auto allocated = inode_of(spare);
+  ASSERT_TRUE(save(tier, 3));
+  EXPECT_FALSE(testing::exists(spare));
+  EXPECT_NE(inode_of(tier.files_of(3).data), allocated);
+  EXPECT_EQ(std::filesystem::file_size(tier.files_of(3).data), shard_bytes(3));
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  EXPECT_TRUE(tier.restore_step(3, fresh.registry, touched));
+}
+
+TEST_F(memory_tier_test, no_spare_is_made_at_the_cost_of_a_kept_checkpoint) {
+  // Room for one shard and its allowance (1 MiB), not for a spare beside it.
+  auto tier = open((uint64_t{1} << 20) + state_bytes + (uint64_t{64} << 10));
+  ASSERT_TRUE(save(tier, 1));
+  auto err = tier.prepare_spare(shard_bytes(3));
+  ASSERT_TRUE(err);
+  EXPECT_NE(describe(err).find("no spare"), std::string::npos) << describe(err);
+  EXPECT_FALSE(testing::exists(tier.path() + "/" + memory_tier_spare_name));
+  EXPECT_EQ(tier.newest_step(std::nullopt), 1);
+}
+
+TEST_F(memory_tier_test, adopt_writes_a_peers_shard_over_the_spare) {
+  auto tier = open();
+  ASSERT_TRUE(save(tier, 3));
+  auto other = memory_tier::open(dir_.sub("other"), 0, 1);
+  ASSERT_TRUE(other);
+  auto from = tier.files_of(3);
+  auto data_bytes = std::filesystem::file_size(from.data);
+  ASSERT_FALSE(other->prepare_spare(data_bytes));
+  auto allocated = inode_of(other->path() + "/" + memory_tier_spare_name);
+  auto adopted = other->adopt(3, 30, std::filesystem::file_size(from.index), data_bytes,
+                              [&](const memory_tier::shard_files& into) {
+                                EXPECT_EQ(inode_of(into.data), allocated);
+                                std::filesystem::copy_file(from.index, into.index);
+                                testing::write_file(into.data, testing::read_file(from.data));
+                                return caf::error{};
+                              });
+  ASSERT_TRUE(adopted) << describe(adopted.error());
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  EXPECT_TRUE(other->restore_step(3, fresh.registry, touched));
+  EXPECT_TRUE(fresh.holds(3));
+}
+
+TEST_F(memory_tier_test, a_spare_left_half_made_goes_at_open_and_a_whole_one_stays) {
+  auto tier = open();
+  ASSERT_FALSE(tier.prepare_spare(shard_bytes(3)));
+  auto spare = tier.path() + "/" + memory_tier_spare_name;
+  testing::write_file(spare + ".tmp", "half");
+  auto again = open();
+  EXPECT_FALSE(testing::exists(spare + ".tmp"));
+  EXPECT_EQ(std::filesystem::file_size(spare), shard_bytes(3));
 }
 
 TEST_F(memory_tier_test, remove_leaves_no_directory) {

@@ -92,5 +92,32 @@ TEST(shard_writer, a_failed_write_names_the_file_and_leaves_no_temp) {
   EXPECT_NE(describe(written.error()).find(dir.sub("absent")), std::string::npos);
 }
 
+// A preallocated file is written over, not replaced; one longer than the
+// shard would leave bytes past its end and fails the write instead.
+TEST(shard_writer, a_preallocated_file_is_written_over_and_must_end_with_the_shard) {
+  testing::temp_dir dir;
+  constexpr size_t size = 2 * 4096 + 10;
+  auto bytes = testing::pattern(size, 3);
+  state_registry reg;
+  ASSERT_FALSE(reg.add_host_buffer("w", bytes.data(), bytes.size()));
+  auto pool = staging_pool::make();
+  auto snap = take_snapshot(reg, *pool);
+  ASSERT_TRUE(snap);
+  shard_write_options options;
+  options.preallocated = dir.sub("spare");
+  testing::write_file(options.preallocated, std::string(size, 'x'));
+  auto written = write_shard_files(dir.path(), 1, 0, 1, *snap, options);
+  ASSERT_TRUE(written) << describe(written.error());
+  EXPECT_FALSE(exists(options.preallocated));
+  EXPECT_EQ(read_file(dir.sub(shard_data_name(0, 1))), std::string(bytes.begin(), bytes.end()));
+
+  testing::write_file(options.preallocated, std::string(size + 1, 'x'));
+  auto longer = write_shard_files(dir.path(), 2, 0, 1, *snap, options);
+  ASSERT_FALSE(longer);
+  EXPECT_NE(describe(longer.error()).find("written over"), std::string::npos)
+      << describe(longer.error());
+  EXPECT_FALSE(exists(dir.sub(shard_data_name(0, 1)) + temp_suffix));
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

@@ -7,6 +7,8 @@
 // shard's bytes, and a byte flipped on the path fails the push.
 #include "runtime/peer_tier.hpp"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -159,6 +161,37 @@ TEST_F(peer_tier_server_test, a_pushed_shard_comes_back_bit_exact_into_the_buffe
   EXPECT_TRUE(fresh.holds(5));
   EXPECT_EQ(progress_.step, 5);
   EXPECT_TRUE(progress_.touched);
+}
+
+// A spare asked for ahead of the save is the file the push is written into
+// at the holder; the replica still comes back bit-exact.
+TEST_F(peer_tier_server_test, a_push_is_written_into_the_spare_the_holder_allocated) {
+  save(5);
+  auto own_data = own_->files_of(5).data;
+  auto data_bytes = std::filesystem::file_size(own_data);
+  ASSERT_FALSE(client().prepare_spare(data_bytes));
+  auto held = dir_.sub("holder/peer/rank-00001-of-00004");
+  auto spare = held + "/" + checkpoint::memory_tier_spare_name;
+  ASSERT_EQ(std::filesystem::file_size(spare), data_bytes);
+  struct stat allocated {};
+  ASSERT_EQ(::stat(spare.c_str(), &allocated), 0);
+  ASSERT_TRUE(client().push(*own_, 5, 50));
+  struct stat replica {};
+  ASSERT_EQ(
+      ::stat((held + "/step-000000000005/" + checkpoint::shard_data_name(0, 1)).c_str(), &replica),
+      0);
+  EXPECT_EQ(replica.st_ino, allocated.st_ino);
+  EXPECT_FALSE(std::filesystem::exists(spare));
+  worker_state fresh{state_bytes};
+  auto fetched = fetch(client(), fresh);
+  ASSERT_TRUE(fetched && *fetched);
+  EXPECT_TRUE(fresh.holds(5));
+}
+
+TEST_F(peer_tier_server_test, a_spare_the_holder_has_no_room_for_is_refused_with_why) {
+  auto refused = client().prepare_spare(uint64_t{1} << 50);
+  ASSERT_TRUE(refused);
+  EXPECT_NE(describe(refused).find("no spare"), std::string::npos) << describe(refused);
 }
 
 TEST_F(peer_tier_server_test, a_fetch_gets_the_newest_step_in_range_or_none) {
