@@ -163,7 +163,7 @@ std::optional<tier_time> async_saver::replicate(const replica_job& copy) {
         static_cast<double>(copy.deadline_unix_ms - now) / 1000, " s are left before the deadline");
     return std::nullopt;
   }
-  auto sent = tiers_.replicate(copy.step, copy.total_run_calls);
+  auto sent = tiers_.replicate(copy.step, copy.total_run_calls, copy.data);
   if (!sent) {
     log(log_level::warning, component, "peer tier: checkpoint of step ", copy.step,
         " has no replica on a peer: ", describe(sent.error()));
@@ -206,23 +206,26 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   if (ready_ == nullptr && cfg.world_size > 1)
     return make_error(errc::invalid_config, "checkpoint of " + std::to_string(cfg.world_size) +
                                                 " workers without a checkpoint-ready barrier");
-  // 1. The memory tier. 2. The copy to the peer, which reads the memory
-  // tier's files. A final save without a deadline copies beside the
-  // directory write, which reads the staging memory: the exit waits for the
-  // longer of the two, not their sum (on one host, 4 ranks x 256 MiB: about
-  // 1.9 s in sequence). Every other save copies first, alone: as the copy of
-  // a memory-only final save runs, whose deadline the copies' meter serves.
-  // The copy's thread gets the job's numbers, not the job: this thread frees
-  // the snapshot meanwhile. Every rank's copy ends before any rank passes the
-  // next barrier: a rank leaves after the commit, and with it the listener
-  // that keeps a peer's replica.
+  // 1. The memory tier. 2. The copy to the peer, which sends the memory
+  // tier's index and the staging memory's bytes (read back from the tier's
+  // file, they cost the copy a fifth more here). A final save without a
+  // deadline copies beside the directory write, which reads the staging
+  // memory too: the exit waits for the longer of the two, not their sum (on
+  // one host, 4 ranks x 256 MiB: about 1.9 s in sequence). Every other save
+  // copies first, alone: as the copy of a memory-only final save runs, whose
+  // deadline the copies' meter serves. The copy's thread gets the job's
+  // numbers and its staging memory, not the job, which stays with this
+  // thread until the copy ended. Every rank's copy ends before any rank
+  // passes the next barrier: a rank leaves after the commit, and with it the
+  // listener that keeps a peer's replica.
   std::vector<tier_time> tiers;
   auto memory = save_memory_tier(next);
   if (memory) tiers.push_back(*memory);
   std::future<std::optional<tier_time>> peer;
   if (memory && tiers_.replicate) {
     replica_job copy{next.step, next.total_run_calls, next.snap.size(),
-                     next.options.deadline_unix_ms};
+                     next.options.deadline_unix_ms,
+                     std::string_view{next.snap.bytes.data(), next.snap.size()}};
     if (next.options.final_save && copy.deadline_unix_ms == 0) {
       try {
         peer = std::async(std::launch::async, [this, copy] {
@@ -256,11 +259,13 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   auto info = store_.write_shard(next.snap, next.step);
   // The whole shard write (data, index, syncs) is what a final save waits for.
   if (info) directory_meter_.record(static_cast<uint64_t>(info->bytes), info->seconds);
-  // The staging memory goes back to the pool as soon as it is on disk.
+  // The staging memory goes back to the pool as soon as it is on disk and
+  // sent to the peer.
+  std::optional<tier_time> copied;
+  if (peer.valid()) copied = peer.get();
   next.snap = snapshot{};
   if (!info) return info;
-  if (peer.valid())
-    if (auto copied = peer.get()) tiers.push_back(*copied);
+  if (copied) tiers.push_back(*copied);
   auto step_text = std::to_string(next.step);
   if (ready_ != nullptr) {
     if (auto err = ready_->arrive_and_wait(shards_barrier_prefix + step_text, barrier_timeout_))

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <caf/error.hpp>
@@ -28,8 +29,11 @@ using save_callback = std::function<void(const caf::expected<checkpoint_info>&)>
 constexpr auto default_barrier_timeout = std::chrono::minutes{5};
 
 /// Sends this rank's shard of a step, committed in its memory tier, to the
-/// peer that keeps a replica (the peer tier); the seconds it took.
-using replicate_fn = std::function<caf::expected<double>(int64_t step, int64_t total_run_calls)>;
+/// peer that keeps a replica (the peer tier); the seconds it took. `data`:
+/// the shard's data bytes (the snapshot's staging memory, alive throughout
+/// the call), sent from memory rather than read back from the tier's file.
+using replicate_fn = std::function<caf::expected<double>(int64_t step, int64_t total_run_calls,
+                                                         std::string_view data)>;
 
 /// The tiers before the checkpoint directory (DESIGN "Checkpoint tiers").
 struct saver_tiers {
@@ -130,6 +134,7 @@ class async_saver {
     int64_t total_run_calls;
     uint64_t bytes;
     int64_t deadline_unix_ms;
+    std::string_view data;  // the job's staging memory: kept until the copy ends
   };
 
   // The memory tier's write of `next`; none when there is no memory tier or

@@ -57,8 +57,8 @@ void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,
 
 checkpoint::replicate_fn worker_peer_tier::replicate(const checkpoint::memory_tier& memory) {
   if (!client) return nullptr;
-  return [this, &memory](int64_t step, int64_t total_run_calls) {
-    return client->push(memory, step, total_run_calls);
+  return [this, &memory](int64_t step, int64_t total_run_calls, std::string_view data) {
+    return client->push(memory, step, total_run_calls, data);
   };
 }
 

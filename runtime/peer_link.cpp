@@ -212,6 +212,17 @@ caf::error peer_link::send_file(const std::string& path, uint64_t bytes) {
   return {};
 }
 
+caf::error peer_link::send_memory(const char* data, uint64_t size) {
+  // Piece by piece: a TLS session holds each piece's records until they
+  // are sent, not the whole shard's.
+  for (uint64_t done = 0; done < size;) {
+    auto len = std::min<uint64_t>(transfer_piece, size - done);
+    if (auto err = send_bytes(data + done, static_cast<size_t>(len))) return err;
+    done += len;
+  }
+  return {};
+}
+
 caf::error peer_link::receive_file(checkpoint::file_system& files, const std::string& path,
                                    uint64_t bytes) {
   auto file = checkpoint::open_file(files, path, O_WRONLY | O_CREAT);

@@ -77,6 +77,9 @@ class peer_link {
   /// Sends the first `bytes` bytes of the file at `path`.
   caf::error send_file(const std::string& path, uint64_t bytes);
 
+  /// Sends `size` bytes from memory, as send_file sends a file's.
+  caf::error send_memory(const char* data, uint64_t size);
+
   /// Writes the next `bytes` bytes from the peer into the file at `path`
   /// through `files`, and syncs it: a new file, or one allocated beforehand
   /// (a memory tier's spare), written over from its start and not truncated,

@@ -48,9 +48,12 @@ caf::error receive_shard(peer_link& link, checkpoint::file_system& files,
   return link.receive_file(files, into.data, data_bytes);
 }
 
+// `data`: the data file's bytes in memory; empty, or not of the file's
+// size: read from the file.
 caf::error send_shard(peer_link& link, const checkpoint::memory_tier::shard_files& from,
-                      uint64_t index_bytes, uint64_t data_bytes) {
+                      uint64_t index_bytes, uint64_t data_bytes, std::string_view data = {}) {
   if (auto err = link.send_file(from.index, index_bytes)) return err;
+  if (!data.empty() && data.size() == data_bytes) return link.send_memory(data.data(), data_bytes);
   return link.send_file(from.data, data_bytes);
 }
 
@@ -382,7 +385,7 @@ caf::error replica_client::receive_consent(peer_link& link) {
 }
 
 caf::expected<double> replica_client::push(const checkpoint::memory_tier& own, int64_t step,
-                                           int64_t total_run_calls) {
+                                           int64_t total_run_calls, std::string_view data) {
   auto start = std::chrono::steady_clock::now();
   auto files = own.files_of(step);
   auto index_bytes = file_size(files.index);
@@ -399,7 +402,7 @@ caf::expected<double> replica_client::push(const checkpoint::memory_tier& own, i
   if (!link) return std::move(link.error());
   // 1. The go-ahead, 2. the files, 3. the holder's commit.
   if (auto err = receive_consent(*link)) return err;
-  if (auto err = send_shard(*link, files, *index_bytes, *data_bytes)) return err;
+  if (auto err = send_shard(*link, files, *index_bytes, *data_bytes, data)) return err;
   if (auto err = receive_consent(*link)) return err;
   return seconds_since(start);
 }

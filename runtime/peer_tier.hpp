@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -129,9 +130,11 @@ class replica_client {
                  int world_size, std::shared_ptr<tls_context> tls = nullptr);
 
   /// Sends `own`'s committed shard of `step` to the holder, which commits it
-  /// in its memory before it answers; the seconds it took.
+  /// in its memory before it answers; the seconds it took. `data`: the data
+  /// file's bytes in memory, sent instead of the file's when it has the
+  /// file's size; empty: the file's.
   caf::expected<double> push(const checkpoint::memory_tier& own, int64_t step,
-                             int64_t total_run_calls);
+                             int64_t total_run_calls, std::string_view data = {});
 
   /// Asks the holder to allocate, now, the file of this rank's next replica
   /// of `data_bytes` (memory_tier::prepare_spare), so that the push of a

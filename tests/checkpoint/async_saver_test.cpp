@@ -277,7 +277,7 @@ TEST_F(async_saver_test, a_final_save_copies_to_the_peer_beside_the_directory_wr
   ASSERT_TRUE(memory);
   std::atomic<bool> copied{false};
   std::vector<bool> directory_begun_at_copy;
-  replicate_fn replicate = [&](int64_t step, int64_t) -> caf::expected<double> {
+  replicate_fn replicate = [&](int64_t step, int64_t, std::string_view) -> caf::expected<double> {
     // The final save (step 2) waits for the directory's write; the other
     // only looks.
     auto begun = files->await_writing(step == 2 ? std::chrono::milliseconds{10000}
@@ -432,7 +432,7 @@ TEST_F(async_saver_deadline_test, a_directory_that_fits_the_deadline_gets_the_fi
 // not slept), so the rate is the shard's size in 5 s.
 TEST_F(async_saver_deadline_test, a_final_save_copies_to_the_peer_only_when_the_copy_ends_in_time) {
   std::vector<int64_t> copied;
-  replicate_fn replicate = [&](int64_t step, int64_t) -> caf::expected<double> {
+  replicate_fn replicate = [&](int64_t step, int64_t, std::string_view) -> caf::expected<double> {
     copied.push_back(step);
     return 5.0;
   };

@@ -188,6 +188,27 @@ TEST_F(peer_tier_server_test, a_push_is_written_into_the_spare_the_holder_alloca
   EXPECT_TRUE(fresh.holds(5));
 }
 
+// The saver hands the push its staging memory: those bytes travel, not the
+// tier's file read back (here made different after the save, to tell).
+TEST_F(peer_tier_server_test, a_push_sends_the_data_from_memory_when_it_is_given) {
+  save(5);
+  auto data_path = own_->files_of(5).data;
+  auto saved = checkpoint::testing::read_file(data_path);
+  checkpoint::testing::write_file(data_path, std::string(saved.size(), 'x'));
+  ASSERT_TRUE(client().push(*own_, 5, 50, saved));
+  worker_state fresh{state_bytes};
+  auto fetched = fetch(client(), fresh);
+  ASSERT_TRUE(fetched) << describe(fetched.error());
+  ASSERT_TRUE(*fetched);
+  EXPECT_TRUE(fresh.holds(5));
+  // Without the bytes (or with too few), the file's go.
+  ASSERT_TRUE(client().push(*own_, 5, 50, std::string_view{saved}.substr(1)));
+  auto from_file = fetch(client(), fresh);
+  ASSERT_FALSE(from_file);
+  EXPECT_NE(describe(from_file.error()).find("corrupt"), std::string::npos)
+      << describe(from_file.error());
+}
+
 TEST_F(peer_tier_server_test, a_spare_the_holder_has_no_room_for_is_refused_with_why) {
   auto refused = client().prepare_spare(uint64_t{1} << 50);
   ASSERT_TRUE(refused);
