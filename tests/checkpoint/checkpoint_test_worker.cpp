@@ -4,7 +4,8 @@
 //     printing "committed STEP" after each commit.
 //   tiered-crash-writer DIR MEMORY_DIR BYTES
 //     the same through both tiers, as a worker saves: each shard to the memory
-//     tier in MEMORY_DIR first, then to DIR; restores from the fastest tier.
+//     tier in MEMORY_DIR first (into a spare allocated after the save
+//     before), then to DIR; restores from the fastest tier.
 //   shard-worker DIR RANK WORLD STEP BYTES
 //     waits for "start" on descriptor 3, saves one shard through the pipe
 //     barrier (descriptors 3 and 4) and exits 0 when the save succeeded.
@@ -12,6 +13,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "checkpoint/async_saver.hpp"
@@ -74,8 +76,17 @@ int tiered_crash_writer(const std::string& dir, const std::string& memory_dir, s
   auto restored = lc::restore_fastest(*st, &*memory, state.registry, std::nullopt);
   if (!restored) return fail("restore", restored.error());
   int64_t step = *restored ? (*restored)->step : 0;
+  // Between saves, a spare of the newest shard's size, as a worker's saver
+  // allocates one: kills land in its allocation and in saves writing over it.
+  auto prepare_next = [&] {
+    auto newest = memory->newest_step(std::nullopt);
+    std::error_code ec;
+    auto size = newest ? std::filesystem::file_size(memory->files_of(*newest).data, ec) : 0;
+    if (!ec && size > 0)
+      if (auto err = memory->prepare_spare(size)) fail("prepare a spare", err);
+  };
   lc::async_saver saver{
-      *st, nullptr, lc::default_barrier_timeout, {&*memory, nullptr, nullptr, nullptr}};
+      *st, nullptr, lc::default_barrier_timeout, {&*memory, nullptr, nullptr, prepare_next}};
   return save_until_killed(saver, state, step);
 }
 

@@ -2,8 +2,9 @@
 // of its saves, 50 times; after each kill a restore must find a complete,
 // verified checkpoint (the previous or the new one), never a torn one. The
 // same for a writer through both tiers (memory tier, then directory): killed
-// at least 20 times in each tier's write, a restore from the fastest tier
-// never reads a torn copy.
+// at least 20 times in each tier's write (the memory tier's into a spare,
+// when one was allocated in time), a restore from the fastest tier never
+// reads a torn copy.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
