@@ -134,7 +134,7 @@ caf::expected<checkpoint_info> memory_tier::save(const snapshot& snap, int64_t s
   if (auto err = make_room((spare ? 0 : snap.size()) + index_allowance, step)) return err;
   auto info = store_.write_shard(snap, step, spare ? spare_path() : std::string{});
   if (!info) return info;
-  if (auto err = store_.commit(step, total_run_calls)) return err;
+  if (auto err = commit(step, total_run_calls, snap.size())) return err;
   info->total_run_calls = total_run_calls;
   info->tiers = {{tier_memory, info->seconds}};
   return info;
@@ -168,7 +168,7 @@ caf::expected<checkpoint_info> memory_tier::adopt(
     remove_tree(dir);
     return err;
   }
-  if (auto err = store_.commit(step, total_run_calls)) return err;
+  if (auto err = commit(step, total_run_calls, data_bytes)) return err;
   checkpoint_info info;
   info.step = step;
   info.total_run_calls = total_run_calls;
@@ -210,6 +210,26 @@ caf::error memory_tier::make_room(uint64_t bytes, int64_t step) {
     if (auto err = remove_tree(old)) return err;
     log(log_level::info, component, "memory tier: removed ", old, " to make room for step ", step);
   }
+}
+
+caf::error memory_tier::commit(int64_t step, int64_t total_run_calls, uint64_t data_bytes) {
+  if (auto err = store_.write_manifest(step, total_run_calls)) return err;
+  // The oldest step that retention drops now gives its data file to the
+  // next save, the spare, when it has this shard's size: its pages are not
+  // freed here only to be allocated again after the save. It is uncommitted
+  // first, as retention would: a crash on the way leaves a partial step.
+  auto steps = store_.committed_steps();
+  struct stat st;
+  if (steps && steps->size() > static_cast<size_t>(memory_tier_max_to_keep) &&
+      ::stat(spare_path().c_str(), &st) != 0) {
+    auto oldest = steps->front();
+    auto data = files_of(oldest).data;
+    auto manifest = join_path(store_.step_path(oldest), manifest_file_name);
+    if (::stat(data.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == data_bytes &&
+        files().unlink(manifest) == 0)
+      files().rename(data, spare_path());
+  }
+  return store_.apply_retention(step);
 }
 
 std::string memory_tier::spare_path() const { return join_path(path(), memory_tier_spare_name); }

@@ -53,7 +53,9 @@ caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::strin
 /// given to open), and fails (errc::io_error, "does not
 /// fit") when it does not fit even then. A spare (prepare_spare) is never
 /// kept at the cost of a checkpoint: a save that cannot use it drops it
-/// first. Thread-safety: as store.
+/// first. A checkpoint that retention drops after a commit becomes the
+/// spare when none is there and its data file has the new shard's size.
+/// Thread-safety: as store.
 class memory_tier {
  public:
   static constexpr uint64_t unbounded = ~uint64_t{0};
@@ -125,6 +127,9 @@ class memory_tier {
   // Drops committed checkpoints, oldest first, until `bytes` more fit or
   // none is left; errc::io_error naming the sizes when they still do not fit.
   caf::error make_room(uint64_t bytes, int64_t step);
+
+  // The manifest of `step`, whose data file has `data_bytes`, then retention.
+  caf::error commit(int64_t step, int64_t total_run_calls, uint64_t data_bytes);
 
   std::string spare_path() const;
 

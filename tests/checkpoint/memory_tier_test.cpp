@@ -166,6 +166,24 @@ TEST_F(memory_tier_test, a_save_writes_into_the_spare_allocated_for_it) {
   EXPECT_TRUE(fresh.holds(3));
 }
 
+// The checkpoint that retention drops gives its data file to the next save:
+// its pages are not freed and allocated again.
+TEST_F(memory_tier_test, the_checkpoint_retention_drops_becomes_the_spare) {
+  auto tier = open();
+  for (int64_t step : {1, 2}) ASSERT_TRUE(save(tier, step));
+  auto oldest = inode_of(tier.files_of(1).data);
+  ASSERT_TRUE(save(tier, 3));
+  EXPECT_EQ(inode_of(tier.path() + "/" + memory_tier_spare_name), oldest);
+  EXPECT_FALSE(testing::exists(tier.path() + "/" + step_dir_name(1)));
+  EXPECT_EQ(tier.newest_step(2), 2);
+  ASSERT_TRUE(save(tier, 4));
+  EXPECT_EQ(inode_of(tier.files_of(4).data), oldest);
+  worker_state fresh{state_bytes};
+  bool touched = false;
+  ASSERT_TRUE(tier.restore_step(4, fresh.registry, touched));
+  EXPECT_TRUE(fresh.holds(4));
+}
+
 TEST_F(memory_tier_test, a_spare_of_another_size_is_dropped_not_written_into) {
   auto tier = open();
   ASSERT_FALSE(tier.prepare_spare(shard_bytes(3) + 4096));
