@@ -50,6 +50,17 @@ class memory_tier_test : public ::testing::Test {
     return snap ? snap->size() : 0;
   }
 
+  // Whether `step` restores from `tier` into fresh buffers, bit-exact.
+  static ::testing::AssertionResult restores(memory_tier& tier, int64_t step) {
+    worker_state fresh{state_bytes};
+    bool touched = false;
+    auto restored = tier.restore_step(step, fresh.registry, touched);
+    if (!restored) return ::testing::AssertionFailure() << describe(restored.error());
+    if (!fresh.holds(step))
+      return ::testing::AssertionFailure() << "not the bytes of step " << step;
+    return ::testing::AssertionSuccess();
+  }
+
   static ino_t inode_of(const std::string& path) {
     struct stat st {};
     EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
@@ -159,11 +170,7 @@ TEST_F(memory_tier_test, a_save_writes_into_the_spare_allocated_for_it) {
   // The data file is the spare, written over: its pages were there before.
   EXPECT_EQ(inode_of(tier.files_of(3).data), allocated);
   EXPECT_FALSE(testing::exists(spare));
-  worker_state fresh{state_bytes};
-  bool touched = false;
-  auto restored = tier.restore_step(3, fresh.registry, touched);
-  ASSERT_TRUE(restored) << describe(restored.error());
-  EXPECT_TRUE(fresh.holds(3));
+  EXPECT_TRUE(restores(tier, 3));
 }
 
 // The checkpoint that retention drops gives its data file to the next save:
@@ -178,10 +185,7 @@ TEST_F(memory_tier_test, the_checkpoint_retention_drops_becomes_the_spare) {
   EXPECT_EQ(tier.newest_step(2), 2);
   ASSERT_TRUE(save(tier, 4));
   EXPECT_EQ(inode_of(tier.files_of(4).data), oldest);
-  worker_state fresh{state_bytes};
-  bool touched = false;
-  ASSERT_TRUE(tier.restore_step(4, fresh.registry, touched));
-  EXPECT_TRUE(fresh.holds(4));
+  EXPECT_TRUE(restores(tier, 4));
 }
 
 TEST_F(memory_tier_test, a_spare_of_another_size_is_dropped_not_written_into) {
@@ -193,9 +197,7 @@ TEST_F(memory_tier_test, a_spare_of_another_size_is_dropped_not_written_into) {
   EXPECT_FALSE(testing::exists(spare));
   EXPECT_NE(inode_of(tier.files_of(3).data), allocated);
   EXPECT_EQ(std::filesystem::file_size(tier.files_of(3).data), shard_bytes(3));
-  worker_state fresh{state_bytes};
-  bool touched = false;
-  EXPECT_TRUE(tier.restore_step(3, fresh.registry, touched));
+  EXPECT_TRUE(restores(tier, 3));
 }
 
 TEST_F(memory_tier_test, no_spare_is_made_at_the_cost_of_a_kept_checkpoint) {
@@ -226,10 +228,7 @@ TEST_F(memory_tier_test, adopt_writes_a_peers_shard_over_the_spare) {
                                 return caf::error{};
                               });
   ASSERT_TRUE(adopted) << describe(adopted.error());
-  worker_state fresh{state_bytes};
-  bool touched = false;
-  EXPECT_TRUE(other->restore_step(3, fresh.registry, touched));
-  EXPECT_TRUE(fresh.holds(3));
+  EXPECT_TRUE(restores(*other, 3));
 }
 
 TEST_F(memory_tier_test, a_spare_left_half_made_goes_at_open_and_a_whole_one_stays) {
