@@ -39,20 +39,23 @@ void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,
   }
   if (memory == nullptr || bytes == 0) return;
   auto start = std::chrono::steady_clock::now();
-  if (auto err = memory->prepare_spare(bytes)) {
+  // Each host's room is its own: a holder may have room where this host has
+  // none.
+  std::string where;
+  if (auto err = memory->prepare_spare(bytes))
     log(log_level::info, "runtime", "memory tier: ", describe(err));
-    return;
-  }
-  std::string where = "here";
+  else
+    where = "here";
   if (peer.client) {
     if (auto err = peer.client->prepare_spare(bytes))
       log(log_level::info, "runtime", "peer tier: no spare at the holder: ", describe(err));
     else
-      where += " and at " + peer.client->holder();
+      where += (where.empty() ? "at " : " and at ") + peer.client->holder();
   }
-  log(log_level::info, "runtime", "memory tier: ", bytes, " bytes allocated for the next shard ",
-      where, " in ",
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), " s");
+  if (!where.empty())
+    log(log_level::info, "runtime", "memory tier: ", bytes, " bytes allocated for the next shard ",
+        where, " in ",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), " s");
 }
 
 checkpoint::replicate_fn worker_peer_tier::replicate(const checkpoint::memory_tier& memory) {

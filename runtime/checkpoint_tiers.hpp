@@ -43,7 +43,8 @@ struct worker_peer_tier {
 /// replicas (`peer`), each of the size the registry's next snapshot will
 /// have; none when the registry holds callback state (its size is known only
 /// when it is saved). One log line says what was allocated; what could not
-/// be is logged and left to the save. For the saver's thread.
+/// be (no room on that host) is logged and left to the save, and does not
+/// keep the other from being made. For the saver's thread.
 void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,
                     const checkpoint::state_registry& registry);
 

@@ -1,12 +1,18 @@
 // The worker's memory tier as LIFEBOAT_LOCAL_DIR sets it (a directory, 'off',
-// one that cannot be made) and the status report of a checkpoint's tiers.
+// one that cannot be made), the spares allocated ahead of the next shard, and
+// the status report of a checkpoint's tiers.
 #include "runtime/checkpoint_tiers.hpp"
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
-#include <unistd.h>
+#include "messages/errors.hpp"
 
 namespace lifeboat {
 namespace {
@@ -33,6 +39,92 @@ TEST(checkpoint_tiers_test, a_tier_that_cannot_be_made_is_left_out_with_a_warnin
   EXPECT_FALSE(tier);
   EXPECT_NE(log.find("no memory tier, checkpoints go to the directory only"), std::string::npos)
       << log;
+}
+
+// A rank's own tier (rank 1 of 4) and the listener that keeps its replicas.
+class checkpoint_tiers_spare_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    memory_ = open_worker_memory_tier(dir_.string() + "/own", "unused", 1, 4);
+    ASSERT_TRUE(memory_);
+    replica_server::config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.token = token;
+    cfg.dir = dir_.string() + "/holder";
+    cfg.world_size = 4;
+    cfg.holds = [](int source) { return source == 1; };
+    auto started = replica_server::start(std::move(cfg));
+    ASSERT_TRUE(started) << describe(started.error());
+    peer_.server = std::move(*started);
+    peer_.client.emplace("127.0.0.1", peer_.server->port(), token, 1, 4);
+  }
+
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string own_spare() const {
+    return memory_->path() + "/" + checkpoint::memory_tier_spare_name;
+  }
+  std::string held_spare() const {
+    return dir_.string() + "/holder/rank-00001-of-00004/" + checkpoint::memory_tier_spare_name;
+  }
+
+  static constexpr const char* token = "spare-test-token";
+  fs::path dir_ =
+      fs::temp_directory_path() / ("lifeboat-spares-test-" + std::to_string(::getpid()));
+  std::optional<checkpoint::memory_tier> memory_;
+  worker_peer_tier peer_;
+  std::vector<char> weights_ = std::vector<char>(64 * 1024);
+};
+
+TEST_F(checkpoint_tiers_spare_test, the_next_shards_files_are_allocated_here_and_at_the_holder) {
+  checkpoint::state_registry registry;
+  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
+  ::testing::internal::CaptureStderr();
+  prepare_spares(&*memory_, peer_, registry);
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(fs::file_size(own_spare()), weights_.size());
+  EXPECT_EQ(fs::file_size(held_spare()), weights_.size());
+  EXPECT_NE(log.find("65536 bytes allocated for the next shard here and at 127.0.0.1:"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(checkpoint_tiers_spare_test, state_of_callbacks_has_no_size_ahead_and_gets_no_spare) {
+  checkpoint::state_registry registry;
+  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
+  ASSERT_FALSE(registry.add_callbacks(
+      "loader", [] { return std::string{"position"}; }, [](const std::string&) {}));
+  prepare_spares(&*memory_, peer_, registry);
+  EXPECT_FALSE(fs::exists(own_spare()));
+  EXPECT_FALSE(fs::exists(held_spare()));
+}
+
+// Each host's room is its own: no room here still leaves the holder's spare
+// to be made, and a holder that is gone leaves this host's.
+TEST_F(checkpoint_tiers_spare_test, no_room_here_still_makes_the_holders_spare) {
+  checkpoint::state_registry registry;
+  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
+  auto full = checkpoint::memory_tier::open(dir_.string() + "/full", 1, 4, 1024);
+  ASSERT_TRUE(full) << describe(full.error());
+  ::testing::internal::CaptureStderr();
+  prepare_spares(&*full, peer_, registry);
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(fs::exists(full->path() + "/" + checkpoint::memory_tier_spare_name));
+  EXPECT_EQ(fs::file_size(held_spare()), weights_.size());
+  EXPECT_NE(log.find("no spare of"), std::string::npos) << log;
+  EXPECT_NE(log.find("bytes allocated for the next shard at 127.0.0.1:"), std::string::npos) << log;
+}
+
+TEST_F(checkpoint_tiers_spare_test, a_spare_the_holder_cannot_make_leaves_this_hosts_in_place) {
+  checkpoint::state_registry registry;
+  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
+  peer_.server.reset();
+  ::testing::internal::CaptureStderr();
+  prepare_spares(&*memory_, peer_, registry);
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(fs::file_size(own_spare()), weights_.size());
+  EXPECT_NE(log.find("peer tier: no spare at the holder"), std::string::npos) << log;
+  EXPECT_NE(log.find("bytes allocated for the next shard here in"), std::string::npos) << log;
 }
 
 TEST(checkpoint_tiers_test, the_report_lists_every_tier_with_its_seconds) {
