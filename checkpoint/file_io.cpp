@@ -226,4 +226,19 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+caf::expected<uint64_t> file_size(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return io_error("stat", path, errno);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+caf::error check_written_size(int fd, uint64_t size, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return io_error("fstat", path, errno);
+  if (static_cast<uint64_t>(st.st_size) == size) return {};
+  return make_error(errc::io_error, "the file written over at " + path + " has " +
+                                        std::to_string(st.st_size) + " bytes, not the " +
+                                        std::to_string(size) + " written");
+}
+
 }  // namespace lifeboat::checkpoint

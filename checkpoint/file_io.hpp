@@ -102,4 +102,14 @@ caf::expected<std::vector<std::string>> list_dir(const std::string& dir);
 
 bool file_exists(const std::string& path);
 
+/// The size of the file at `path`; errc::io_error naming it (absent, or
+/// stat(2) failed).
+caf::expected<uint64_t> file_size(const std::string& path);
+
+/// Whether the file open as `fd` (at `path`), written over from its start
+/// without truncation (a spare allocated beforehand), ends with the `size`
+/// bytes just written: errc::io_error naming both sizes otherwise, since
+/// bytes past them would make it longer than its index says.
+caf::error check_written_size(int fd, uint64_t size, const std::string& path);
+
 }  // namespace lifeboat::checkpoint

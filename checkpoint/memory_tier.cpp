@@ -219,14 +219,12 @@ caf::error memory_tier::commit(int64_t step, int64_t total_run_calls, uint64_t d
   // freed here only to be allocated again after the save. It is uncommitted
   // first, as retention would: a crash on the way leaves a partial step.
   auto steps = store_.committed_steps();
-  struct stat st;
   if (steps && steps->size() > static_cast<size_t>(memory_tier_max_to_keep) &&
-      ::stat(spare_path().c_str(), &st) != 0) {
+      !file_exists(spare_path())) {
     auto oldest = steps->front();
     auto data = files_of(oldest).data;
     auto manifest = join_path(store_.step_path(oldest), manifest_file_name);
-    if (::stat(data.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == data_bytes &&
-        files().unlink(manifest) == 0)
+    if (auto size = file_size(data); size && *size == data_bytes && files().unlink(manifest) == 0)
       files().rename(data, spare_path());
   }
   return store_.apply_retention(step);
@@ -235,10 +233,10 @@ caf::error memory_tier::commit(int64_t step, int64_t total_run_calls, uint64_t d
 std::string memory_tier::spare_path() const { return join_path(path(), memory_tier_spare_name); }
 
 bool memory_tier::take_spare(uint64_t data_bytes) {
-  struct stat st;
   auto spare = spare_path();
-  if (::stat(spare.c_str(), &st) != 0) return false;
-  if (static_cast<uint64_t>(st.st_size) == data_bytes) return true;
+  auto size = file_size(spare);
+  if (!size) return false;
+  if (*size == data_bytes) return true;
   files().unlink(spare);
   return false;
 }

@@ -1,7 +1,6 @@
 #include "checkpoint/shard_writer.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -184,17 +183,6 @@ caf::error write_data(file_system& fs, int fd, bool direct, const std::string& p
   return err;
 }
 
-// A file written over must end where the shard does: bytes of a larger
-// spare past the end would make the data file longer than its index says.
-caf::error check_size(int fd, uint64_t size, const std::string& path) {
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return io_error("fstat", path, errno);
-  if (static_cast<uint64_t>(st.st_size) == size) return {};
-  return make_error(errc::io_error, "the file written over at " + path + " has " +
-                                        std::to_string(st.st_size) + " bytes, the shard " +
-                                        std::to_string(size));
-}
-
 }  // namespace
 
 caf::expected<written_shard> write_shard_files(const std::string& step_dir, int64_t step, int rank,
@@ -228,7 +216,7 @@ caf::expected<written_shard> write_shard_files(const std::string& step_dir, int6
   write_breakdown took;
   auto err = write_data(fs, fd->get(), direct, data_tmp, snap, options.chunk_size, step,
                         *index.mutable_chunks(), took);
-  if (!err && reused) err = check_size(fd->get(), snap.size(), data_tmp);
+  if (!err && reused) err = check_written_size(fd->get(), snap.size(), data_tmp);
   auto index_start = clock_type::now();
   if (!err) err = fd->close(data_tmp);
   if (!err && fs.rename(data_tmp, data_path) != 0) err = io_error("rename", data_tmp, errno);

@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -236,12 +235,7 @@ caf::error peer_link::receive_file(checkpoint::file_system& files, const std::st
       return err;
     done += *n;
   }
-  struct stat st;
-  if (::fstat(file->get(), &st) != 0) return checkpoint::io_error("fstat", path, errno);
-  if (static_cast<uint64_t>(st.st_size) != bytes)
-    return make_error(errc::io_error, "the file written over at " + path + " has " +
-                                          std::to_string(st.st_size) + " bytes, the peer sent " +
-                                          std::to_string(bytes));
+  if (auto err = checkpoint::check_written_size(file->get(), bytes, path)) return err;
   if (auto err = checkpoint::fsync_fd(files, file->get(), path)) return err;
   return file->close(path);
 }

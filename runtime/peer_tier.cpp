@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,12 +32,6 @@ constexpr const char* component = "checkpoint";
 // the buffer table and a checksum per 8 MiB chunk (about 1 MiB for a 1 TiB
 // shard), far less than this.
 constexpr uint64_t max_index_bytes = uint64_t{64} << 20;
-
-caf::expected<uint64_t> file_size(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return checkpoint::io_error("stat", path, errno);
-  return static_cast<uint64_t>(st.st_size);
-}
 
 // Both files of a shard, index first, into `into` (a step being adopted).
 caf::error receive_shard(peer_link& link, checkpoint::file_system& files,
@@ -305,8 +298,8 @@ caf::error replica_server::answer_fetch(peer_link& link, const wire::ReplicaRequ
   auto step = replicas.newest_step(max_step);
   if (!step || *step < request.min_step()) return link.send(reply);
   auto files = replicas.files_of(*step);
-  auto index_bytes = file_size(files.index);
-  auto data_bytes = file_size(files.data);
+  auto index_bytes = checkpoint::file_size(files.index);
+  auto data_bytes = checkpoint::file_size(files.data);
   auto manifest = checkpoint::read_manifest(
       checkpoint::join_path(replicas.path(), checkpoint::step_dir_name(*step)), *step);
   if (!index_bytes || !data_bytes || !manifest) {
@@ -388,9 +381,9 @@ caf::expected<double> replica_client::push(const checkpoint::memory_tier& own, i
                                            int64_t total_run_calls, std::string_view data) {
   auto start = std::chrono::steady_clock::now();
   auto files = own.files_of(step);
-  auto index_bytes = file_size(files.index);
+  auto index_bytes = checkpoint::file_size(files.index);
   if (!index_bytes) return std::move(index_bytes.error());
-  auto data_bytes = file_size(files.data);
+  auto data_bytes = checkpoint::file_size(files.data);
   if (!data_bytes) return std::move(data_bytes.error());
   wire::ReplicaRequest request;
   request.set_kind(wire::REPLICA_PUSH);

@@ -72,5 +72,30 @@ TEST(file_io, remove_tree_and_list_dir) {
   EXPECT_FALSE(remove_tree(dir.sub("d")));
 }
 
+TEST(file_io, file_size_is_the_files_or_an_error_naming_it) {
+  temp_dir dir;
+  testing::write_file(dir.sub("f"), "12345");
+  auto size = file_size(dir.sub("f"));
+  ASSERT_TRUE(size);
+  EXPECT_EQ(*size, 5u);
+  auto absent = file_size(dir.sub("absent"));
+  ASSERT_FALSE(absent);
+  EXPECT_NE(describe(absent.error()).find(dir.sub("absent")), std::string::npos);
+}
+
+// A file written over from its start must end with what was written: a
+// longer one (a larger spare) is an error naming both sizes.
+TEST(file_io, a_file_written_over_must_end_with_what_was_written) {
+  temp_dir dir;
+  testing::write_file(dir.sub("f"), "0123456789");
+  auto fd = open_file(dir.sub("f"), O_WRONLY);
+  ASSERT_TRUE(fd);
+  EXPECT_FALSE(check_written_size(fd->get(), 10, dir.sub("f")));
+  auto longer = check_written_size(fd->get(), 4, dir.sub("f"));
+  ASSERT_TRUE(longer);
+  EXPECT_NE(describe(longer).find("has 10 bytes, not the 4 written"), std::string::npos)
+      << describe(longer);
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint
