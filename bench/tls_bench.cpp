@@ -13,6 +13,12 @@
 //         OpenSSL's locks, which separate processes do not (two threads
 //         doing handshakes in one process: about 1.2x the CPU of two
 //         processes, measured here);
+//   join of processes: the same join with each agent in a process of its
+//         own (this program with --join-agent), as each worker is: the
+//         handshakes share no OpenSSL locks and no process's caches. From
+//         the first "join" line sent until the last agent acknowledged
+//         (CLOCK_MONOTONIC, which all processes share); the processes live
+//         across rounds, each round's agents are new;
 //   start to ready: in those rounds, from the first of 16 worker processes
 //         started until the last is ready (its handler constructed: runtime
 //         started, joined, past the start agreement): the join as a job
@@ -35,8 +41,12 @@
 // The workers are this program, started again with --worker DIR.
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <caf/scoped_actor.hpp>
@@ -51,6 +61,7 @@
 #include "bench/proc_stats.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/simulated_workers.hpp"
 #include "tests/support/tls_exchange.hpp"
 
@@ -69,37 +80,105 @@ constexpr auto join_bound = 30s;
 constexpr int handshake_rounds = 200;
 const std::string bench_token = "tls-bench-token";
 
+// A fresh service for `workers` agents, with or without TLS, and its port.
+std::pair<caf::actor, uint16_t> spawn_service(caf::actor_system& sys, bool tls) {
+  lifeboat::service_config scfg;
+  scfg.world_size = workers;
+  scfg.token = bench_token;
+  scfg.tls.enabled = tls;
+  auto service = lifeboat::spawn_coordination_service(sys, scfg);
+  if (!service) die("cannot start the service: " + lifeboat::describe(service.error()));
+  return *service;
+}
+
+// What rank `rank`'s agent joins the service at `port` with.
+lifeboat::agent_config agent_config_for(uint16_t port, int32_t rank, bool tls) {
+  lifeboat::agent_config acfg;
+  acfg.port = port;
+  acfg.rank = rank;
+  acfg.world_size = workers;
+  acfg.token = bench_token;
+  acfg.tls.enabled = tls;
+  return acfg;
+}
+
 // One round of the join: a service in `sys` and an agent in each of
 // `worker_systems`, with or without TLS.
 double join_round(caf::actor_system& sys,
                   const std::vector<std::unique_ptr<caf::actor_system>>& worker_systems, bool tls) {
-  lifeboat::tls_config tls_cfg;
-  tls_cfg.enabled = tls;
-  lifeboat::service_config scfg;
-  scfg.world_size = workers;
-  scfg.token = bench_token;
-  scfg.tls = tls_cfg;
-  auto service = lifeboat::spawn_coordination_service(sys, scfg);
-  if (!service) die("cannot start the service: " + lifeboat::describe(service.error()));
+  auto [service, port] = spawn_service(sys, tls);
   caf::scoped_actor self{sys};
   auto start = clock_type::now();
   std::vector<caf::actor> agents;
-  for (int r = 0; r < workers; ++r) {
-    lifeboat::agent_config acfg;
-    acfg.port = service->second;
-    acfg.rank = r;
-    acfg.world_size = workers;
-    acfg.token = bench_token;
-    acfg.tls = tls_cfg;
-    agents.push_back(lifeboat::spawn_coordination_agent(*worker_systems[r], acfg));
-  }
+  for (int r = 0; r < workers; ++r)
+    agents.push_back(
+        lifeboat::spawn_coordination_agent(*worker_systems[r], agent_config_for(port, r, tls)));
   for (auto& agent : agents)
     self->request(agent, join_bound, lifeboat::join_wait_atom::value)
         .receive([] {}, [](caf::error& err) { die("a join failed: " + lifeboat::describe(err)); });
   auto ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
   for (auto& agent : agents) caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
   return ms;
+}
+
+// A process of one agent (--join-agent): "join PORT TLS RANK" joins a new
+// agent and answers "joined NS" (the steady clock at the acknowledgement);
+// "drop" ends it and answers "dropped".
+int run_join_agent() {
+  lifeboat::set_log_level(lifeboat::log_level::error);
+  lifeboat::system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  caf::actor agent;
+  for (std::string line; std::getline(std::cin, line);) {
+    std::istringstream in{line};
+    std::string command;
+    in >> command;
+    if (command == "join") {
+      int port = 0;
+      int tls = 0;
+      int32_t rank = 0;
+      in >> port >> tls >> rank;
+      agent = lifeboat::spawn_coordination_agent(
+          sys, agent_config_for(static_cast<uint16_t>(port), rank, tls != 0));
+      std::string answer = "failed";
+      self->request(agent, join_bound, lifeboat::join_wait_atom::value)
+          .receive([&] { answer = "joined " + std::to_string(lifeboat::bench::steady_ns()); },
+                   [](caf::error&) {});
+      std::cout << answer << std::endl;
+    } else if (command == "drop") {
+      caf::anon_send_exit(agent, caf::exit_reason::user_shutdown);
+      std::cout << "dropped" << std::endl;
+    }
+  }
+  return 0;
+}
+
+// The answer `agent` gives next, which must start with `word`: its rest.
+std::string expect(lifeboat::test::child_process& agent, const std::string& word) {
+  auto line = agent.read_line(join_bound);
+  if (!line || line->compare(0, word.size(), word) != 0)
+    die("an agent process answered '" + line.value_or("nothing") + "', not '" + word + "'");
+  return line->substr(std::min(line->size(), word.size() + 1));
+}
+
+// One round of the join with an agent in each of `agents` (processes).
+double process_join_round(caf::actor_system& sys,
+                          const std::vector<std::unique_ptr<lifeboat::test::child_process>>& agents,
+                          bool tls) {
+  auto [service, port] = spawn_service(sys, tls);
+  auto start = lifeboat::bench::steady_ns();
+  for (size_t r = 0; r < agents.size(); ++r)
+    agents[r]->send_line("join " + std::to_string(port) + " " + (tls ? "1" : "0") + " " +
+                         std::to_string(r));
+  auto last = start;
+  for (auto& agent : agents)
+    last = std::max(last, lifeboat::bench::parse_ns(expect(*agent, "joined")));
+  for (auto& agent : agents) agent->send_line("drop");
+  for (auto& agent : agents) expect(*agent, "dropped");
+  caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+  return static_cast<double>(last - start) / 1e6;
 }
 
 // One side of the agents' agreement: the service in `sys` and one simulated
@@ -108,15 +187,10 @@ class agent_cluster {
  public:
   agent_cluster(caf::actor_system& sys,
                 const std::vector<std::unique_ptr<caf::actor_system>>& worker_systems, bool tls) {
-    lifeboat::service_config scfg;
-    scfg.world_size = workers;
-    scfg.token = bench_token;
-    scfg.tls.enabled = tls;
-    auto service = lifeboat::spawn_coordination_service(sys, scfg);
-    if (!service) die("cannot start the service: " + lifeboat::describe(service.error()));
-    service_ = service->first;
+    uint16_t port = 0;
+    std::tie(service_, port) = spawn_service(sys, tls);
     lifeboat::sim::worker_options opts;
-    opts.port = service->second;
+    opts.port = port;
     opts.world_size = workers;
     opts.token = bench_token;
     opts.tls.enabled = tls;
@@ -189,11 +263,14 @@ void print_row(const char* what, const std::vector<double>& on, const std::vecto
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string{argv[1]} == "--worker") return run_worker(argv[2]);
+  if (argc == 2 && std::string{argv[1]} == "--join-agent") return run_join_agent();
   for (const char* var : {"LIFEBOAT_RANK", "LIFEBOAT_WORLD_SIZE", "LIFEBOAT_COORDINATOR",
                           "TF_CONFIG", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
                           lifeboat::tls_cert_env, lifeboat::tls_key_env, lifeboat::tls_ca_env})
     ::unsetenv(var);
-  std::vector<double> join_on, join_off, agent_agree_on, agent_agree_off;
+  std::vector<double> join_on, join_off, process_join_on, process_join_off, agent_agree_on,
+      agent_agree_off;
+  auto self = fs::read_symlink("/proc/self/exe").string();
   {
     // Each round ends its agents without a leave: the service's warnings
     // that they were lost would bury the figures.
@@ -210,6 +287,20 @@ int main(int argc, char** argv) {
       join_on.push_back(join_round(sys, worker_systems, true));
       join_off.push_back(join_round(sys, worker_systems, false));
     }
+    {
+      // Gone (SIGKILL) before the agreements: idle, they would still be
+      // 16 more processes on the 2 cores.
+      std::vector<std::unique_ptr<lifeboat::test::child_process>> agents;
+      for (int r = 0; r < workers; ++r) {
+        agents.push_back(std::make_unique<lifeboat::test::child_process>(
+            std::vector<std::string>{self, "--join-agent"}));
+        if (!agents.back()->started()) die("cannot start an agent process");
+      }
+      for (int round = 0; round < join_rounds; ++round) {
+        process_join_on.push_back(process_join_round(sys, agents, true));
+        process_join_off.push_back(process_join_round(sys, agents, false));
+      }
+    }
     // Both sides' clusters live through all rounds: their heartbeats weigh
     // on both alike.
     std::vector<std::unique_ptr<lifeboat::system_config>> other_cfgs;
@@ -225,7 +316,6 @@ int main(int argc, char** argv) {
       agent_agree_off.push_back(off.round());
     }
   }
-  auto self = fs::read_symlink("/proc/self/exe").string();
   std::vector<double> agree_on, agree_off, ready_on, ready_off;
   for (int round = 0; round < agreement_rounds; ++round) {
     for (bool tls : {true, false}) {
@@ -237,6 +327,7 @@ int main(int argc, char** argv) {
   }
   std::printf("\ntls_bench (TLS 1.3, pre-shared key from the cluster token)\n");
   print_row("join of", join_on, join_off, join_target_ratio);
+  print_row("join of processes", process_join_on, process_join_off, join_target_ratio);
   std::printf("    one handshake's CPU, both ends in memory: %.0f us (mean of %d)\n",
               handshake_us(), handshake_rounds);
   print_row("start to ready of", ready_on, ready_off, join_target_ratio);
