@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/proc_stats.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
 
@@ -81,6 +82,8 @@ void run_launch_scale() {
   auto code = launcher.wait_exit(exit_bound);
   auto exited_ms = static_cast<double>(steady_ns() - term) / 1e6;
   std::filesystem::remove_all(scratch);
+  // The workers exited with the restart code and kept their memory tier.
+  (void)checkpoint::remove_orphaned_memory_tiers_in(checkpoint::default_memory_root);
   if (!code) throw bench_error("lifeboat-launch did not exit after SIGTERM");
 
   std::printf("\n%d lifeboat-demo workers under lifeboat-launch (--state-mb 0 --step-ms %s)\n",

@@ -88,11 +88,20 @@ caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::strin
   if (auto err = write_file_durably(*posix_file_system(), dir, owner_file_name, absolute,
                                     private_file_mode))
     return err;
-  auto own = fs::path{dir}.filename().string();
-  for (auto& entry : fs::directory_iterator(fs::path{dir}.parent_path(), ec)) {
+  return remove_orphaned_memory_tiers_in(fs::path{dir}.parent_path().string(),
+                                         fs::path{dir}.filename().string());
+}
+
+caf::error remove_orphaned_memory_tiers_in(const std::string& root, const std::string& keep) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // increment(ec), not ++: a listing that fails midway is this call's error,
+  // not an exception.
+  for (fs::directory_iterator it{root, ec}, end; !ec && it != end; it.increment(ec)) {
+    auto& entry = *it;
     auto name = entry.path().filename().string();
     struct stat st {};
-    if (name == own || name.rfind(job_dir_prefix, 0) != 0 ||
+    if (name == keep || name.rfind(job_dir_prefix, 0) != 0 ||
         ::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
       continue;
     auto record = (entry.path() / owner_file_name).string();
@@ -101,9 +110,7 @@ caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::strin
     log(log_level::info, component, "removed the memory tier ", entry.path().string(),
         " of a checkpoint directory that is gone");
   }
-  if (ec)
-    return make_error(errc::io_error,
-                      "listing " + fs::path{dir}.parent_path().string() + ": " + ec.message());
+  if (ec) return make_error(errc::io_error, "listing " + root + ": " + ec.message());
   return {};
 }
 

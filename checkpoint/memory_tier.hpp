@@ -40,6 +40,14 @@ caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir)
 /// Tiers without a record (made by LIFEBOAT_LOCAL_DIR, or being made) stay.
 caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir);
 
+/// The removal alone: the memory tiers in `root` (default_memory_root, or
+/// the parent of a job's memory directory) of this user's jobs whose
+/// recorded checkpoint directory is gone or was made again, but the one
+/// named `keep` (empty: none). What a test or benchmark calls once it removed
+/// its checkpoint directories: a job that exited with the restart code keeps
+/// its tier for a restart that never comes.
+caf::error remove_orphaned_memory_tiers_in(const std::string& root, const std::string& keep = {});
+
 /// Tier 0: this rank's shards in host memory (a tmpfs), which outlives the
 /// worker process but not the host. It is a store of its own per rank,
 /// `<dir>/rank-RRRRR-of-WWWWW`, holding world-of-one checkpoints: the same

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/memory_tier.hpp"
 #include "tests/support/child_process.hpp"
 
 namespace lifeboat::test {
@@ -62,7 +63,9 @@ inline std::vector<std::string> environment_with(
 }
 
 /// A scratch directory under the system's temporary directory, removed with
-/// everything in it when it goes out of scope.
+/// everything in it when it goes out of scope, and with the memory tiers of
+/// the jobs whose checkpoint directory was in it (which may log: never a
+/// static one).
 class scratch_dir {
  public:
   explicit scratch_dir(const std::string& what)
@@ -75,6 +78,8 @@ class scratch_dir {
   ~scratch_dir() {
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
+    // A job in it that exited with the restart code kept its memory tier.
+    (void)checkpoint::remove_orphaned_memory_tiers_in(checkpoint::default_memory_root);
   }
   scratch_dir(const scratch_dir&) = delete;
   scratch_dir& operator=(const scratch_dir&) = delete;

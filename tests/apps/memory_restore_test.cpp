@@ -52,10 +52,14 @@ tiered_job_result run(const scratch_dir& dir, const std::string& name, bool pree
   return run_tiered_job(dir / name, o);
 }
 
-// The digests of an uninterrupted run, once for every test here.
+// The digests of an uninterrupted run, once for every test here. Its
+// directory goes at once: a scratch_dir's end does not belong among the
+// static destructors, after the log it may write to.
 const tiered_job_result& reference() {
-  static scratch_dir dir{"apps-memory-tier-reference"};
-  static tiered_job_result result = run(dir, "reference", false);
+  static tiered_job_result result = [] {
+    scratch_dir dir{"apps-memory-tier-reference"};
+    return run(dir, "reference", false);
+  }();
   return result;
 }
 

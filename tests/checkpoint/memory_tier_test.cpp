@@ -310,6 +310,12 @@ TEST_F(memory_tier_test, the_tiers_of_checkpoint_directories_that_are_gone_are_r
   EXPECT_TRUE(fs::exists(live + "/rank-00000-of-00001"));
   EXPECT_FALSE(fs::exists(gone));
   EXPECT_TRUE(fs::exists(unrecorded));
+  // The removal alone, as a test's directory does at its end: once the live
+  // job's directory is gone, its tier goes too, and nothing else.
+  fs::remove_all(live_ckpt);
+  ASSERT_FALSE(remove_orphaned_memory_tiers_in(parent));
+  EXPECT_FALSE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(unrecorded));
 }
 
 TEST_F(memory_tier_test, the_last_rank_to_go_removes_the_record_too) {

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "checkpoint/file_io.hpp"
+#include "checkpoint/memory_tier.hpp"
 
 namespace lifeboat::checkpoint::testing {
 
@@ -23,7 +24,11 @@ temp_dir::temp_dir() {
   ::chmod(path_.c_str(), 0755);
 }
 
-temp_dir::~temp_dir() { (void)remove_tree(path_); }
+temp_dir::~temp_dir() {
+  (void)remove_tree(path_);
+  // A tier made in the default root for a checkpoint directory in it.
+  (void)remove_orphaned_memory_tiers_in(default_memory_root);
+}
 
 void fill_pattern(char* data, std::size_t size, uint64_t seed) {
   uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "checkpoint/layout.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/loopback_port.hpp"
 
@@ -60,6 +61,8 @@ temp_dir::temp_dir(const std::string& name) {
 temp_dir::~temp_dir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+  // A job in it that exited with the restart code kept its memory tier.
+  (void)checkpoint::remove_orphaned_memory_tiers_in(checkpoint::default_memory_root);
 }
 
 std::vector<int64_t> committed_steps(const fs::path& dir) {
