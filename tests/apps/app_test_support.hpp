@@ -64,8 +64,8 @@ inline std::vector<std::string> environment_with(
 
 /// A scratch directory under the system's temporary directory, removed with
 /// everything in it when it goes out of scope, and with the memory tiers of
-/// the jobs whose checkpoint directory was in it (which may log: never a
-/// static one).
+/// the jobs whose checkpoint directory was in it. Never a static one: that
+/// cleanup uses objects that static destruction may already have ended.
 class scratch_dir {
  public:
   explicit scratch_dir(const std::string& what)

@@ -53,8 +53,9 @@ tiered_job_result run(const scratch_dir& dir, const std::string& name, bool pree
 }
 
 // The digests of an uninterrupted run, once for every test here. Its
-// directory goes at once: a scratch_dir's end does not belong among the
-// static destructors, after the log it may write to.
+// directory goes at once: a static scratch_dir would end among the static
+// destructors, and its cleanup reads files through posix_file_system(),
+// whose instance, made later, is gone by then.
 const tiered_job_result& reference() {
   static tiered_job_result result = [] {
     scratch_dir dir{"apps-memory-tier-reference"};
