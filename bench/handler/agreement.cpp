@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "bench/handler/settings.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "lifeboat/lifeboat.hpp"
 #include "platform/clock.hpp"
 #include "tests/support/loopback_port.hpp"
@@ -103,6 +104,8 @@ round_result agreement_round(const std::string& self, int n, int round, const ch
   for (auto& w : workers)
     if (!w->wait_exit(worker_exit_timeout)) die("a worker did not exit after saving");
   fs::remove_all(dir);
+  // The workers exited with the restart code and kept their memory tier.
+  (void)checkpoint::remove_orphaned_memory_tiers_in(checkpoint::default_memory_root);
   return {std::chrono::duration<double, std::milli>(last - start).count(), ready_ms,
           cpu_after - cpu_before, signal_unix_us, std::move(lines)};
 }
