@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -34,6 +35,13 @@ inline int64_t parse_ns(const std::string& text) {
   } catch (const std::exception&) {
     throw bench_error("not a time: '" + text + "'");
   }
+}
+
+/// The rest of a child's answer line `word REST`, or nullopt when the line
+/// does not start with `word` (the benchmarks drive their children by lines).
+inline std::optional<std::string> answer_after(const std::string& line, const std::string& word) {
+  if (line.compare(0, word.size(), word) != 0) return std::nullopt;
+  return line.substr(std::min(line.size(), word.size() + 1));
 }
 
 /// A measuring window (what happens in it is what is measured).

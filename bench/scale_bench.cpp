@@ -84,9 +84,9 @@ class role {
   std::string expect(const std::string& word) {
     auto line = proc_.read_line(answer_bound);
     if (!line) throw lb::bench_error("no answer (expected '" + word + "')");
-    if (line->compare(0, word.size(), word) != 0)
-      throw lb::bench_error("'" + *line + "' (expected '" + word + "')");
-    return line->substr(std::min(line->size(), word.size() + 1));
+    auto rest = lb::answer_after(*line, word);
+    if (!rest) throw lb::bench_error("'" + *line + "' (expected '" + word + "')");
+    return *rest;
   }
   pid_t pid() const { return proc_.pid(); }
   void kill(int sig) { proc_.kill(sig); }

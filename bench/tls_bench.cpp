@@ -158,9 +158,10 @@ int run_join_agent() {
 // The answer `agent` gives next, which must start with `word`: its rest.
 std::string expect(lifeboat::test::child_process& agent, const std::string& word) {
   auto line = agent.read_line(join_bound);
-  if (!line || line->compare(0, word.size(), word) != 0)
+  auto rest = line ? lifeboat::bench::answer_after(*line, word) : std::nullopt;
+  if (!rest)
     die("an agent process answered '" + line.value_or("nothing") + "', not '" + word + "'");
-  return line->substr(std::min(line->size(), word.size() + 1));
+  return *rest;
 }
 
 // One round of the join with an agent in each of `agents` (processes).

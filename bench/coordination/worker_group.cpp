@@ -3,7 +3,6 @@
 
 #include "bench/coordination/worker_group.hpp"
 
-#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -47,9 +46,9 @@ std::vector<std::string> worker_group::expect_all(const std::string& word,
     if (!line)
       throw bench_error(who + (workers_[i]->at_eof() ? " exited" : " did not answer in time") +
                         " (expected '" + word + "')");
-    if (line->compare(0, word.size(), word) != 0)
-      throw bench_error(who + " said '" + *line + "' (expected '" + word + "')");
-    rest.push_back(line->substr(std::min(line->size(), word.size() + 1)));
+    auto after = answer_after(*line, word);
+    if (!after) throw bench_error(who + " said '" + *line + "' (expected '" + word + "')");
+    rest.push_back(std::move(*after));
   }
   return rest;
 }
