@@ -57,6 +57,7 @@ class checkpoint_tiers_spare_test : public ::testing::Test {
     ASSERT_TRUE(started) << describe(started.error());
     peer_.server = std::move(*started);
     peer_.client.emplace("127.0.0.1", peer_.server->port(), token, 1, 4);
+    ASSERT_FALSE(registry_.add_host_buffer("weights", weights_.data(), weights_.size()));
   }
 
   void TearDown() override { fs::remove_all(dir_); }
@@ -74,13 +75,12 @@ class checkpoint_tiers_spare_test : public ::testing::Test {
   std::optional<checkpoint::memory_tier> memory_;
   worker_peer_tier peer_;
   std::vector<char> weights_ = std::vector<char>(64 * 1024);
+  checkpoint::state_registry registry_;  // weights_, registered
 };
 
 TEST_F(checkpoint_tiers_spare_test, the_next_shards_files_are_allocated_here_and_at_the_holder) {
-  checkpoint::state_registry registry;
-  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
   ::testing::internal::CaptureStderr();
-  prepare_spares(&*memory_, peer_, registry);
+  prepare_spares(&*memory_, peer_, registry_);
   auto log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(fs::file_size(own_spare()), weights_.size());
   EXPECT_EQ(fs::file_size(held_spare()), weights_.size());
@@ -90,11 +90,9 @@ TEST_F(checkpoint_tiers_spare_test, the_next_shards_files_are_allocated_here_and
 }
 
 TEST_F(checkpoint_tiers_spare_test, state_of_callbacks_has_no_size_ahead_and_gets_no_spare) {
-  checkpoint::state_registry registry;
-  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
-  ASSERT_FALSE(registry.add_callbacks(
+  ASSERT_FALSE(registry_.add_callbacks(
       "loader", [] { return std::string{"position"}; }, [](const std::string&) {}));
-  prepare_spares(&*memory_, peer_, registry);
+  prepare_spares(&*memory_, peer_, registry_);
   EXPECT_FALSE(fs::exists(own_spare()));
   EXPECT_FALSE(fs::exists(held_spare()));
 }
@@ -102,12 +100,10 @@ TEST_F(checkpoint_tiers_spare_test, state_of_callbacks_has_no_size_ahead_and_get
 // Each host's room is its own: no room here still leaves the holder's spare
 // to be made, and a holder that is gone leaves this host's.
 TEST_F(checkpoint_tiers_spare_test, no_room_here_still_makes_the_holders_spare) {
-  checkpoint::state_registry registry;
-  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
   auto full = checkpoint::memory_tier::open(dir_.string() + "/full", 1, 4, 1024);
   ASSERT_TRUE(full) << describe(full.error());
   ::testing::internal::CaptureStderr();
-  prepare_spares(&*full, peer_, registry);
+  prepare_spares(&*full, peer_, registry_);
   auto log = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(fs::exists(full->path() + "/" + checkpoint::memory_tier_spare_name));
   EXPECT_EQ(fs::file_size(held_spare()), weights_.size());
@@ -116,11 +112,9 @@ TEST_F(checkpoint_tiers_spare_test, no_room_here_still_makes_the_holders_spare) 
 }
 
 TEST_F(checkpoint_tiers_spare_test, a_spare_the_holder_cannot_make_leaves_this_hosts_in_place) {
-  checkpoint::state_registry registry;
-  ASSERT_FALSE(registry.add_host_buffer("weights", weights_.data(), weights_.size()));
   peer_.server.reset();
   ::testing::internal::CaptureStderr();
-  prepare_spares(&*memory_, peer_, registry);
+  prepare_spares(&*memory_, peer_, registry_);
   auto log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(fs::file_size(own_spare()), weights_.size());
   EXPECT_NE(log.find("peer tier: no spare at the holder"), std::string::npos) << log;
