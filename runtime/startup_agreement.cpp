@@ -1,7 +1,6 @@
 #include "runtime/startup_agreement.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -12,7 +11,6 @@
 #include "actors/coordination/coordination_barrier.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_service.hpp"
-#include "actors/coordination/tls_config.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/decision_recorder.hpp"
 #include "checkpoint/tiered_restore.hpp"
@@ -66,19 +64,8 @@ std::string verdict(const caf::error& err) { return err ? describe(err) : can_va
 
 }  // namespace
 
-caf::expected<tls_config> cluster_tls_config(const cluster_spec& cluster) {
-  // A coordinator beyond loopback means the job spans hosts: TLS by default
-  // (lifeboat-launch says LIFEBOAT_TLS explicitly, so its workers agree). A
-  // worker alone hosts its service in its own process on loopback: nothing
-  // crosses a network, and it may have no token to derive a key from.
-  if (cluster.world_size == 1 && !cluster.coordinator_external) return tls_config{};
-  return read_tls_config(std::getenv, !is_loopback_host(cluster.coordinator_host));
-}
-
 void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_config& cfg) {
   auto& sys = actors.system();
-  auto tls = cluster_tls_config(cluster);
-  if (!tls) fail_config(describe(tls.error()));
   if (!cluster.coordinator_external && cluster.rank == 0) {
     service_config service_cfg;
     service_cfg.host = cluster.world_size == 1 ? "127.0.0.1" : cluster.coordinator_host;
@@ -87,7 +74,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
     service_cfg.token = cluster.token;
     service_cfg.heartbeat_timeout = cfg.heartbeat_timeout;
     service_cfg.annotate_status = annotate_preemption_status;
-    service_cfg.tls = *tls;
+    service_cfg.tls = cfg.tls;
     auto service = spawn_coordination_service(sys, service_cfg);
     if (!service)
       fail_config("cannot host the coordination service at " + service_cfg.host + ":" +
@@ -128,7 +115,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   agent.paused_source = cfg.heartbeat.paused;
   agent.blocked_source = cfg.heartbeat.blocked_ms;
   agent.hang_timeout_ms = cfg.hang_timeout_ms;
-  agent.tls = *tls;
+  agent.tls = cfg.tls;
   auto client = coordination_client::connect(sys, agent);
   // A service lost during the start is a lost peer (exit 3 by the contract),
   // anything else that keeps a worker from joining is its configuration.

@@ -39,13 +39,9 @@ struct join_config {
   /// For the service: -1 adaptive, 0 off, else milliseconds.
   int64_t hang_timeout_ms = 0;
   heartbeat_sources heartbeat;
+  /// The service's and the agent's (worker_settings::tls).
+  tls_config tls;
 };
-
-/// The TLS settings of the worker's connections (the coordination channel's,
-/// and the peer tier's): from LIFEBOAT_TLS and its files, on by default when
-/// the coordinator is beyond loopback; off for a worker alone. Errors:
-/// errc::invalid_config (a malformed setting).
-caf::expected<tls_config> cluster_tls_config(const cluster_spec& cluster);
 
 /// The first meeting of a worker's start: hosts the coordination service
 /// where this worker does (rank 0 without an external coordinator; then

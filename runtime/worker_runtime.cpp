@@ -138,15 +138,15 @@ void worker_runtime::start() {
   join.heartbeat.status = [this] { return heartbeat_status(phase_->get()); };
   join.heartbeat.paused = [this] { return pauses_steps(phase_->get()); };
   join.heartbeat.blocked_ms = [this] { return blocked_ms_.load(std::memory_order_relaxed); };
+  join.tls = settings_.tls;
   join_cluster(*actors_, settings_.cluster, join);
   if (startup_guard_) startup_guard_->joined();
   startup_agreement agreement{*actors_->client(), rank(), world_size()};
   checkpoint::memory_tier* memory = memory_ ? &*memory_ : nullptr;
-  // The join took the same TLS settings: they are valid.
-  if (auto tls = cluster_tls_config(settings_.cluster); store_ && world_size() > 1 && tls)
-    peer_ = open_worker_peer_tier(memory, settings_.cluster, *tls, [&](const std::string& mine) {
-      return agreement.publish_peer_addresses(mine);
-    });
+  if (store_ && world_size() > 1)
+    peer_ = open_worker_peer_tier(
+        memory, settings_.cluster, settings_.tls,
+        [&](const std::string& mine) { return agreement.publish_peer_addresses(mine); });
   restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory, state_, checkpoint_dir_,
                                      memory ? peer_.fetch() : nullptr);
   if (agreement.restored())

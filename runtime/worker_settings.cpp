@@ -40,6 +40,17 @@ caf::expected<std::optional<uint16_t>> status_port(const env_lookup& env) {
   return std::optional<uint16_t>{static_cast<uint16_t>(*port)};
 }
 
+// A coordinator beyond loopback means the job spans hosts: TLS by default
+// (lifeboat-launch says LIFEBOAT_TLS explicitly, so its workers agree). A
+// worker alone hosts its service in its own process on loopback: nothing
+// crosses a network, and it may have no token to derive a key from. Its
+// settings are still read, so that a malformed one is refused there too.
+caf::expected<tls_config> cluster_tls_config(const cluster_spec& cluster, const env_lookup& env) {
+  auto tls = read_tls_config(env, !is_loopback_host(cluster.coordinator_host));
+  if (tls && cluster.world_size == 1 && !cluster.coordinator_external) return tls_config{};
+  return tls;
+}
+
 }  // namespace
 
 caf::expected<worker_settings> resolve_worker_settings(const termination_config& config,
@@ -86,6 +97,9 @@ caf::expected<worker_settings> resolve_worker_settings(const termination_config&
   out.notice_sources = config.notice_sources.value_or(platform->notice_sources);
   for (auto& spec : out.notice_sources)
     if (auto source = make_notice_source(spec, env); !source) return source.error();
+  auto tls = cluster_tls_config(out.cluster, env);
+  if (!tls) return tls.error();
+  out.tls = std::move(*tls);
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include <caf/expected.hpp>
 
+#include "actors/coordination/tls_config.hpp"
 #include "lifeboat/termination_config.hpp"
 #include "platform/cluster_discovery.hpp"
 #include "platform/environment.hpp"
@@ -38,6 +39,10 @@ struct worker_settings {
   std::vector<int> signals;
   /// Specs for make_notice_source, each one known to be valid.
   std::vector<std::string> notice_sources;
+  /// TLS on the coordination channel and the peer tier: LIFEBOAT_TLS and its
+  /// files, on by default when the coordinator is beyond loopback; always off
+  /// for a worker alone, whose settings are checked all the same.
+  tls_config tls;
 };
 
 /// Finds the platform's defaults once the cluster is known (the runtime's
@@ -50,7 +55,8 @@ using platform_lookup =
 /// anything is started or written, in this order: `config`, `checkpoint_dir`
 /// (may be empty only with a save_fn), the cluster (discover_cluster), the
 /// platform (`platform`), LIFEBOAT_STATUS_PORT, LIFEBOAT_STATUS_HOST,
-/// LIFEBOAT_LOCAL_DIR, LIFEBOAT_HANG_TIMEOUT and the notice sources; every variable is read
+/// LIFEBOAT_LOCAL_DIR, LIFEBOAT_HANG_TIMEOUT, the notice sources and the TLS
+/// settings (read_tls_config: the files are read at the first connection); every variable is read
 /// through `env`. Fails with the first problem found, saying what is wrong
 /// and what is expected (errc::invalid_config, or the platform's error).
 /// Thread-safety: reentrant; it reads nothing but its arguments.

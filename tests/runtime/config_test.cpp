@@ -88,6 +88,20 @@ TEST_F(config_test, malformed_status_host_and_hang_timeout) {
   expect_nothing_written();
 }
 
+// Checked with the rest of the environment: a worker of a cluster used to
+// find it only when it joined, after its checkpoint directory and memory
+// tier were made, and a worker alone not at all.
+TEST_F(config_test, malformed_tls_setting) {
+  auto error = refused(fresh_dir(), {}, {"LIFEBOAT_TLS=maybe"});
+  EXPECT_NE(error.find("LIFEBOAT_TLS=maybe"), std::string::npos) << error;
+  error = refused(
+      fresh_dir(), {},
+      {"LIFEBOAT_RANK=1", "LIFEBOAT_WORLD_SIZE=2",
+       "LIFEBOAT_COORDINATOR=127.0.0.1:" + std::to_string(unused_port()), "LIFEBOAT_TLS=maybe"});
+  EXPECT_NE(error.find("LIFEBOAT_TLS=maybe"), std::string::npos) << error;
+  expect_nothing_written();
+}
+
 // The checkpoint directory cannot be made: its parent is a regular file.
 TEST_F(config_test, checkpoint_dir_under_a_file) {
   auto file = root_.path() / "file";

@@ -173,5 +173,41 @@ TEST_F(worker_settings_test, an_unknown_notice_source_is_refused) {
   EXPECT_NE(refusal().find("carrier-pigeon"), std::string::npos);
 }
 
+TEST_F(worker_settings_test, tls_is_on_beyond_loopback_by_default_and_off_for_a_worker_alone) {
+  env_ = {{"LIFEBOAT_RANK", "1"},
+          {"LIFEBOAT_WORLD_SIZE", "2"},
+          {"LIFEBOAT_COORDINATOR", "10.0.0.5:4000"},
+          {"LIFEBOAT_CLUSTER_TOKEN", "token"}};
+  auto across_hosts = resolve();
+  ASSERT_TRUE(across_hosts) << describe(across_hosts.error());
+  EXPECT_TRUE(across_hosts->tls.enabled);
+  env_["LIFEBOAT_COORDINATOR"] = "127.0.0.1:4000";
+  auto on_one_host = resolve();
+  ASSERT_TRUE(on_one_host) << describe(on_one_host.error());
+  EXPECT_FALSE(on_one_host->tls.enabled);
+  env_["LIFEBOAT_TLS"] = "1";
+  auto asked_for = resolve();
+  ASSERT_TRUE(asked_for) << describe(asked_for.error());
+  EXPECT_TRUE(asked_for->tls.enabled);
+  env_ = {{"LIFEBOAT_TLS", "1"}};
+  auto alone = resolve();
+  ASSERT_TRUE(alone) << describe(alone.error());
+  EXPECT_FALSE(alone->tls.enabled);
+}
+
+// A worker alone runs without TLS, yet a malformed setting is a mistake all
+// the same: refused before anything is written, as in a cluster.
+TEST_F(worker_settings_test, a_malformed_tls_setting_is_refused_even_for_a_worker_alone) {
+  env_ = {{"LIFEBOAT_TLS", "maybe"}};
+  EXPECT_NE(refusal().find("LIFEBOAT_TLS=maybe"), std::string::npos);
+  env_ = {{"LIFEBOAT_TLS_CERT", "/etc/lifeboat/cert.pem"}};
+  EXPECT_NE(refusal().find("set all three or none"), std::string::npos);
+  env_ = {{"LIFEBOAT_RANK", "1"},
+          {"LIFEBOAT_WORLD_SIZE", "2"},
+          {"LIFEBOAT_COORDINATOR", "127.0.0.1:4000"},
+          {"LIFEBOAT_TLS", "yes please"}};
+  EXPECT_NE(refusal().find("LIFEBOAT_TLS=yes please"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lifeboat
