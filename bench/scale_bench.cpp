@@ -9,7 +9,10 @@
 // step resolver and cluster watcher (tests/support/simulated_workers.hpp).
 // Unlike a real worker it has no trainer thread, no checkpoint writer or I/O,
 // no watchers of its own and no status endpoint, and it shares its process's
-// one CAF I/O thread with the other workers there.
+// one CAF I/O thread with the other workers there. That thread runs as
+// SCHED_BATCH, as a real worker's does where it does not host the service
+// (join_cluster), so that on these shared cores a worker's wake-up does not
+// preempt the service's thread in the middle of a fan-out.
 //
 // Figures, each per N:
 //   join:        "join" sent to every worker process until the last worker

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/network/multiplexer.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
@@ -18,6 +20,7 @@
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "messages/status.pb.h"
+#include "platform/thread_policy.hpp"
 #include "tests/support/simulated_workers.hpp"
 
 namespace lifeboat::bench {
@@ -108,6 +111,11 @@ int run_sim_role(uint16_t port, int world_size, int first_rank, int count, int h
   warn_fd_limit();
   system_config sys_cfg;
   caf::actor_system sys{sys_cfg};
+  // The I/O thread's policy of a real worker that does not host the service.
+  sys.middleman().backend().post([] {
+    if (auto err = run_this_thread_as_batch())
+      log(log_level::warning, "scale_bench", describe(err));
+  });
   sim::worker_options opts;
   opts.port = port;
   opts.world_size = world_size;
