@@ -19,8 +19,12 @@ std::optional<checkpoint::memory_tier> open_worker_memory_tier(
   auto opened = dir ? checkpoint::memory_tier::open(*dir, rank, world_size)
                     : caf::expected<checkpoint::memory_tier>{dir.error()};
   if (!opened) {
-    log(log_level::warning, "runtime",
-        "no memory tier, checkpoints go to the directory only: ", describe(opened.error()));
+    // The store's error speaks of a checkpoint directory: say which one.
+    auto where = !dir        ? std::string{}
+                 : local_dir ? " in " + *dir + " (LIFEBOAT_LOCAL_DIR)"
+                             : " in " + *dir;
+    log(log_level::warning, "runtime", "no memory tier", where,
+        ", checkpoints go to the directory only: ", describe(opened.error()));
     return std::nullopt;
   }
   log(log_level::info, "runtime", "memory tier: ", opened->path());

@@ -37,7 +37,9 @@ TEST(checkpoint_tiers_test, a_tier_that_cannot_be_made_is_left_out_with_a_warnin
   auto tier = open_worker_memory_tier(std::string{"/proc/lifeboat-no-such-dir"}, "unused", 0, 1);
   auto log = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(tier);
-  EXPECT_NE(log.find("no memory tier, checkpoints go to the directory only"), std::string::npos)
+  EXPECT_NE(log.find("no memory tier in /proc/lifeboat-no-such-dir (LIFEBOAT_LOCAL_DIR), "
+                     "checkpoints go to the directory only"),
+            std::string::npos)
       << log;
 }
 
