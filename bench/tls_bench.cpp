@@ -237,17 +237,24 @@ class agent_cluster {
   std::vector<std::unique_ptr<lifeboat::sim::worker_group>> groups_;
 };
 
-// Microseconds of one PSK handshake, client and server, in memory.
-double handshake_us() {
+// A client's and a server's context for the bench's token (PSK).
+std::pair<std::shared_ptr<lifeboat::tls_context>, std::shared_ptr<lifeboat::tls_context>>
+psk_contexts() {
   lifeboat::tls_config cfg;
   cfg.enabled = true;
   auto client_ctx = lifeboat::tls_context::make(cfg, bench_token, lifeboat::tls_role::client);
   auto server_ctx = lifeboat::tls_context::make(cfg, bench_token, lifeboat::tls_role::server);
   if (!client_ctx || !server_ctx) die("cannot make the TLS contexts");
+  return {*client_ctx, *server_ctx};
+}
+
+// Microseconds of one PSK handshake, client and server, in memory.
+double handshake_us() {
+  auto [client_ctx, server_ctx] = psk_contexts();
   auto start = clock_type::now();
   for (int i = 0; i < handshake_rounds; ++i) {
-    auto client = lifeboat::tls_channel::make(*client_ctx);
-    auto server = lifeboat::tls_channel::make(*server_ctx);
+    auto client = lifeboat::tls_channel::make(client_ctx);
+    auto server = lifeboat::tls_channel::make(server_ctx);
     if (!client || !server) die("cannot make the TLS channels");
     if (lifeboat::test::exchange(*client, *server)) die("a handshake in memory failed");
   }
@@ -258,13 +265,9 @@ double handshake_us() {
 // Microseconds of one record_bytes record, sealed and opened, in memory: the
 // mean of `rounds`, each after writing cache_flush_bytes when `cold`.
 double record_us(bool cold, int rounds) {
-  lifeboat::tls_config cfg;
-  cfg.enabled = true;
-  auto client_ctx = lifeboat::tls_context::make(cfg, bench_token, lifeboat::tls_role::client);
-  auto server_ctx = lifeboat::tls_context::make(cfg, bench_token, lifeboat::tls_role::server);
-  if (!client_ctx || !server_ctx) die("cannot make the TLS contexts");
-  auto client = lifeboat::tls_channel::make(*client_ctx);
-  auto server = lifeboat::tls_channel::make(*server_ctx);
+  auto [client_ctx, server_ctx] = psk_contexts();
+  auto client = lifeboat::tls_channel::make(client_ctx);
+  auto server = lifeboat::tls_channel::make(server_ctx);
   if (!client || !server || lifeboat::test::exchange(*client, *server))
     die("a handshake in memory failed");
   std::vector<char> flush(cold ? cache_flush_bytes : 0);
