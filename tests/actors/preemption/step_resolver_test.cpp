@@ -8,6 +8,7 @@
 #include "actors/preemption/step_resolver.hpp"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
