@@ -9,8 +9,6 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
-#include <caf/io/middleman.hpp>
-#include <caf/io/network/multiplexer.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
@@ -20,7 +18,7 @@
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "messages/status.pb.h"
-#include "platform/thread_policy.hpp"
+#include "runtime/io_thread_policy.hpp"
 #include "tests/support/simulated_workers.hpp"
 
 namespace lifeboat::bench {
@@ -112,10 +110,7 @@ int run_sim_role(uint16_t port, int world_size, int first_rank, int count, int h
   system_config sys_cfg;
   caf::actor_system sys{sys_cfg};
   // The I/O thread's policy of a real worker that does not host the service.
-  sys.middleman().backend().post([] {
-    if (auto err = run_this_thread_as_batch())
-      log(log_level::warning, "scale_bench", describe(err));
-  });
+  run_io_thread_as_batch(sys, "scale_bench");
   sim::worker_options opts;
   opts.port = port;
   opts.world_size = world_size;

@@ -5,9 +5,6 @@
 #include <limits>
 #include <optional>
 
-#include <caf/io/middleman.hpp>
-#include <caf/io/network/multiplexer.hpp>
-
 #include "actors/coordination/coordination_barrier.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_service.hpp"
@@ -18,7 +15,7 @@
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "platform/text_parse.hpp"
-#include "platform/thread_policy.hpp"
+#include "runtime/io_thread_policy.hpp"
 #include "runtime/worker_actors.hpp"
 
 namespace lifeboat {
@@ -94,10 +91,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   // of a fan-out took 1135 us (median) before, 157 us after, and the
   // agreement's p50 was lower in 13 of 17 interleaved pairs of runs, by about
   // a tenth.
-  if (cluster.coordinator_external || cluster.rank != 0)
-    sys.middleman().backend().post([] {
-      if (auto err = run_this_thread_as_batch()) log(log_level::warning, "runtime", describe(err));
-    });
+  if (cluster.coordinator_external || cluster.rank != 0) run_io_thread_as_batch(sys, "runtime");
   agent_config agent;
   agent.host = cluster.coordinator_host;
   agent.port = cluster.coordinator_port;
