@@ -207,8 +207,9 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
     return make_error(errc::invalid_config, "checkpoint of " + std::to_string(cfg.world_size) +
                                                 " workers without a checkpoint-ready barrier");
   // 1. The memory tier. 2. The copy to the peer, which sends the memory
-  // tier's index and the staging memory's bytes (read back from the tier's
-  // file, they cost the copy a fifth more here). A final save without a
+  // tier's files (with TLS, the staging memory's bytes in place of the data
+  // file: read back from it to be sealed, they cost the copy a fifth more
+  // here). A final save without a
   // deadline copies beside the directory write, which reads the staging
   // memory too: the exit waits for the longer of the two, not their sum (on
   // one host, 4 ranks x 256 MiB: about 1.9 s in sequence). Every other save

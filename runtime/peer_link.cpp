@@ -3,6 +3,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -195,8 +197,8 @@ caf::error peer_link::receive(google::protobuf::MessageLite& message) {
 caf::error peer_link::send_file(const std::string& path, uint64_t bytes) {
   auto file = checkpoint::open_file(path, O_RDONLY);
   if (!file) return std::move(file.error());
-  // Read and sent piece by piece, not with sendfile(2): that would raise
-  // SIGPIPE when the peer goes away, and a trainer's process may not ignore it.
+  if (!tls_) return send_file_in_kernel(file->get(), path, bytes);
+  // Through the TLS session: read and sealed piece by piece.
   std::vector<char> buffer(std::min<uint64_t>(transfer_piece, bytes));
   for (uint64_t done = 0; done < bytes;) {
     auto want = std::min<uint64_t>(buffer.size(), bytes - done);
@@ -209,6 +211,37 @@ caf::error peer_link::send_file(const std::string& path, uint64_t bytes) {
     done += static_cast<uint64_t>(n);
   }
   return {};
+}
+
+caf::error peer_link::send_file_in_kernel(int file, const std::string& path, uint64_t bytes) {
+  // sendfile(2) hands the file's pages to the socket in the kernel: no read
+  // into a buffer and no copy out of it. Unlike send's MSG_NOSIGNAL, it
+  // raises SIGPIPE when the peer went away, which ends a trainer's process
+  // that does not ignore it: blocked on this thread for the call, and one
+  // that came is taken back before the mask is restored.
+  sigset_t pipe_only, before;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
+  caf::error err;
+  off_t offset = 0;
+  while (!err && static_cast<uint64_t>(offset) < bytes) {
+    auto want = std::min<uint64_t>(transfer_piece, bytes - static_cast<uint64_t>(offset));
+    auto n = ::sendfile(fd_, file, &offset, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE) {
+      timespec zero{};
+      ::sigtimedwait(&pipe_only, nullptr, &zero);
+      errno = EPIPE;
+    }
+    if (n < 0)
+      err = errno == EIO ? checkpoint::io_error("sendfile", path, errno)
+                         : socket_error(peer_, "sendfile", errno);
+    else if (n == 0)
+      err = checkpoint::corrupt_file(path, "shorter than " + std::to_string(bytes) + " bytes");
+  }
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  return err;
 }
 
 caf::error peer_link::send_memory(const char* data, uint64_t size) {

@@ -71,10 +71,14 @@ class peer_link {
   /// from a valid one on, peer_link_handshake_timeout no longer applies.
   bool verify_proof(const std::string& proof);
 
+  /// Whether the link runs a TLS session.
+  bool encrypted() const { return tls_.has_value(); }
+
   caf::error send(const google::protobuf::MessageLite& message);
   caf::error receive(google::protobuf::MessageLite& message);
 
-  /// Sends the first `bytes` bytes of the file at `path`.
+  /// Sends the first `bytes` bytes of the file at `path`; without TLS, in the
+  /// kernel (sendfile). A peer that went away is an error, never a SIGPIPE.
   caf::error send_file(const std::string& path, uint64_t bytes);
 
   /// Sends `size` bytes from memory, as send_file sends a file's.
@@ -104,6 +108,8 @@ class peer_link {
   caf::expected<size_t> receive_some(char* data, size_t size);
   // The socket itself.
   caf::error send_raw(const char* data, size_t size);
+  // The first `bytes` bytes of the open file `file` (at `path`), with sendfile(2).
+  caf::error send_file_in_kernel(int file, const std::string& path, uint64_t bytes);
   caf::expected<size_t> receive_raw(char* data, size_t size);
   // Sends what the TLS session has for the peer.
   caf::error flush_tls();

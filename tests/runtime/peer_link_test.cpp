@@ -3,6 +3,7 @@
 // a connector of another job and an oversized message are clear errors.
 #include "runtime/peer_link.hpp"
 
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <filesystem>
@@ -98,6 +99,33 @@ TEST(peer_link_test, an_oversized_message_is_refused_before_it_is_read) {
   EXPECT_NE(describe(err).find("at most"), std::string::npos) << describe(err);
   // The whole message fits in the socket's buffer: the send has ended.
   sender.join();
+}
+
+// Without TLS a file goes out with sendfile(2), which raises SIGPIPE on a
+// connection the peer closed: the default action would end this process.
+TEST(peer_link_test, a_peer_gone_in_the_middle_of_a_file_is_an_error_not_a_sigpipe) {
+  auto* before = ::signal(SIGPIPE, SIG_DFL);
+  test::held_port l;
+  auto accepted = accept_next(l, token);
+  auto client = peer_link::connect("127.0.0.1", l.port(), token);
+  ASSERT_TRUE(client);
+  accepted.get();  // the listener's end, closed at once
+  temp_dir dir;
+  // Far more than the sockets' buffers hold.
+  checkpoint::testing::write_file(dir.sub("from"), std::string(64 << 20, 'x'));
+  caf::error err;
+  bool pipe_blocked_after = true;
+  std::thread sender{[&] {
+    err = client->send_file(dir.sub("from"), 64 << 20);
+    sigset_t mask;
+    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    pipe_blocked_after = sigismember(&mask, SIGPIPE) == 1;
+  }};
+  sender.join();
+  ::signal(SIGPIPE, before);
+  EXPECT_EQ(err, make_error(errc::io_error)) << describe(err);
+  EXPECT_NE(describe(err).find("sendfile"), std::string::npos) << describe(err);
+  EXPECT_FALSE(pipe_blocked_after);
 }
 
 TEST(peer_link_test, nothing_listening_is_an_io_error) {

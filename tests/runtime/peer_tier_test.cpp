@@ -188,22 +188,46 @@ TEST_F(peer_tier_server_test, a_push_is_written_into_the_spare_the_holder_alloca
   EXPECT_TRUE(fresh.holds(5));
 }
 
-// The saver hands the push its staging memory: those bytes travel, not the
-// tier's file read back (here made different after the save, to tell).
-TEST_F(peer_tier_server_test, a_push_sends_the_data_from_memory_when_it_is_given) {
+// Without TLS a push sends the tier's data file in the kernel (sendfile),
+// even where the saver hands it the staging memory: here the file was made
+// different after the save, to tell.
+TEST_F(peer_tier_server_test, without_tls_a_push_sends_the_tiers_file) {
   save(5);
   auto data_path = own_->files_of(5).data;
   auto saved = checkpoint::testing::read_file(data_path);
   checkpoint::testing::write_file(data_path, std::string(saved.size(), 'x'));
   ASSERT_TRUE(client().push(*own_, 5, 50, saved));
   worker_state fresh{state_bytes};
+  auto from_file = fetch(client(), fresh);
+  ASSERT_FALSE(from_file);
+  EXPECT_NE(describe(from_file.error()).find("corrupt"), std::string::npos)
+      << describe(from_file.error());
+  checkpoint::testing::write_file(data_path, saved);
+  ASSERT_TRUE(client().push(*own_, 5, 50, saved));
   auto fetched = fetch(client(), fresh);
   ASSERT_TRUE(fetched) << describe(fetched.error());
   ASSERT_TRUE(*fetched);
   EXPECT_TRUE(fresh.holds(5));
-  // Without the bytes (or with too few), the file's go.
-  ASSERT_TRUE(client().push(*own_, 5, 50, std::string_view{saved}.substr(1)));
-  auto from_file = fetch(client(), fresh);
+}
+
+// Through a TLS session the staging memory's bytes travel, not the tier's
+// file read back; without them (or with too few), the file's go.
+TEST_F(peer_tier_server_test, with_tls_a_push_seals_the_staging_memory_when_it_is_given) {
+  start_server(psk_context(tls_role::server));
+  save(5);
+  test::tcp_proxy proxy{server_->port()};
+  auto data_path = own_->files_of(5).data;
+  auto saved = checkpoint::testing::read_file(data_path);
+  checkpoint::testing::write_file(data_path, std::string(saved.size(), 'x'));
+  auto pushed = tls_client(proxy).push(*own_, 5, 50, saved);
+  ASSERT_TRUE(pushed) << describe(pushed.error());
+  worker_state fresh{state_bytes};
+  auto fetched = fetch(tls_client(proxy), fresh);
+  ASSERT_TRUE(fetched) << describe(fetched.error());
+  ASSERT_TRUE(*fetched);
+  EXPECT_TRUE(fresh.holds(5));
+  ASSERT_TRUE(tls_client(proxy).push(*own_, 5, 50, std::string_view{saved}.substr(1)));
+  auto from_file = fetch(tls_client(proxy), fresh);
   ASSERT_FALSE(from_file);
   EXPECT_NE(describe(from_file.error()).find("corrupt"), std::string::npos)
       << describe(from_file.error());
