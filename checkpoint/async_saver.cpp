@@ -209,16 +209,15 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   // 1. The memory tier. 2. The copy to the peer, which sends the memory
   // tier's files (with TLS, the staging memory's bytes in place of the data
   // file: read back from it to be sealed, they cost the copy a fifth more
-  // here). A final save without a
-  // deadline copies beside the directory write, which reads the staging
-  // memory too: the exit waits for the longer of the two, not their sum (on
-  // one host, 4 ranks x 256 MiB: about 1.9 s in sequence). Every other save
-  // copies first, alone: as the copy of a memory-only final save runs, whose
-  // deadline the copies' meter serves. The copy's thread gets the job's
-  // numbers and its staging memory, not the job, which stays with this
-  // thread until the copy ended. Every rank's copy ends before any rank
-  // passes the next barrier: a rank leaves after the commit, and with it the
-  // listener that keeps a peer's replica.
+  // here). A final save without a deadline copies beside the directory write,
+  // which reads the staging memory too: the exit waits for the longer of the
+  // two, not their sum (on one host, 4 ranks x 256 MiB: about 1.9 s in
+  // sequence). Every other save copies first, alone: as the copy of a
+  // memory-only final save runs, whose deadline the copies' meter serves. The
+  // copy's thread gets the job's numbers and its staging memory, not the job,
+  // which stays with this thread until the copy ended. Every rank's copy ends
+  // before any rank passes the next barrier: a rank leaves after the commit,
+  // and with it the listener that keeps a peer's replica.
   std::vector<tier_time> tiers;
   auto memory = save_memory_tier(next);
   if (memory) tiers.push_back(*memory);

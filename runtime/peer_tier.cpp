@@ -45,6 +45,11 @@ caf::error receive_shard(peer_link& link, checkpoint::file_system& files,
 // goes out in the kernel (sendfile: the socket takes the file's pages, with
 // a fifth of the CPU of a read and a send of the same bytes); a TLS session
 // seals `data` where it has the file's size, which spares reading it back.
+// The peer reads the file's pages as they are when it reads them, not when
+// sendfile returned; a committed step's files are not written again while a
+// copy is in flight (a push ends with the holder's answer, and a replica is
+// replaced only by its own rank's next push), and the reader checks every
+// chunk in any case.
 caf::error send_shard(peer_link& link, const checkpoint::memory_tier::shard_files& from,
                       uint64_t index_bytes, uint64_t data_bytes, std::string_view data = {}) {
   if (auto err = link.send_file(from.index, index_bytes)) return err;
