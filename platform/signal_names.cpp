@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 
 namespace lifeboat {
 
@@ -35,6 +36,8 @@ std::optional<int> signal_number(const std::string& name) {
 std::string signal_name(int number) {
   for (auto& s : catchable_signals)
     if (s.number == number) return s.name;
+  // What ended a worker may be any signal (SIGKILL, SIGSEGV, ...).
+  if (const char* abbrev = ::sigabbrev_np(number)) return std::string{"SIG"} + abbrev;
   return "signal " + std::to_string(number);
 }
 

@@ -9,7 +9,8 @@ namespace lifeboat {
 /// notice may come by (SIGKILL and SIGSTOP cannot be caught and are refused).
 std::optional<int> signal_number(const std::string& name);
 
-/// "SIGTERM" for 15.
+/// "SIGTERM" for 15, "SIGKILL" for 9: the name of any signal, "signal N"
+/// for a number that is none.
 std::string signal_name(int number);
 
 /// The accepted names, for error messages: "SIGTERM, SIGINT, ...".

@@ -385,7 +385,7 @@ TEST(launch_demo_test, killed_workers_count_against_max_restarts_and_leave_no_or
   }
   log.read_all();
   EXPECT_EQ(exit_code(*run), failure_exit_code) << log.text();
-  auto killed = "rank 1 (pid " + std::to_string(log.pids(1)[victim]) + ") was killed by signal 9";
+  auto killed = "rank 1 (pid " + std::to_string(log.pids(1)[victim]) + ") was killed by SIGKILL";
   EXPECT_TRUE(log.contains("lifeboat-launch: giving up: " + killed)) << log.text();
   EXPECT_TRUE(log.pids(2).empty()) << log.text();
   for (auto pid : every_worker)

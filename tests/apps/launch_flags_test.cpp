@@ -167,7 +167,7 @@ TEST(launch_flags_test, the_failure_named_is_the_cause_not_the_first_exit) {
   output_log log{run};
   log.read_all();
   EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
-  auto killed = "rank 1 (pid " + std::to_string(log.pids(0).at(1)) + ") was killed by signal 9";
+  auto killed = "rank 1 (pid " + std::to_string(log.pids(0).at(1)) + ") was killed by SIGKILL";
   EXPECT_TRUE(log.contains("lifeboat-launch: giving up: " + killed)) << log.text();
 }
 
