@@ -1,0 +1,133 @@
+// launch_policy: how the launcher reads a generation's exits (finished,
+// preempted, failed, and the likeliest cause first) and what it does next
+// (DESIGN "lifeboat-launch": restart after a save, count failures against
+// --max-restarts, end on a forwarded signal). The end-to-end tests see the
+// same through real workers; these name each case.
+#include "apps/launch_policy.hpp"
+
+#include <csignal>
+
+#include <gtest/gtest.h>
+
+namespace lifeboat::apps {
+namespace {
+
+constexpr int restart_code = 42;
+constexpr int failed_code = 3;
+constexpr int world = 4;
+
+worker_exit exited(int rank, int code) { return {rank, 1000 + rank, code, 0, false}; }
+worker_exit killed(int rank, int signal) { return {rank, 1000 + rank, -1, signal, false}; }
+
+// A failure_origin that must not be asked.
+std::string not_asked() {
+  ADD_FAILURE() << "the coordination service's word was asked for";
+  return {};
+}
+
+std::string save_message() { return "saved at step 7"; }
+
+TEST(launch_policy, every_worker_that_exits_zero_finishes_the_job) {
+  auto result = classify_generation({exited(0, 0), exited(1, 0)}, restart_code, not_asked);
+  EXPECT_EQ(result.result, outcome::finished);
+  EXPECT_TRUE(result.failures.empty());
+  int failures = 0;
+  auto next = decide(result, 0, failures, 2, restart_code, world, save_message);
+  EXPECT_EQ(next.exit_code, 0);
+  EXPECT_EQ(next.lines, std::vector<std::string>{"all 4 workers finished"});
+}
+
+TEST(launch_policy, a_save_restarts_the_job_unless_a_signal_asked_for_the_end) {
+  auto result =
+      classify_generation({exited(0, restart_code), exited(1, 0)}, restart_code, not_asked);
+  EXPECT_EQ(result.result, outcome::preempted);
+  int failures = 0;
+  auto next = decide(result, 0, failures, 0, restart_code, world, save_message);
+  EXPECT_FALSE(next.exit_code);
+  EXPECT_EQ(next.lines, std::vector<std::string>{"workers saved a checkpoint and exited with the "
+                                                 "restart code (saved at step 7)"});
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(decide(result, SIGTERM, failures, 0, restart_code, world, save_message).exit_code,
+            restart_code);
+}
+
+TEST(launch_policy, a_failure_beside_a_save_fails_the_generation) {
+  auto result =
+      classify_generation({exited(0, restart_code), exited(1, 1)}, restart_code, not_asked);
+  EXPECT_EQ(result.result, outcome::failed);
+  ASSERT_EQ(result.failures.size(), 1u);
+  EXPECT_EQ(result.cause, "rank 1 (pid 1001) exited with code 1");
+}
+
+// Peers that learnt of a failure exit 3, maybe before the worker where it
+// began: that one is the cause, wherever it was reaped.
+TEST(launch_policy, the_worker_where_a_failure_began_is_the_cause_not_its_followers) {
+  auto result = classify_generation({exited(0, failed_code), killed(2, SIGKILL), exited(1, 3)},
+                                    restart_code, not_asked);
+  EXPECT_EQ(result.result, outcome::failed);
+  ASSERT_EQ(result.failures.size(), 3u);
+  EXPECT_EQ(result.failures.front().rank, 2);
+  EXPECT_EQ(result.cause, "rank 2 (pid 1002) was killed by SIGKILL");
+}
+
+TEST(launch_policy, where_only_followers_exited_the_services_word_names_the_cause) {
+  auto origin = [] { return std::string{"rank 3 reported error: injected failure"}; };
+  auto result =
+      classify_generation({exited(0, failed_code), exited(1, failed_code)}, restart_code, origin);
+  EXPECT_EQ(result.cause, "rank 3 reported error: injected failure");
+  // Without it, the first follower is all there is to name.
+  auto silent =
+      classify_generation({exited(0, failed_code)}, restart_code, [] { return std::string{}; });
+  EXPECT_EQ(silent.cause, "rank 0 (pid 1000) exited with code 3");
+}
+
+TEST(launch_policy, failures_restart_the_job_until_max_restarts_then_it_gives_up) {
+  auto result = classify_generation({exited(1, 1)}, restart_code, not_asked);
+  int failures = 0;
+  auto first = decide(result, 0, failures, 1, restart_code, world, save_message);
+  EXPECT_FALSE(first.exit_code);
+  EXPECT_EQ(failures, 1);
+  EXPECT_EQ(first.lines.back(),
+            "restarting after failure 1 of at most 1: rank 1 (pid 1001) exited with code 1");
+  auto second = decide(result, 0, failures, 1, restart_code, world, save_message);
+  EXPECT_EQ(second.exit_code, failed_code);
+  EXPECT_EQ(failures, 2);
+  EXPECT_EQ(second.lines.front(), "rank 1 (pid 1001) exited with code 1");
+  EXPECT_EQ(second.lines.back(),
+            "giving up: rank 1 (pid 1001) exited with code 1 (2 failure(s), --max-restarts 1)");
+}
+
+// A forwarded SIGTERM that ended workers before they could save is the
+// notice taking effect: the latest checkpoint stands and the job restarts.
+TEST(launch_policy, workers_a_forwarded_sigterm_ended_before_a_save_exit_with_the_restart_code) {
+  auto result =
+      classify_generation({killed(0, SIGTERM), exited(1, failed_code)}, restart_code, not_asked);
+  int failures = 0;
+  auto next = decide(result, SIGTERM, failures, 5, restart_code, world, save_message);
+  EXPECT_EQ(next.exit_code, restart_code);
+  EXPECT_NE(next.lines.back().find("stopped by SIGTERM before the workers could save"),
+            std::string::npos)
+      << next.lines.back();
+}
+
+TEST(launch_policy, workers_ended_by_another_forwarded_signal_are_not_restarted) {
+  auto result = classify_generation({killed(0, SIGINT)}, restart_code, not_asked);
+  int failures = 0;
+  auto next = decide(result, SIGINT, failures, 5, restart_code, world, save_message);
+  EXPECT_EQ(next.exit_code, failed_code);
+  EXPECT_EQ(next.lines.back(), "stopped by SIGINT: rank 0 (pid 1000) was killed by SIGINT");
+  // A SIGTERM that a worker outlived to fail otherwise is a failure too.
+  auto crashed = classify_generation({exited(0, 1)}, restart_code, not_asked);
+  EXPECT_EQ(decide(crashed, SIGTERM, failures, 5, restart_code, world, save_message).exit_code,
+            failed_code);
+}
+
+TEST(launch_policy, only_zero_and_the_restart_code_without_a_signal_end_normally) {
+  EXPECT_TRUE(ended_normally(exited(0, 0), restart_code));
+  EXPECT_TRUE(ended_normally(exited(0, restart_code), restart_code));
+  EXPECT_FALSE(ended_normally(exited(0, failed_code), restart_code));
+  EXPECT_FALSE(ended_normally(killed(0, SIGTERM), restart_code));
+}
+
+}  // namespace
+}  // namespace lifeboat::apps
