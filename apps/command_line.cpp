@@ -34,8 +34,11 @@ void configure_app(CLI::App& app, std::string synopsis, std::string footer) {
 CLI::Validator integer_in(int64_t min, int64_t max) {
   auto range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
   return CLI::Validator{[min, max, range](std::string& text) -> std::string {
-                          if (parse_integer(text, "", min, max)) return {};
-                          return "expects an integer in " + range + ", got '" + text + "'";
+                          auto value = parse_integer(text, "", min, max);
+                          if (!value)
+                            return "expects an integer in " + range + ", got '" + text + "'";
+                          text = std::to_string(*value);
+                          return {};
                         },
                         range};
 }

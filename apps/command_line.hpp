@@ -17,16 +17,17 @@ constexpr int usage_exit_code = 2;
 /// value (a wrapper script may append to a command line it was handed).
 void configure_app(CLI::App& app, std::string synopsis, std::string footer = {});
 
-/// The check of an integer flag: the whole text in decimal within [min, max]
-/// (CLI11 alone would read "010" as octal and "0x10" as hex).
+/// The transform of an integer flag (Option::transform): the whole text in
+/// decimal within [min, max], rewritten as the number it reads, so that CLI11,
+/// which would read "010" as octal and "0x10" as hex, converts that number.
 CLI::Validator integer_in(int64_t min, int64_t max);
 
 /// Adds the integer flag `name` (e.g. "--nproc") bound to `value` (which it
-/// keeps when the flag is absent), checked with integer_in(min, max).
+/// keeps when the flag is absent), read with integer_in(min, max).
 template <class T>
 CLI::Option* add_integer(CLI::App& app, const std::string& name, T& value, int64_t min, int64_t max,
                          const std::string& meaning) {
-  return app.add_option(name, value, meaning)->check(integer_in(min, max));
+  return app.add_option(name, value, meaning)->transform(integer_in(min, max));
 }
 
 /// Parses argv[1..argc) with `app`. Nothing: go on. Otherwise the code to exit

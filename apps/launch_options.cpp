@@ -132,7 +132,7 @@ parsed_launch_options parse_launch_options(int argc, char** argv) {
   app.add_option("--status-port", status_base,
                  "rank r serves its status on BASE + r, the launcher on BASE + nproc (0: any "
                  "free ports)")
-      ->check(integer_in(0, 65535))
+      ->transform(integer_in(0, 65535))
       ->type_name("BASE");
   app.add_flag("--tls", out.tls,
                "TLS 1.3 on the coordination connections (default: with --nnodes > 1)");
