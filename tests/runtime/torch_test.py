@@ -81,13 +81,20 @@ def launch(ckpt, extra=(), max_restarts=0):
         environment())
 
 
-def torchrun(ckpt, max_restarts):
-    """torchrun with WORLD trainers, with the flags Debian's torch 1.13 takes."""
+def torchrun_flags(scratch, max_restarts, master_port):
+    """The flags Debian's torch 1.13 takes; its logs in `scratch`, which the
+    test removes (by default torchrun leaves a directory in /tmp per run)."""
+    return ["--nproc_per_node", str(WORLD), "--max_restarts", str(max_restarts),
+            "--monitor_interval", "0.1", "--redirects", "2", "--tee", "2",
+            "--log_dir", os.path.join(scratch, "torchrun-logs"),
+            "--master_addr", "127.0.0.1", "--master_port", str(master_port)]
+
+
+def torchrun(scratch, ckpt, max_restarts):
+    """torchrun with WORLD trainers."""
     return output_lines.Process(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(WORLD),
-         "--max_restarts", str(max_restarts), "--monitor_interval", "0.1",
-         "--redirects", "2", "--tee", "2", "--master_addr", "127.0.0.1",
-         "--master_port", str(free_port_pair()), *trainer_args(ckpt)],
+        [sys.executable, "-m", "torch.distributed.run",
+         *torchrun_flags(scratch, max_restarts, free_port_pair()), *trainer_args(ckpt)],
         environment())
 
 
@@ -210,7 +217,7 @@ class TorchTrainerTest(scratch_case.ScratchCase):
                 self.assert_resumed_bit_exact(run, saved)
 
     def test_a_sigterm_to_one_worker_under_torchrun_restarts_and_resumes_bit_exact(self):
-        run = torchrun(self.ckpt, max_restarts=1)
+        run = torchrun(self.dir, self.ckpt, max_restarts=1)
         pid = pid_of(run, 1)
         self.assertTrue(run.wait_line("rank=1 step=5", EVENT_TIMEOUT), run.transcript())
         os.kill(pid, signal.SIGTERM)
@@ -219,14 +226,14 @@ class TorchTrainerTest(scratch_case.ScratchCase):
         self.assert_resumed_bit_exact(run, saved)
 
     def test_a_sigterm_to_torchrun_saves_and_a_rerun_resumes_bit_exact(self):
-        first = torchrun(self.ckpt, max_restarts=1)
+        first = torchrun(self.dir, self.ckpt, max_restarts=1)
         self.assertTrue(first.wait_line("rank=0 step=5", EVENT_TIMEOUT), first.transcript())
         first.proc.send_signal(signal.SIGTERM)
         self.assertNotEqual(first.finish(RUN_TIMEOUT), 0, first.transcript())
         self.assertEqual(digests(first), {}, first.transcript())
         (saved,) = self.committed_steps()
 
-        second = torchrun(self.ckpt, max_restarts=0)
+        second = torchrun(self.dir, self.ckpt, max_restarts=0)
         self.assertEqual(second.finish(RUN_TIMEOUT), 0, second.transcript())
         self.assert_resumed_bit_exact(second, saved)
 
@@ -264,10 +271,8 @@ class TorchTrainerTest(scratch_case.ScratchCase):
             stranger.bind(("127.0.0.1", master_port + 1))
             stranger.listen(8)
             run = output_lines.Process(
-                [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(WORLD),
-                 "--max_restarts", "0", "--monitor_interval", "0.1", "--redirects", "2",
-                 "--tee", "2", "--master_addr", "127.0.0.1", "--master_port", str(master_port),
-                 *trainer_args(self.ckpt)],
+                [sys.executable, "-m", "torch.distributed.run",
+                 *torchrun_flags(self.dir, 0, master_port), *trainer_args(self.ckpt)],
                 environment())
             self.assertNotEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
         text = run.transcript()
