@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <string>
@@ -21,13 +22,15 @@ using namespace std::chrono_literals;
 
 constexpr const char* header = "lifeboat: native stack of the training thread:";
 
-// Runs `body` on a thread that installed a dumper for itself and then waits
+// Runs `body` on a thread that installed a dumper for itself and then runs
 // until `body` returns; the dumper is gone when it returns. `block`: the
-// thread blocks the dump signal first.
+// thread blocks the dump signal first. It runs, as a trainer does, rather
+// than sleep in a wait: ThreadSanitizer delivers a signal to a thread only
+// at its next call into the runtime (an atomic load here).
 template <class Body>
 void with_training_thread(bool block, Body body) {
   std::promise<stack_dumper*> installed;
-  std::promise<void> done;
+  std::atomic<bool> done{false};
   std::thread training{[&] {
     if (block) {
       sigset_t dump_only;
@@ -38,12 +41,12 @@ void with_training_thread(bool block, Body body) {
     auto dumper = stack_dumper::install_for_this_thread();
     installed.set_value(dumper ? dumper->get() : nullptr);
     // A signal left pending on this thread goes with it: it never unblocks.
-    done.get_future().wait();
+    while (!done.load()) std::this_thread::yield();
   }};
   auto* dumper = installed.get_future().get();
   EXPECT_NE(dumper, nullptr);
   if (dumper != nullptr) body(*dumper);
-  done.set_value();
+  done = true;
   training.join();
 }
 
