@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/apps/worker_exits.hpp"
+
 namespace lifeboat::apps {
 namespace {
 
@@ -16,8 +18,8 @@ constexpr int restart_code = 42;
 constexpr int failed_code = 3;
 constexpr int world = 4;
 
-worker_exit exited(int rank, int code) { return {rank, 1000 + rank, code, 0, false}; }
-worker_exit killed(int rank, int signal) { return {rank, 1000 + rank, -1, signal, false}; }
+using test::exited;
+using test::killed;
 
 // A failure_origin that must not be asked.
 std::string not_asked() {
@@ -56,7 +58,7 @@ TEST(launch_policy, a_failure_beside_a_save_fails_the_generation) {
       classify_generation({exited(0, restart_code), exited(1, 1)}, restart_code, not_asked);
   EXPECT_EQ(result.result, outcome::failed);
   ASSERT_EQ(result.failures.size(), 1u);
-  EXPECT_EQ(result.cause, "rank 1 (pid 1001) exited with code 1");
+  EXPECT_EQ(result.cause, "rank 1 (pid 101) exited with code 1");
 }
 
 // Peers that learnt of a failure exit 3, maybe before the worker where it
@@ -67,7 +69,7 @@ TEST(launch_policy, the_worker_where_a_failure_began_is_the_cause_not_its_follow
   EXPECT_EQ(result.result, outcome::failed);
   ASSERT_EQ(result.failures.size(), 3u);
   EXPECT_EQ(result.failures.front().rank, 2);
-  EXPECT_EQ(result.cause, "rank 2 (pid 1002) was killed by SIGKILL");
+  EXPECT_EQ(result.cause, "rank 2 (pid 102) was killed by SIGKILL");
 }
 
 TEST(launch_policy, where_only_followers_exited_the_services_word_names_the_cause) {
@@ -78,7 +80,7 @@ TEST(launch_policy, where_only_followers_exited_the_services_word_names_the_caus
   // Without it, the first follower is all there is to name.
   auto silent =
       classify_generation({exited(0, failed_code)}, restart_code, [] { return std::string{}; });
-  EXPECT_EQ(silent.cause, "rank 0 (pid 1000) exited with code 3");
+  EXPECT_EQ(silent.cause, "rank 0 (pid 100) exited with code 3");
 }
 
 TEST(launch_policy, failures_restart_the_job_until_max_restarts_then_it_gives_up) {
@@ -88,13 +90,13 @@ TEST(launch_policy, failures_restart_the_job_until_max_restarts_then_it_gives_up
   EXPECT_FALSE(first.exit_code);
   EXPECT_EQ(failures, 1);
   EXPECT_EQ(first.lines.back(),
-            "restarting after failure 1 of at most 1: rank 1 (pid 1001) exited with code 1");
+            "restarting after failure 1 of at most 1: rank 1 (pid 101) exited with code 1");
   auto second = decide(result, 0, failures, 1, restart_code, world, save_message);
   EXPECT_EQ(second.exit_code, failed_code);
   EXPECT_EQ(failures, 2);
-  EXPECT_EQ(second.lines.front(), "rank 1 (pid 1001) exited with code 1");
+  EXPECT_EQ(second.lines.front(), "rank 1 (pid 101) exited with code 1");
   EXPECT_EQ(second.lines.back(),
-            "giving up: rank 1 (pid 1001) exited with code 1 (2 failure(s), --max-restarts 1)");
+            "giving up: rank 1 (pid 101) exited with code 1 (2 failure(s), --max-restarts 1)");
 }
 
 // A forwarded SIGTERM that ended workers before they could save is the
@@ -115,7 +117,7 @@ TEST(launch_policy, workers_ended_by_another_forwarded_signal_are_not_restarted)
   int failures = 0;
   auto next = decide(result, SIGINT, failures, 5, restart_code, world, save_message);
   EXPECT_EQ(next.exit_code, failed_code);
-  EXPECT_EQ(next.lines.back(), "stopped by SIGINT: rank 0 (pid 1000) was killed by SIGINT");
+  EXPECT_EQ(next.lines.back(), "stopped by SIGINT: rank 0 (pid 100) was killed by SIGINT");
   // A SIGTERM that a worker outlived to fail otherwise is a failure too.
   auto crashed = classify_generation({exited(0, 1)}, restart_code, not_asked);
   EXPECT_EQ(decide(crashed, SIGTERM, failures, 5, restart_code, world, save_message).exit_code,

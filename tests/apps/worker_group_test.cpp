@@ -8,16 +8,15 @@
 #include <gtest/gtest.h>
 
 #include "platform/signal_pipe.hpp"
+#include "tests/apps/worker_exits.hpp"
 
 namespace lifeboat::apps {
 namespace {
 
 using namespace std::chrono_literals;
 
-worker_exit exited(int rank, int code) { return {rank, 100 + rank, code, 0, false}; }
-worker_exit killed(int rank, int signo, bool at_deadline = false) {
-  return {rank, 100 + rank, -1, signo, at_deadline};
-}
+using test::exited;
+using test::killed;
 
 std::vector<int> ranks(const std::vector<worker_exit>& exits) {
   std::vector<int> out;

@@ -1,0 +1,15 @@
+#pragma once
+
+#include "apps/worker_group.hpp"
+
+namespace lifeboat::test {
+
+/// Rank `rank`'s exit with `code`, as the launcher reaps it (pid 100 + rank).
+inline apps::worker_exit exited(int rank, int code) { return {rank, 100 + rank, code, 0, false}; }
+
+/// Rank `rank` killed by `signo`; `at_deadline`: by wait_all's deadline.
+inline apps::worker_exit killed(int rank, int signo, bool at_deadline = false) {
+  return {rank, 100 + rank, -1, signo, at_deadline};
+}
+
+}  // namespace lifeboat::test
