@@ -9,6 +9,12 @@
 
 namespace lifeboat {
 
+namespace {
+
+constexpr size_t kept_queue_capacity = 64 * 1024;
+
+}  // namespace
+
 int connection_socket(caf::io::abstract_broker* self, caf::io::connection_handle hdl) {
   if (dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend()) == nullptr) return -1;
   auto fd = static_cast<int>(hdl.id());
@@ -48,6 +54,11 @@ caf::error frame_stream::receive(caf::io::abstract_broker* self, caf::io::connec
 
 void frame_stream::send(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
                         const std::vector<char>& bytes) {
+  if (has_queued()) {
+    queue(bytes);
+    flush(self, hdl);
+    return;
+  }
   if (!tls_) {
     write_out(self, hdl, bytes.data(), bytes.size());
     return;
@@ -61,8 +72,30 @@ void frame_stream::hold_ciphertext() {
   held_.insert(held_.end(), out.begin(), out.end());
 }
 
+void frame_stream::queue(const std::vector<char>& bytes) {
+  queued_.insert(queued_.end(), bytes.begin(), bytes.end());
+}
+
+// The capacity stays for the next batch, unless one batch (the reports of
+// a whole cluster to its leader) made it large.
+void frame_stream::release_queued() {
+  if (queued_.capacity() > kept_queue_capacity)
+    queued_ = {};
+  else
+    queued_.clear();
+}
+
 void frame_stream::flush(caf::io::abstract_broker* self, caf::io::connection_handle hdl) {
-  if (!tls_) return;
+  if (!tls_) {
+    if (!has_queued()) return;
+    write_out(self, hdl, queued_.data(), queued_.size());
+    release_queued();
+    return;
+  }
+  if (has_queued()) {
+    tls_->write(queued_.data(), queued_.size());
+    release_queued();
+  }
   hold_ciphertext();
   if (held_.empty()) return;
   write_out(self, hdl, held_.data(), held_.size());

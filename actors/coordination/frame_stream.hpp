@@ -13,8 +13,9 @@ namespace lifeboat {
 
 /// One broker connection's frames, in clear text or through a tls_channel:
 /// what the broker reads goes in (receive), whole frames come out (next);
-/// frames to send go out through send. Both the service and the agent use
-/// it, so neither knows whether its connection is encrypted.
+/// frames to send go out through send, or wait for flush (queue). Both the
+/// service and the agent use it, so neither knows whether its connection is
+/// encrypted.
 ///
 /// Bytes go out with one send(2) on the connection's socket while none of
 /// the connection's bytes wait in the broker's buffer: CAF 0.17's scribe
@@ -46,12 +47,20 @@ class frame_stream {
   frame_splitter::status next(wire::Envelope& out) { return reader_.next(out); }
 
   /// Sends frame bytes (encode_frame) to `hdl`, encrypted when TLS is on,
-  /// with whatever receive held.
+  /// with whatever receive held and after whatever queue holds.
   void send(caf::io::abstract_broker* self, caf::io::connection_handle hdl,
             const std::vector<char>& bytes);
 
-  /// Sends what TLS produced and not yet sent (a client's first handshake
-  /// bytes) with what receive held.
+  /// Holds frame bytes for the next flush, which sends all that were queued
+  /// in one write (with TLS, in as few records as they fit). Nothing goes
+  /// out before it.
+  void queue(const std::vector<char>& bytes);
+
+  /// Whether queue holds frames that no flush has sent yet.
+  bool has_queued() const { return !queued_.empty(); }
+
+  /// Sends what queue holds, what TLS produced and not yet sent (a client's
+  /// first handshake bytes) and what receive held.
   void flush(caf::io::abstract_broker* self, caf::io::connection_handle hdl);
 
   bool encrypted() const { return tls_.has_value(); }
@@ -59,13 +68,16 @@ class frame_stream {
  private:
   // Appends what the TLS session has for the peer to held_.
   void hold_ciphertext();
+  // Empties queued_ after a flush.
+  void release_queued();
   // `size` bytes at `data` to the peer: on the socket, or through the broker.
   void write_out(caf::io::abstract_broker* self, caf::io::connection_handle hdl, const char* data,
                  size_t size);
 
   frame_splitter reader_;
   std::optional<tls_channel> tls_;
-  std::vector<char> held_;  // handshake bytes receive held for the next write
+  std::vector<char> held_;    // handshake bytes receive held for the next write
+  std::vector<char> queued_;  // frames (clear text) queued for the next flush
   // The connection's socket, once checked (first write); -1: the broker.
   std::optional<int> socket_;
 };

@@ -3,11 +3,14 @@
 // payload crosses in clear text, and a flipped byte ends the connection (the
 // worker is lost, by rank) instead of delivering a forged message. A broker
 // sends on its connection's own socket, and bytes that socket does not take
-// go through the broker without changing the order.
+// go through the broker without changing the order; frames queued wait for
+// the flush, and a frame sent meanwhile follows them.
 #include "actors/coordination/frame_stream.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <caf/io/broker.hpp>
 #include <caf/io/middleman.hpp>
@@ -176,27 +179,47 @@ TEST_F(frame_stream_test, a_worker_with_tls_refuses_a_service_without_it) {
   expect_refused(sys, tls_config{}, psk_tls(), token);
 }
 
+using queue_atom = caf::atom_constant<caf::atom("queue")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+
 // A broker connected to `port` that sends on request through a frame_stream.
 struct sender_state {
   caf::io::connection_handle hdl;
   frame_stream stream;
+  size_t offset = 0;  // bytes given to the stream so far
 };
 
-caf::behavior sending_broker(caf::io::stateful_broker<sender_state>* self, uint16_t port) {
+using sender_broker = caf::io::stateful_broker<sender_state>;
+
+// The next `bytes` bytes of the stream: each byte its offset in the whole
+// stream (mod 251).
+std::vector<char> next_piece(sender_broker* self, int32_t bytes) {
+  std::vector<char> out(static_cast<size_t>(bytes));
+  for (auto& b : out) b = static_cast<char>(self->state.offset++ % 251);
+  return out;
+}
+
+caf::behavior sending_broker(sender_broker* self, uint16_t port) {
   auto hdl = self->add_tcp_scribe("127.0.0.1", port);
   if (!hdl) return {};
   self->state.hdl = *hdl;
   return {
-      // `count` pieces of `bytes` bytes, each byte its offset in the whole
-      // stream (mod 251); the socket the stream found for the connection.
+      // Sends `count` pieces of `bytes` bytes; the socket the stream found
+      // for the connection.
       [self](int32_t count, int32_t bytes) {
-        for (int32_t piece = 0; piece < count; ++piece) {
-          std::vector<char> out(static_cast<size_t>(bytes));
-          for (size_t i = 0; i < out.size(); ++i)
-            out[i] = static_cast<char>((static_cast<size_t>(piece) * out.size() + i) % 251);
-          self->state.stream.send(self, self->state.hdl, out);
-        }
+        for (int32_t piece = 0; piece < count; ++piece)
+          self->state.stream.send(self, self->state.hdl, next_piece(self, bytes));
         return connection_socket(self, self->state.hdl);
+      },
+      // Queues `count` pieces of `bytes` bytes; whether the stream holds them.
+      [self](queue_atom, int32_t count, int32_t bytes) {
+        for (int32_t piece = 0; piece < count; ++piece)
+          self->state.stream.queue(next_piece(self, bytes));
+        return self->state.stream.has_queued();
+      },
+      [self](flush_atom) {
+        self->state.stream.flush(self, self->state.hdl);
+        return self->state.stream.has_queued();
       },
       // The socket found for a handle numbered `fd` that is not the broker's.
       [self](int32_t fd) {
@@ -217,6 +240,25 @@ class frame_stream_socket_test : public ::testing::Test {
   void TearDown() override {
     caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
     if (peer >= 0) ::close(peer);
+  }
+
+  // Reads `total` bytes from the peer, each its offset (from `from`) in the
+  // whole stream, mod 251.
+  void expect_stream(size_t total, size_t from = 0) {
+    timeval bound{static_cast<time_t>(event_bound.count()), 0};
+    ::setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
+    std::vector<char> buffer(64 * 1024);
+    size_t offset = 0, wrong = 0;
+    while (offset < total) {
+      auto n = ::recv(peer, buffer.data(), std::min(buffer.size(), total - offset), 0);
+      ASSERT_GT(n, 0) << "the stream ended after " << offset << " of " << total << " bytes";
+      for (ssize_t i = 0; i < n; ++i)
+        if (buffer[static_cast<size_t>(i)] !=
+            static_cast<char>((from + offset + static_cast<size_t>(i)) % 251))
+          ++wrong;
+      offset += static_cast<size_t>(n);
+    }
+    EXPECT_EQ(wrong, 0u);
   }
 
   system_config cfg_;
@@ -259,21 +301,30 @@ TEST_F(frame_stream_socket_test,
       .receive([&](int fd) { found = fd; },
                [](caf::error& err) { ADD_FAILURE() << describe(err); });
   ASSERT_GE(found, 0);
-  timeval bound{static_cast<time_t>(event_bound.count()), 0};
-  ::setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof(bound));
-  const size_t total = static_cast<size_t>(pieces) * piece_bytes;
-  std::vector<char> buffer(64 * 1024);
-  size_t offset = 0, wrong = 0;
-  while (offset < total) {
-    auto n = ::recv(peer, buffer.data(), buffer.size(), 0);
-    ASSERT_GT(n, 0) << "the stream ended after " << offset << " of " << total << " bytes";
-    for (ssize_t i = 0; i < n; ++i)
-      if (buffer[static_cast<size_t>(i)] !=
-          static_cast<char>((offset + static_cast<size_t>(i)) % 251))
-        ++wrong;
-    offset += static_cast<size_t>(n);
-  }
-  EXPECT_EQ(wrong, 0u);
+  expect_stream(static_cast<size_t>(pieces) * piece_bytes);
+}
+
+TEST_F(frame_stream_socket_test, queued_frames_wait_for_the_flush_and_keep_their_order) {
+  bool held = false;
+  self->request(broker, event_bound, queue_atom::value, int32_t{3}, int32_t{100})
+      .receive([&](bool queued) { held = queued; },
+               [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  EXPECT_TRUE(held);
+  // The broker answered after queueing: had it written, loopback TCP would
+  // hold the bytes for this end already.
+  char byte = 0;
+  EXPECT_EQ(::recv(peer, &byte, 1, MSG_DONTWAIT), -1) << "a queued frame went out";
+  self->request(broker, event_bound, flush_atom::value)
+      .receive([&](bool queued) { held = queued; },
+               [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  EXPECT_FALSE(held);
+  expect_stream(300);
+  // A frame sent while others are queued goes out after them, with them.
+  self->request(broker, event_bound, queue_atom::value, int32_t{2}, int32_t{1000})
+      .receive([](bool) {}, [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  self->request(broker, event_bound, int32_t{1}, int32_t{50})
+      .receive([](int) {}, [](caf::error& err) { ADD_FAILURE() << describe(err); });
+  expect_stream(2050, 300);
 }
 
 }  // namespace
