@@ -1,7 +1,5 @@
 #include "apps/launch_options.hpp"
 
-#include <string_view>
-
 #include "apps/command_line.hpp"
 #include "messages/errors.hpp"
 #include "platform/text_parse.hpp"
@@ -34,21 +32,17 @@ constexpr const char* explanation =
     "certificates from LIFEBOAT_TLS_CERT, LIFEBOAT_TLS_KEY and LIFEBOAT_TLS_CA, else a\n"
     "key derived from LIFEBOAT_CLUSTER_TOKEN.";
 
-// HOST:PORT of --coordinator; the port must be one the other nodes can name.
-bool parse_coordinator(const std::string& text, launch_options& out, std::string& error) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
-    error = "--coordinator expects HOST:PORT, got '" + text + "'";
-    return false;
-  }
-  auto port = parse_integer(std::string_view{text}.substr(colon + 1), "", 1, 65535);
-  if (!port) {
-    error = "--coordinator expects a port in [1, 65535], got '" + text + "'";
-    return false;
-  }
-  out.host = text.substr(0, colon);
-  out.port = static_cast<uint16_t>(*port);
-  return true;
+// HOST:PORT of --coordinator ([ADDRESS]:PORT for IPv6, as LIFEBOAT_COORDINATOR
+// reads it); the port must be one the other nodes can name.
+std::optional<std::string> parse_coordinator(const std::string& text, launch_options& out) {
+  auto where = parse_endpoint(text, "--coordinator");
+  if (!where)
+    return "--coordinator expects HOST:PORT with a port in [1, 65535] ([ADDRESS]:PORT for an "
+           "IPv6 address), got '" +
+           text + "'";
+  out.host = where->host;
+  out.port = where->port;
+  return std::nullopt;
 }
 
 // The checks that involve several flags, once each flag is valid alone.
@@ -72,8 +66,7 @@ std::optional<std::string> check(launch_options& out, const CLI::App& app, int p
   if (status_base >= 0) out.status_port_base = static_cast<uint16_t>(status_base);
   if (app.count("--coordinator") > 0) {
     if (app.count("--port") > 0) return "--port and --coordinator both name the service's port";
-    std::string error;
-    if (!parse_coordinator(app.get_option("--coordinator")->as<std::string>(), out, error))
+    if (auto error = parse_coordinator(app.get_option("--coordinator")->as<std::string>(), out))
       return error;
   } else if (out.multi_node()) {
     return "--nnodes " + std::to_string(out.nnodes) +

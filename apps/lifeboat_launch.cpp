@@ -55,6 +55,7 @@
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
+#include "platform/text_parse.hpp"
 
 namespace {
 
@@ -189,7 +190,7 @@ int main(int argc, char** argv) {
     control_tls = std::move(*made);
   }
   auto where = [](const std::string& host, uint16_t port) {
-    return host + ":" + std::to_string(port);
+    return lifeboat::endpoint{host, port}.to_string();
   };
 
   // Node 0 (or the only node) hosts the service; the others reach it.
@@ -274,7 +275,9 @@ int main(int argc, char** argv) {
   }
 
   // A service bound to every interface is reached through loopback here.
-  auto reach = !hosts_service || opts.host != "0.0.0.0" ? opts.host : std::string{"127.0.0.1"};
+  auto reach = opts.host;
+  if (hosts_service && opts.host == "0.0.0.0") reach = "127.0.0.1";
+  if (hosts_service && opts.host == "::") reach = "::1";
   lifeboat::apps::worker_group group{
       opts.command,
       {{"LIFEBOAT_WORLD_SIZE", std::to_string(opts.world_size())},

@@ -16,6 +16,7 @@
 #include "apps/launch_policy.hpp"
 #include "messages/errors.hpp"
 #include "platform/signal_pipe.hpp"
+#include "platform/text_parse.hpp"
 
 namespace lifeboat::apps {
 
@@ -265,8 +266,8 @@ int run_other_node(const node_context& ctx, node_link& link) {
       // the next generation: end this node's workers rather than leave them
       // waiting on a service that is gone.
       ctx.group.wait_all(link_clock::now());
-      say("lost node 0's launcher at " + opts.host + ":" + std::to_string(opts.control_port) +
-          ": " + link.why() + "; ended this node's workers");
+      say("lost node 0's launcher at " + endpoint{opts.host, opts.control_port}.to_string() + ": " +
+          link.why() + "; ended this node's workers");
       return failure_exit_code;
     }
   }

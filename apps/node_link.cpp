@@ -18,6 +18,7 @@
 #include "actors/coordination/tls_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/text_parse.hpp"
 
 namespace lifeboat::apps {
 
@@ -67,7 +68,9 @@ std::string proof(const std::string& token, const char* label, const std::string
 
 addrinfo* resolve(const std::string& host, uint16_t port, bool passive, std::string& error) {
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  // IPv4 unless the host is an IPv6 address: a name resolves to IPv4 on every
+  // node alike, whatever order each node's resolver gives its addresses.
+  hints.ai_family = host.find(':') == std::string::npos ? AF_INET : AF_INET6;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = passive ? AI_PASSIVE : 0;
   addrinfo* out = nullptr;
@@ -222,10 +225,10 @@ std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host
   std::string error;
   auto* addresses = resolve(host, port, false, error);
   if (addresses == nullptr) return error;
-  auto where = host + ":" + std::to_string(port);
+  auto where = endpoint{host, port}.to_string();
   int fd = -1;
   for (bool waited = false; fd < 0;) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd = ::socket(addresses->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && ::connect(fd, addresses->ai_addr, addresses->ai_addrlen) == 0) break;
     error = std::strerror(errno);
     if (fd >= 0) ::close(fd);
@@ -275,14 +278,14 @@ std::unique_ptr<node_listener> node_listener::listen(const std::string& host, ui
                                                      std::string& error) {
   auto* addresses = resolve(host, port, true, error);
   if (addresses == nullptr) return nullptr;
-  auto fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  auto fd = ::socket(addresses->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   auto ok = fd >= 0 && ::bind(fd, addresses->ai_addr, addresses->ai_addrlen) == 0 &&
             ::listen(fd, SOMAXCONN) == 0;
   ::freeaddrinfo(addresses);
   if (!ok) {
-    error = "cannot listen on " + host + ":" + std::to_string(port) + ": " + std::strerror(errno);
+    error = "cannot listen on " + endpoint{host, port}.to_string() + ": " + std::strerror(errno);
     if (fd >= 0) ::close(fd);
     return nullptr;
   }
@@ -292,10 +295,11 @@ std::unique_ptr<node_listener> node_listener::listen(const std::string& host, ui
 node_listener::~node_listener() { ::close(fd_); }
 
 uint16_t node_listener::port() const {
-  sockaddr_in addr{};
+  sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
-  return ntohs(addr.sin_port);
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
 std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(

@@ -7,6 +7,7 @@
 #include "checkpoint/file_io.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/text_parse.hpp"
 
 namespace lifeboat {
 
@@ -125,7 +126,7 @@ worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
                        : caf::expected<std::unique_ptr<replica_server>>{host.error()};
     if (server) {
       out.server = std::move(*server);
-      mine = *host + ":" + std::to_string(out.server->port());
+      mine = endpoint{*host, out.server->port()}.to_string();
     } else {
       log(log_level::warning, "runtime", "no peer tier: ", describe(server.error()));
     }
@@ -133,15 +134,15 @@ worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
   auto addresses = exchange(mine);
   std::vector<std::string> hosts;
   for (const auto& address : addresses) {
-    auto parts = split_host_port(address);
-    hosts.push_back(parts ? parts->first : std::string{});
+    auto parts = parse_endpoint(address, "a peer tier's address");
+    hosts.push_back(parts ? parts->host : std::string{});
   }
   auto holder = replica_holder(hosts, cluster.rank);
   hosts_known.set_value(std::move(hosts));
   if (!holder || tls_failed) return out;
-  auto endpoint = split_host_port(addresses[static_cast<size_t>(*holder)]);
-  out.client.emplace(endpoint->first, endpoint->second, cluster.token, cluster.rank,
-                     cluster.world_size, client_tls);
+  auto where = parse_endpoint(addresses[static_cast<size_t>(*holder)], "a peer tier's address");
+  out.client.emplace(where->host, where->port, cluster.token, cluster.rank, cluster.world_size,
+                     client_tls);
   log(log_level::info, "runtime", "peer tier: rank ", *holder, " at ", out.client->holder(),
       " keeps this rank's replicas", client_tls ? " (TLS 1.3)" : "");
   return out;

@@ -20,6 +20,7 @@
 #include "actors/coordination/coordination_auth.hpp"
 #include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
+#include "platform/text_parse.hpp"
 
 namespace lifeboat {
 
@@ -98,7 +99,7 @@ peer_link::~peer_link() {
 caf::expected<peer_link> peer_link::connect(const std::string& host, uint16_t port,
                                             const std::string& token,
                                             std::shared_ptr<tls_context> tls) {
-  auto peer = host + ":" + std::to_string(port);
+  auto peer = endpoint{host, port}.to_string();
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -113,18 +113,6 @@ caf::expected<std::string> local_address_toward(const std::string& host, uint16_
   return std::string{text};
 }
 
-caf::expected<std::pair<std::string, uint16_t>> split_host_port(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    return make_error(errc::invalid_argument, "'" + text + "' is not host:port");
-  auto port = parse_integer(text.substr(colon + 1), "the port of '" + text + "'", 1, 65535);
-  if (!port) return std::move(port.error());
-  auto host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return std::make_pair(host, static_cast<uint16_t>(*port));
-}
-
 caf::expected<std::unique_ptr<replica_server>> replica_server::start(config cfg) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -365,7 +353,7 @@ replica_client::replica_client(std::string holder_host, uint16_t holder_port, st
       world_size_(world_size),
       tls_(std::move(tls)) {}
 
-std::string replica_client::holder() const { return host_ + ":" + std::to_string(port_); }
+std::string replica_client::holder() const { return endpoint{host_, port_}.to_string(); }
 
 caf::expected<peer_link> replica_client::send_request(wire::ReplicaRequest& request) {
   auto link = peer_link::connect(host_, port_, token_, tls_);

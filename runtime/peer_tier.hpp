@@ -45,9 +45,6 @@ std::optional<int> replica_holder(const std::vector<std::string>& hosts, int ran
 /// route; nothing is sent), which peers on that network can reach back.
 caf::expected<std::string> local_address_toward(const std::string& host, uint16_t port);
 
-/// "host:port" into its parts; errc::invalid_argument otherwise.
-caf::expected<std::pair<std::string, uint16_t>> split_host_port(const std::string& text);
-
 /// A worker's listener of the peer tier: keeps the replicas pushed by the
 /// ranks it holds for, and sends one back on request. Each connection runs
 /// on a thread of its own (at most max_connections at once; more are closed

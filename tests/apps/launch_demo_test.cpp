@@ -20,6 +20,7 @@
 #include "checkpoint/layout.hpp"
 #include "tests/apps/app_test_support.hpp"
 #include "tests/support/build_tree.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace {
 
@@ -155,6 +156,40 @@ TEST(launch_demo_test, with_tls_a_notice_saves_and_the_digests_stay_the_same) {
   auto agreed = log.agreed_steps();
   if (!agreed.empty()) {
     EXPECT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
+  }
+}
+
+// --coordinator [::1]:PORT: the service listens on IPv6, the workers join it
+// and reach each other's peer tier there, and a notice saves and restarts
+// with the digests of a run on 127.0.0.1.
+TEST(launch_demo_test, over_ipv6_a_notice_saves_and_the_digests_stay_the_same) {
+  auto port = unused_port(AF_INET6);
+  if (port == 0) GTEST_SKIP() << "no IPv6 loopback (::1) here";
+  scratch_dir dir{"apps-ipv6"};
+  auto expected = reference_digests(dir / "reference");
+  ASSERT_EQ(expected.size(), static_cast<size_t>(workers));
+  auto run = launch(dir / "ipv6", {"--coordinator", "[::1]:" + std::to_string(port)});
+  output_log log{*run};
+  auto started = joined_workers(log, 0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(started[2], SIGTERM);
+  log.read_all();
+  ASSERT_EQ(exit_code(*run), 0) << log.text();
+  EXPECT_EQ(log.digests(steps), expected) << log.text();
+  // Every rank's peer tier in every generation, each at an IPv6 address.
+  auto generations = log.pids(1).empty() ? 1 : 2;
+  auto replicas = log.count("keeps this rank's replicas");
+  EXPECT_EQ(replicas, generations * workers) << log.text();
+  EXPECT_EQ(log.count_if([](const std::string& line) {
+    return line.find("keeps this rank's replicas") != std::string::npos &&
+           line.find(" at [::1]:") != std::string::npos;
+  }),
+            replicas)
+      << log.text();
+  auto agreed = log.agreed_steps();
+  if (!agreed.empty()) {
+    EXPECT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
+    EXPECT_EQ(std::set<long long>(agreed.begin(), agreed.end()).size(), 1u) << log.text();
   }
 }
 

@@ -27,16 +27,23 @@ const std::string print_env =
     "coordinator=$LIFEBOAT_COORDINATOR external=$LIFEBOAT_COORDINATOR_EXTERNAL "
     "restart=$LIFEBOAT_RESTART_COUNT\"";
 
-// The service's port and the launchers' control port, free on 127.0.0.1.
+// The service's port and the launchers' control port, free on 127.0.0.1
+// (::1 with AF_INET6), and the coordinator's address as --coordinator names it.
 struct job_ports {
-  std::string service = std::to_string(unused_port());
-  std::string control = std::to_string(unused_port());
+  explicit job_ports(int family = AF_INET)
+      : service(std::to_string(unused_port(family))),
+        control(std::to_string(unused_port(family))),
+        host(family == AF_INET6 ? "[::1]" : "127.0.0.1") {}
+
+  std::string service;
+  std::string control;
+  std::string host;
 };
 
 std::unique_ptr<child_process> node(const job_ports& ports, int rank,
                                     const std::string& job_token = token) {
   auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank,
-                               "127.0.0.1:" + ports.service, ports.control, per_node);
+                               ports.host + ":" + ports.service, ports.control, per_node);
   argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_env});
   return std::make_unique<child_process>(argv, true,
                                          environment_with({{"LIFEBOAT_CLUSTER_TOKEN", job_token}}));
@@ -63,6 +70,29 @@ TEST(multi_node_flags_test, node_k_runs_global_ranks_k_times_n_on_with_their_loc
           << log.text();
     }
     EXPECT_TRUE(log.contains("lifeboat-launch: all 4 workers finished")) << log.text();
+  }
+}
+
+// An IPv6 coordinator in brackets, as LIFEBOAT_COORDINATOR takes it: the
+// launchers link over IPv6 and each worker gets the address as it was given.
+TEST(multi_node_flags_test, an_ipv6_coordinator_links_the_launchers_and_reaches_the_workers) {
+  job_ports ports{AF_INET6};
+  if (ports.service == "0" || ports.control == "0") GTEST_SKIP() << "no IPv6 loopback (::1) here";
+  auto zero = node(ports, 0);
+  output_log log0{*zero};
+  ASSERT_TRUE(
+      log0.read_until("waiting for the launchers of 1 other node(s) on [::1]:" + ports.control))
+      << log0.text();
+  auto one = node(ports, 1);
+  output_log log1{*one};
+  log0.read_all();
+  log1.read_all();
+  EXPECT_EQ(exit_code(*zero), 0) << log0.text();
+  EXPECT_EQ(exit_code(*one), 0) << log1.text();
+  for (auto* log : {&log0, &log1}) {
+    EXPECT_EQ(log->count("coordinator=[::1]:" + ports.service + " external=1"), per_node)
+        << log->text();
+    EXPECT_TRUE(log->contains("lifeboat-launch: all 4 workers finished")) << log->text();
   }
 }
 

@@ -56,16 +56,6 @@ TEST(peer_tier_test, ranks_without_a_peer_tier_are_passed_over) {
   EXPECT_EQ(replica_holder({"h", "h"}, 2), std::nullopt);
 }
 
-TEST(peer_tier_test, host_and_port_are_split_and_checked) {
-  EXPECT_EQ(split_host_port("10.0.0.2:4000"),
-            std::make_pair(std::string{"10.0.0.2"}, uint16_t{4000}));
-  EXPECT_EQ(split_host_port("[::1]:80"), std::make_pair(std::string{"::1"}, uint16_t{80}));
-  EXPECT_FALSE(split_host_port("10.0.0.2"));
-  EXPECT_FALSE(split_host_port("10.0.0.2:0"));
-  EXPECT_FALSE(split_host_port("10.0.0.2:port"));
-  EXPECT_FALSE(split_host_port(":80"));
-}
-
 TEST(peer_tier_test, the_local_address_toward_loopback_is_loopback) {
   EXPECT_EQ(local_address_toward("127.0.0.1", 9), std::string{"127.0.0.1"});
   EXPECT_FALSE(local_address_toward("no-such-host.invalid", 9));
