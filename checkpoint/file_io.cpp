@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -171,9 +172,13 @@ caf::error make_dirs_durable(file_system& fs, const std::string& dir, mode_t mod
 }
 
 caf::error write_file_durably(file_system& fs, const std::string& dir, const std::string& name,
-                              const std::string& bytes, mode_t mode) {
+                              const std::string& bytes, mode_t mode, file_writers writers) {
+  static std::atomic<uint64_t> temp_files{0};
   auto path = join_path(dir, name);
   auto tmp = path + temp_suffix;
+  if (writers == file_writers::several)
+    tmp =
+        path + "." + std::to_string(::getpid()) + "-" + std::to_string(temp_files++) + temp_suffix;
   auto fd = open_file(fs, tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
   if (!fd) return std::move(fd.error());
   auto err = pwrite_all(fs, fd->get(), bytes.data(), bytes.size(), 0, tmp);

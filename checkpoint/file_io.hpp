@@ -88,11 +88,20 @@ caf::error make_dir_durable(file_system& fs, const std::string& dir,
 caf::error make_dirs_durable(file_system& fs, const std::string& dir,
                              mode_t mode = private_dir_mode);
 
-/// Writes `bytes` as `path`: to `path` + ".tmp", fsync, rename, fsync of the
-/// directory. A crash leaves either the old file (or none) or the whole new
-/// one; an error removes the ".tmp" file.
+/// Who may write one file at the same time: one writer, or several (the
+/// ranks of a host recording their job's memory directory at once).
+enum class file_writers { one, several };
+
+/// Writes `bytes` as `path`: to a temporary file beside it, fsync, rename,
+/// fsync of the directory. A crash leaves either the old file (or none) or
+/// the whole new one; an error removes the temporary file. With one writer
+/// the temporary file is `path` + ".tmp"; with several, each call has one of
+/// its own (`path` + ".<pid>-<n>.tmp"): writers that shared one would
+/// truncate each other's bytes and rename a file another is still writing,
+/// and the file could be empty for a moment. Then the last rename wins, whole.
 caf::error write_file_durably(file_system& fs, const std::string& dir, const std::string& name,
-                              const std::string& bytes, mode_t mode = private_file_mode);
+                              const std::string& bytes, mode_t mode = private_file_mode,
+                              file_writers writers = file_writers::one);
 
 /// Removes a directory tree (no symlinks are followed).
 caf::error remove_tree(const std::string& path);

@@ -84,9 +84,10 @@ caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::strin
   std::error_code ec;
   auto absolute = fs::absolute(checkpoint_dir, ec).lexically_normal().string();
   if (ec) return make_error(errc::io_error, "the absolute path of " + checkpoint_dir);
-  // A rename makes the record whole for any worker that reads it.
+  // A rename makes the record whole for any worker that reads it. Every rank
+  // of this host writes it as it starts.
   if (auto err = write_file_durably(*posix_file_system(), dir, owner_file_name, absolute,
-                                    private_file_mode))
+                                    private_file_mode, file_writers::several))
     return err;
   return remove_orphaned_memory_tiers_in(fs::path{dir}.parent_path().string(),
                                          fs::path{dir}.filename().string());

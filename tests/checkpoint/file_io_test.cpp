@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "messages/errors.hpp"
@@ -21,7 +24,66 @@ TEST(file_io, durable_write_replaces_the_file_and_leaves_no_temp) {
   ASSERT_FALSE(write_file_durably(posix(), dir.path(), "a", "first"));
   ASSERT_FALSE(write_file_durably(posix(), dir.path(), "a", "second"));
   EXPECT_EQ(read_file(dir.sub("a")), "second");
-  EXPECT_FALSE(exists(dir.sub("a.tmp")));
+  EXPECT_EQ(list_dir(dir.path()), std::vector<std::string>{"a"});
+}
+
+// The kernel's file system, but the first rename of a temporary file lets
+// another writer of the same file run whole first: what two ranks of one
+// host do when both write their job's record at once.
+class interleaving_file_system : public file_system {
+ public:
+  interleaving_file_system(std::string dir, file_writers writers)
+      : dir_(std::move(dir)), writers_(writers) {}
+
+  int open(const std::string& path, int flags, mode_t mode) override {
+    return posix().open(path, flags, mode);
+  }
+  ssize_t pwrite(int fd, const char* data, size_t size, off_t offset) override {
+    return posix().pwrite(fd, data, size, offset);
+  }
+  int fsync(int fd) override { return posix().fsync(fd); }
+  int rename(const std::string& from, const std::string& to) override {
+    if (!interleaved_) {
+      interleaved_ = true;
+      other_error_ = write_file_durably(*this, dir_, "record", "the other writer's bytes",
+                                        private_file_mode, writers_);
+    }
+    return posix().rename(from, to);
+  }
+  int mkdir(const std::string& path, mode_t mode) override { return posix().mkdir(path, mode); }
+  int unlink(const std::string& path) override { return posix().unlink(path); }
+  int fallocate(int fd, off_t length) override { return posix().fallocate(fd, length); }
+
+  const caf::error& other_error() const { return other_error_; }
+
+ private:
+  std::string dir_;
+  file_writers writers_;
+  bool interleaved_ = false;
+  caf::error other_error_;
+};
+
+TEST(file_io, several_writers_of_one_file_each_rename_a_whole_file_of_their_own) {
+  temp_dir dir;
+  interleaving_file_system fs{dir.path(), file_writers::several};
+  auto err = write_file_durably(fs, dir.path(), "record", "this writer's bytes", private_file_mode,
+                                file_writers::several);
+  EXPECT_FALSE(err) << describe(err);
+  EXPECT_FALSE(fs.other_error()) << describe(fs.other_error());
+  // This writer renamed last.
+  EXPECT_EQ(read_file(dir.sub("record")), "this writer's bytes");
+  EXPECT_EQ(list_dir(dir.path()), std::vector<std::string>{"record"});
+}
+
+// What several writers sharing "record.tmp" would do: the second truncates
+// and renames the first's file, whose rename then finds nothing.
+TEST(file_io, one_writers_temporary_file_is_not_for_several) {
+  temp_dir dir;
+  interleaving_file_system fs{dir.path(), file_writers::one};
+  auto err = write_file_durably(fs, dir.path(), "record", "this writer's bytes");
+  EXPECT_EQ(describe(err),
+            "io_error: rename " + dir.sub("record.tmp") + ": No such file or directory");
+  EXPECT_EQ(read_file(dir.sub("record")), "the other writer's bytes");
 }
 
 TEST(file_io, errors_name_the_operation_the_path_and_the_reason) {
