@@ -26,7 +26,9 @@
 #include "apps/command_line.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
+#include "platform/text_parse.hpp"
 
 namespace {
 
@@ -74,6 +76,9 @@ int main(int argc, char** argv) {
   app.add_flag("--tls", tls_flag,
                "TLS 1.3 on every connection (default: when --host is not a loopback address)");
   if (auto code = apps::parse_command_line(app, argc, argv)) return *code;
+  // An IPv6 address may come in brackets, as in LIFEBOAT_COORDINATOR.
+  if (cfg.host.size() > 2 && cfg.host.front() == '[' && cfg.host.back() == ']')
+    cfg.host = cfg.host.substr(1, cfg.host.size() - 2);
   // Workers on other hosts reach a service that binds beyond loopback.
   auto tls = read_tls_config(std::getenv, !is_loopback_host(cfg.host));
   if (!tls) {
@@ -101,7 +106,7 @@ int main(int argc, char** argv) {
     write_stderr_line(streamed(program, ": ", describe(service.error())));
     return EXIT_FAILURE;
   }
-  std::optional<status_endpoint_actor> endpoint;
+  std::optional<status_endpoint_actor> status_actor;
   // Only for the status page's row: this process has no launcher to tell.
   std::optional<preemption_watcher> watcher;
   if (status_flag->count() > 0) {
@@ -114,18 +119,19 @@ int main(int argc, char** argv) {
       caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
       return EXIT_FAILURE;
     }
-    endpoint = spawned->first;
+    status_actor = spawned->first;
   }
   // One write: the service's threads log meanwhile, and this is the line
   // that callers wait for.
-  write_stderr_line(streamed(program, ": listening on ", cfg.host, ":", service->second));
+  write_stderr_line(
+      streamed(program, ": listening on ", endpoint{cfg.host, service->second}.to_string()));
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
-  log(log_level::info, program, "stopping on signal ", signal);
-  if (endpoint) caf::anon_send_exit(*endpoint, caf::exit_reason::user_shutdown);
+  log(log_level::info, program, "stopping on ", signal_name(signal));
+  if (status_actor) caf::anon_send_exit(*status_actor, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);
-  endpoint.reset();
+  status_actor.reset();
   watcher.reset();
   service = caf::error{};
   return EXIT_SUCCESS;

@@ -13,6 +13,7 @@
 #include "tests/apps/status_client.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/loopback_port.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
@@ -118,6 +119,44 @@ TEST(lifeboat_coordinator, status_port_serves_the_workers_view) {
   auto exited = coordinator.wait_exit(deadline);
   ASSERT_TRUE(exited) << "lifeboat-coordinator hangs on SIGTERM";
   EXPECT_EQ(WEXITSTATUS(*exited), 0);
+}
+
+// --host with an IPv6 address, bare or in brackets as LIFEBOAT_COORDINATOR
+// has it: the service listens there, says where in brackets, and a worker
+// joins it; SIGTERM is named as it stops.
+TEST(lifeboat_coordinator, listens_on_an_ipv6_address_given_bare_or_in_brackets) {
+  if (unused_port(AF_INET6) == 0) GTEST_SKIP() << "no IPv6 loopback (::1) here";
+  for (std::string host : {"::1", "[::1]"}) {
+    child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                               "--world-size", "2", "--token", "t", "--host", host},
+                              true};
+    uint16_t port = 0;
+    while (auto line = coordinator.read_line(deadline)) {
+      const std::string marker = "lifeboat-coordinator: listening on [::1]:";
+      if (auto at = line->find(marker); at != std::string::npos) {
+        port = static_cast<uint16_t>(std::stoi(line->substr(at + marker.size())));
+        break;
+      }
+    }
+    ASSERT_NE(port, 0) << "--host " << host;
+    {
+      system_config cfg;
+      caf::actor_system sys{cfg};
+      auto acfg = rank_one_of_two(port);
+      acfg.host = "::1";
+      auto client = coordination_client::connect(sys, acfg);
+      ASSERT_TRUE(client) << "--host " << host << ": " << describe(client.error());
+      EXPECT_FALSE((*client)->insert("k", "v"));
+    }
+    coordinator.kill(SIGTERM);
+    bool named = false;
+    while (auto line = coordinator.read_line(deadline))
+      if (line->find("stopping on SIGTERM") != std::string::npos) named = true;
+    EXPECT_TRUE(named) << "--host " << host;
+    auto status = coordinator.wait_exit(deadline);
+    ASSERT_TRUE(status);
+    EXPECT_EQ(WEXITSTATUS(*status), 0);
+  }
 }
 
 TEST(lifeboat_coordinator, rejects_missing_flags) {
