@@ -77,8 +77,7 @@ int main(int argc, char** argv) {
                "TLS 1.3 on every connection (default: when --host is not a loopback address)");
   if (auto code = apps::parse_command_line(app, argc, argv)) return *code;
   // An IPv6 address may come in brackets, as in LIFEBOAT_COORDINATOR.
-  if (cfg.host.size() > 2 && cfg.host.front() == '[' && cfg.host.back() == ']')
-    cfg.host = cfg.host.substr(1, cfg.host.size() - 2);
+  cfg.host = without_brackets(cfg.host);
   // Workers on other hosts reach a service that binds beyond loopback.
   auto tls = read_tls_config(std::getenv, !is_loopback_host(cfg.host));
   if (!tls) {

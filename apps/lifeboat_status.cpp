@@ -20,6 +20,7 @@
 #include "messages/errors.hpp"
 #include "messages/status.pb.h"
 #include "platform/http_client.hpp"
+#include "platform/text_parse.hpp"
 
 namespace {
 
@@ -63,6 +64,7 @@ std::variant<options, int> parse_args(int argc, char** argv) {
       ->type_name("T")
       ->capture_default_str();
   if (auto code = lifeboat::apps::parse_command_line(app, argc, argv)) return *code;
+  out.host = lifeboat::without_brackets(out.host);
   return out;
 }
 
@@ -121,7 +123,7 @@ int main(int argc, char** argv) {
   auto parsed = parse_args(argc, argv);
   if (auto* code = std::get_if<int>(&parsed)) return *code;
   const auto& opts = std::get<options>(parsed);
-  auto url = "http://" + opts.host + ":" + std::to_string(opts.port) + status_path;
+  auto url = "http://" + lifeboat::endpoint{opts.host, opts.port}.to_string() + status_path;
   lifeboat::http_request request;
   request.host = opts.host;
   request.port = opts.port;

@@ -97,6 +97,12 @@ caf::expected<endpoint> parse_endpoint(std::string_view text, std::string_view w
   return result;
 }
 
+std::string without_brackets(std::string_view host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return std::string{host};
+}
+
 std::string_view trim(std::string_view text) {
   constexpr std::string_view space = " \t\r\n";
   auto first = text.find_first_not_of(space);

@@ -35,6 +35,10 @@ caf::expected<uint16_t> parse_port(std::string_view text, std::string_view what)
 caf::expected<endpoint> parse_endpoint(std::string_view text, std::string_view what,
                                        std::optional<uint16_t> default_port = std::nullopt);
 
+/// An address as a flag may give it: an IPv6 address in brackets ("[::1]")
+/// without them, anything else as it is.
+std::string without_brackets(std::string_view host);
+
 /// `text` without leading and trailing white space.
 std::string_view trim(std::string_view text);
 

@@ -45,6 +45,14 @@ TEST(text_parse, endpoints) {
     EXPECT_FALSE(parse_endpoint(bad, "E")) << bad;
 }
 
+TEST(text_parse, without_brackets_takes_an_ipv6_address_out_of_them) {
+  EXPECT_EQ(without_brackets("[::1]"), "::1");
+  EXPECT_EQ(without_brackets("::1"), "::1");
+  EXPECT_EQ(without_brackets("10.0.0.1"), "10.0.0.1");
+  EXPECT_EQ(without_brackets("[]"), "[]");
+  EXPECT_EQ(without_brackets("[::1"), "[::1");
+}
+
 TEST(text_parse, trim) {
   EXPECT_EQ(trim("  a b\n"), "a b");
   EXPECT_EQ(trim(" \t\n"), "");

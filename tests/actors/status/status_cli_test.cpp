@@ -5,6 +5,7 @@
 #include "tests/actors/status/status_endpoint_fixture.hpp"
 #include "tests/actors/status/status_test_support.hpp"
 #include "tests/support/build_tree.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace lifeboat {
 namespace {
@@ -57,6 +58,36 @@ TEST_F(status_cli_test, fails_clearly_when_nothing_answers) {
       std::string::npos)
       << run.err;
   EXPECT_EQ(run.out, "");
+}
+
+// An endpoint bound to ::1 (LIFEBOAT_STATUS_HOST), named bare or in brackets.
+class status_cli_ipv6_test : public test::status_endpoint_fixture {
+ protected:
+  void SetUp() override {
+    if (test::unused_port(AF_INET6) == 0) GTEST_SKIP() << "no IPv6 loopback (::1) here";
+    status_endpoint_config cfg;
+    cfg.host = "::1";
+    start(test::saving_cluster(), cfg);
+  }
+};
+
+TEST_F(status_cli_ipv6_test, an_ipv6_address_is_reached_bare_or_in_brackets) {
+  for (const char* host : {"::1", "[::1]"}) {
+    auto run = test::run_process({lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--host", host,
+                                  "--port", std::to_string(port_)},
+                                 cli_timeout);
+    EXPECT_EQ(run.exit_code, 0) << host << ": " << run.err;
+    EXPECT_NE(run.out.find("rank 0 of 2"), std::string::npos) << host << ": " << run.out;
+  }
+  // What it cannot reach it names as a URL does: the address in brackets.
+  auto closed = test::unused_port(AF_INET6);
+  auto run = test::run_process({lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--host", "::1",
+                                "--port", std::to_string(closed)},
+                               cli_timeout);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("cannot reach http://[::1]:" + std::to_string(closed) + "/status"),
+            std::string::npos)
+      << run.err;
 }
 
 TEST_F(status_cli_test, rejects_a_missing_port) {
