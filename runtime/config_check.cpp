@@ -1,5 +1,7 @@
 #include "runtime/config_check.hpp"
 
+#include <cmath>
+
 #include "messages/errors.hpp"
 #include "platform/signal_names.hpp"
 
@@ -17,7 +19,11 @@ caf::error check_config(const termination_config& config) {
     return bad("restart_code must be in 1..255 and not 3 (the failure code), got " +
                std::to_string(*config.restart_code));
   if (config.poll_interval.count() <= 0) return bad("poll_interval must be > 0");
-  if (config.safety_factor < 1.0) return bad("safety_factor must be >= 1");
+  // NaN passes every comparison and an infinity every lower bound; either
+  // would make the final save's schedule an undefined cast.
+  if (!std::isfinite(config.safety_factor) || config.safety_factor < 1.0)
+    return bad("safety_factor must be a finite number >= 1, got " +
+               std::to_string(config.safety_factor));
   if (config.max_to_keep < 1)
     return bad("max_to_keep must be >= 1, got " + std::to_string(config.max_to_keep));
   if (config.save_every_steps < 0) return bad("save_every_steps must be >= 0");

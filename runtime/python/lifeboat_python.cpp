@@ -24,6 +24,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,9 +41,16 @@ namespace {
 
 using seconds_d = std::chrono::duration<double>;
 
+// `seconds` of the setting `name` as a Duration. NaN, an infinity or a count
+// beyond what Duration holds is a ConfigError naming the setting: the cast
+// itself would be undefined, and came out as -9223372036854775808 ms.
 template <class Duration>
-Duration from_seconds(double s) {
-  return std::chrono::duration_cast<Duration>(seconds_d{s});
+Duration from_seconds(double seconds, const char* name) {
+  const double limit = std::chrono::duration_cast<seconds_d>(Duration::max()).count();
+  if (!std::isfinite(seconds) || std::abs(seconds) >= limit)
+    throw lifeboat::config_error(std::string{name} + " must be a finite number of seconds, got " +
+                                 py::str(py::float_(seconds)).cast<std::string>());
+  return std::chrono::duration_cast<Duration>(seconds_d{seconds});
 }
 
 // A Python callable that C++ may copy, call and drop on any thread.
@@ -71,6 +79,15 @@ class python_callable {
   std::shared_ptr<py::object> fn_;
 };
 
+// A callable given for `name`; anything else is a TypeError now rather than
+// an error on lifeboat's thread at the first save or notice.
+python_callable callable_for(const char* name, py::object fn) {
+  if (!PyCallable_Check(fn.ptr()))
+    throw py::type_error(std::string{name} + " must be callable, got " +
+                         py::str(py::type::of(fn).attr("__name__")).cast<std::string>());
+  return python_callable{std::move(fn)};
+}
+
 lifeboat::termination_config make_config(
     py::object termination_watcher_fn, py::object exit_fn, std::optional<double> grace_period,
     py::object save_fn, std::vector<std::string> signals,
@@ -79,28 +96,32 @@ lifeboat::termination_config make_config(
     double save_every_seconds, double heartbeat_timeout, std::optional<double> hang_timeout) {
   lifeboat::termination_config c;
   if (!termination_watcher_fn.is_none()) {
-    python_callable fn{termination_watcher_fn};
+    auto fn = callable_for("termination_watcher_fn", termination_watcher_fn);
     c.termination_watcher_fn = [fn] { return fn.call<bool>(); };
   }
   if (!exit_fn.is_none()) {
-    python_callable fn{exit_fn};
+    auto fn = callable_for("exit_fn", exit_fn);
     c.exit_fn = [fn] { fn(); };
   }
-  if (grace_period) c.grace_period = from_seconds<std::chrono::milliseconds>(*grace_period);
+  if (grace_period)
+    c.grace_period = from_seconds<std::chrono::milliseconds>(*grace_period, "grace_period");
   if (!save_fn.is_none()) {
-    python_callable fn{save_fn};
+    auto fn = callable_for("save_fn", save_fn);
     c.save_fn = [fn](int64_t step, const std::string& dir) { fn(step, dir); };
   }
   c.signals = std::move(signals);
   c.notice_sources = std::move(notice_sources);
   c.restart_code = restart_code;
-  c.poll_interval = from_seconds<std::chrono::milliseconds>(poll_interval);
+  c.poll_interval = from_seconds<std::chrono::milliseconds>(poll_interval, "poll_interval");
   c.safety_factor = safety_factor;
   c.max_to_keep = max_to_keep;
   c.save_every_steps = save_every_steps;
-  c.save_every_seconds = from_seconds<std::chrono::seconds>(save_every_seconds);
-  c.heartbeat_timeout = from_seconds<std::chrono::milliseconds>(heartbeat_timeout);
-  if (hang_timeout) c.hang_timeout = from_seconds<std::chrono::milliseconds>(*hang_timeout);
+  c.save_every_seconds =
+      from_seconds<std::chrono::seconds>(save_every_seconds, "save_every_seconds");
+  c.heartbeat_timeout =
+      from_seconds<std::chrono::milliseconds>(heartbeat_timeout, "heartbeat_timeout");
+  if (hang_timeout)
+    c.hang_timeout = from_seconds<std::chrono::milliseconds>(*hang_timeout, "hang_timeout");
   return c;
 }
 
@@ -292,8 +313,8 @@ PYBIND11_MODULE(_lifeboat, m) {
       .def(
           "add_callbacks",
           [](lifeboat::checkpoint_state& s, std::string name, py::object save, py::object restore) {
-            python_callable save_fn{save};
-            python_callable restore_fn{restore};
+            auto save_fn = callable_for("save", save);
+            auto restore_fn = callable_for("restore", restore);
             s.add_callbacks(
                 std::move(name), [save_fn] { return save_fn.call<std::string>(); },
                 [restore_fn](const std::string& bytes) {
@@ -343,7 +364,7 @@ PYBIND11_MODULE(_lifeboat, m) {
           [](python_handler& h, const std::string& name, double timeout) {
             auto& handler = h.get();
             py::gil_scoped_release unlocked;
-            handler.barrier(name, from_seconds<std::chrono::milliseconds>(timeout));
+            handler.barrier(name, from_seconds<std::chrono::milliseconds>(timeout, "timeout"));
           },
           py::arg("name"), py::arg("timeout"))
       .def(

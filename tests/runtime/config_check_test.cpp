@@ -3,6 +3,9 @@
 // through a worker process).
 #include "runtime/config_check.hpp"
 
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "messages/errors.hpp"
@@ -42,8 +45,12 @@ TEST(config_check, each_wrong_field_is_named_with_what_is_expected) {
         << code;
   EXPECT_NE(error_of([](auto& c) { c.poll_interval = 0ms; }).find("poll_interval must be > 0"),
             std::string::npos);
-  EXPECT_NE(error_of([](auto& c) { c.safety_factor = 0.5; }).find("safety_factor must be >= 1"),
-            std::string::npos);
+  for (double factor : {0.5, std::nan(""), std::numeric_limits<double>::infinity()})
+    EXPECT_NE(error_of([factor](auto& c) {
+                c.safety_factor = factor;
+              }).find("safety_factor must be a finite number >= 1, got "),
+              std::string::npos)
+        << factor;
   EXPECT_NE(error_of([](auto& c) { c.max_to_keep = 0; }).find("max_to_keep must be >= 1, got 0"),
             std::string::npos);
   EXPECT_NE(

@@ -157,6 +157,28 @@ class PythonBindingTest(scratch_case.ScratchCase):
             state.add_buffer("read-only", b"0123")
         state.add_buffer("contiguous", memoryview(bytearray(16))[4:12])
 
+    def test_a_duration_that_is_no_finite_number_of_seconds_is_a_config_error(self):
+        for value in (float("nan"), float("inf"), -float("inf"), 1e300):
+            for name in ("grace_period", "poll_interval", "save_every_seconds",
+                         "heartbeat_timeout", "hang_timeout"):
+                with self.assertRaisesRegex(lifeboat.ConfigError,
+                                            f"^{name} must be a finite number of seconds, got "):
+                    lifeboat.TerminationConfig(**{name: value})
+        with self.assertRaisesRegex(lifeboat.ConfigError, "safety_factor must be a finite number"):
+            lifeboat.PreemptionCheckpointHandler(
+                lifeboat.CheckpointState(), self.ckpt,
+                lifeboat.TerminationConfig(safety_factor=float("nan")))
+
+    def test_what_lifeboat_calls_later_must_be_callable_now(self):
+        for name in ("termination_watcher_fn", "exit_fn", "save_fn"):
+            with self.assertRaisesRegex(TypeError, f"^{name} must be callable, got int"):
+                lifeboat.TerminationConfig(**{name: 1})
+        state = lifeboat.CheckpointState()
+        with self.assertRaisesRegex(TypeError, "^save must be callable, got str"):
+            state.add_callbacks("c", "save", lambda b: None)
+        with self.assertRaisesRegex(TypeError, "^restore must be callable, got NoneType"):
+            state.add_callbacks("c", lambda: b"", None)
+
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
             self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))
