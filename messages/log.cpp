@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <utility>
 
 namespace lifeboat {
@@ -16,10 +15,12 @@ std::atomic<int> log_rank{-1};
 
 log_level initial_level() {
   const char* env = std::getenv("LIFEBOAT_LOG_LEVEL");
-  if (env == nullptr) return log_level::info;
-  if (std::strcmp(env, "debug") == 0) return log_level::debug;
-  if (std::strcmp(env, "warning") == 0) return log_level::warning;
-  if (std::strcmp(env, "error") == 0) return log_level::error;
+  if (env == nullptr || *env == '\0') return log_level::info;
+  if (auto level = parse_log_level(env)) return *level;
+  // A typo ("warn") must not pass for the default unseen. Written directly:
+  // log_line would ask for the level being decided here.
+  write_stderr_line(std::string{"lifeboat log: warning: LIFEBOAT_LOG_LEVEL='"} + env +
+                    "' is none of debug, info, warning, error: logging at info");
   return log_level::info;
 }
 
@@ -49,6 +50,14 @@ void set_log_rank(int rank) { log_rank = rank; }
 void name_this_thread(const char* name) { ::pthread_setname_np(::pthread_self(), name); }
 
 void set_log_level(log_level level) { min_level() = level; }
+
+std::optional<log_level> parse_log_level(std::string_view name) {
+  if (name == "debug") return log_level::debug;
+  if (name == "info") return log_level::info;
+  if (name == "warning") return log_level::warning;
+  if (name == "error") return log_level::error;
+  return std::nullopt;
+}
 
 bool log_enabled(log_level level) { return level >= min_level().load(); }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <charconv>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -18,8 +19,13 @@ void set_log_rank(int rank);
 void name_this_thread(const char* name);
 
 /// Sets the lowest level written; LIFEBOAT_LOG_LEVEL (debug|info|warning|error)
-/// overrides the default of `info` at start-up.
+/// overrides the default of `info` at start-up. Any other value leaves it at
+/// `info` and says so in one warning line, at the first line logged.
 void set_log_level(log_level level);
+
+/// The level that `name` (debug, info, warning, error) names; none for
+/// anything else.
+std::optional<log_level> parse_log_level(std::string_view name);
 
 /// Whether a line of `level` is written at all.
 bool log_enabled(log_level level);

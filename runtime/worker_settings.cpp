@@ -4,6 +4,7 @@
 
 #include "actors/coordination/progress_tracker.hpp"
 #include "messages/errors.hpp"
+#include "messages/log.hpp"
 #include "platform/host_resolver.hpp"
 #include "platform/notice_source.hpp"
 #include "platform/signal_names.hpp"
@@ -18,6 +19,7 @@ constexpr const char* status_port_variable = "LIFEBOAT_STATUS_PORT";
 constexpr const char* status_host_variable = "LIFEBOAT_STATUS_HOST";
 constexpr const char* hang_timeout_variable = "LIFEBOAT_HANG_TIMEOUT";
 constexpr const char* local_dir_variable = "LIFEBOAT_LOCAL_DIR";
+constexpr const char* log_level_variable = "LIFEBOAT_LOG_LEVEL";
 constexpr int64_t max_port = 65535;
 // LIFEBOAT_HANG_TIMEOUT at most (a week): beyond, it is a mistake.
 constexpr double max_hang_timeout_s = 7 * 86400;
@@ -78,12 +80,12 @@ caf::expected<worker_settings> resolve_worker_settings(const termination_config&
                             "': expected an IPv4 or IPv6 address to bind the status endpoint to");
     out.status_host = host;
   }
-  if (auto* local = env_value(env, local_dir_variable)) {
-    if (*local == '\0')
-      return make_error(errc::invalid_config, std::string{local_dir_variable} +
-                                                  " is empty: expected a directory, or 'off'");
-    out.local_dir = local;
-  }
+  if (auto* local = env_value(env, local_dir_variable)) out.local_dir = local;
+  // messages/log reads it for itself (a typo there logs at info and says so);
+  // a worker refuses it with the rest of its environment.
+  if (auto* level = env_value(env, log_level_variable); level && !parse_log_level(level))
+    return make_error(errc::invalid_config, std::string{log_level_variable} + "='" + level +
+                                                "': expected debug, info, warning or error");
   auto hang = hang_timeout_ms(config, env);
   if (!hang) return hang.error();
   out.hang_timeout_ms = *hang;

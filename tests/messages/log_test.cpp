@@ -97,6 +97,15 @@ TEST(log, drops_lines_below_the_level_unformatted) {
   EXPECT_TRUE(log_enabled(log_level::info));
 }
 
+TEST(log, a_level_is_named_exactly_and_anything_else_names_none) {
+  EXPECT_EQ(parse_log_level("debug"), log_level::debug);
+  EXPECT_EQ(parse_log_level("info"), log_level::info);
+  EXPECT_EQ(parse_log_level("warning"), log_level::warning);
+  EXPECT_EQ(parse_log_level("error"), log_level::error);
+  for (auto name : {"warn", "DEBUG", "loud", "", " info", "info "})
+    EXPECT_EQ(parse_log_level(name), std::nullopt) << "'" << name << "'";
+}
+
 TEST(log, names_the_calling_thread_only) {
   char main_name[16] = {};
   ASSERT_EQ(::pthread_getname_np(::pthread_self(), main_name, sizeof(main_name)), 0);

@@ -150,6 +150,30 @@ TEST_F(worker_settings_test, the_status_host_is_a_numeric_address) {
   EXPECT_NE(refusal().find("LIFEBOAT_STATUS_HOST='localhost:80'"), std::string::npos);
 }
 
+TEST_F(worker_settings_test, the_log_level_is_one_of_four_names) {
+  for (auto level : {"debug", "info", "warning", "error", ""}) {
+    env_["LIFEBOAT_LOG_LEVEL"] = level;
+    auto settings = resolve();
+    EXPECT_TRUE(settings) << level << ": " << describe(settings.error());
+  }
+  env_["LIFEBOAT_LOG_LEVEL"] = "warn";
+  EXPECT_NE(refusal().find("LIFEBOAT_LOG_LEVEL='warn': expected debug, info, warning or error"),
+            std::string::npos);
+}
+
+// An empty variable is an unset one, here as for every variable: the default
+// memory tier.
+TEST_F(worker_settings_test, the_local_dir_is_taken_as_given_and_empty_is_unset) {
+  env_["LIFEBOAT_LOCAL_DIR"] = "/run/lifeboat";
+  auto given = resolve();
+  ASSERT_TRUE(given) << describe(given.error());
+  EXPECT_EQ(given->local_dir, "/run/lifeboat");
+  env_["LIFEBOAT_LOCAL_DIR"] = "";
+  auto empty = resolve();
+  ASSERT_TRUE(empty) << describe(empty.error());
+  EXPECT_EQ(empty->local_dir, std::nullopt);
+}
+
 TEST_F(worker_settings_test,
        the_hang_timeout_comes_from_the_config_the_environment_or_is_adaptive) {
   auto adaptive = resolve();
