@@ -1,6 +1,7 @@
 #include "platform/text_parse.hpp"
 
 #include <charconv>
+#include <cstdio>
 
 #include "messages/errors.hpp"
 
@@ -42,7 +43,10 @@ caf::expected<int64_t> parse_integer(std::string_view text, std::string_view wha
 
 caf::expected<int64_t> parse_seconds_as_ms(std::string_view text, std::string_view what,
                                            double max_seconds) {
-  auto expectation = ": expected seconds in [0, " + std::to_string(max_seconds) + "]";
+  // %g: "604800", not std::to_string's "604800.000000".
+  char bound[32];
+  std::snprintf(bound, sizeof(bound), "%g", max_seconds);
+  auto expectation = ": expected seconds in [0, " + std::string{bound} + "]";
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || !(value >= 0) ||
@@ -91,8 +95,9 @@ caf::expected<endpoint> parse_endpoint(std::string_view text, std::string_view w
     result.port = *default_port;
     return result;
   }
+  // The whole text is named, not the port alone ("LIFEBOAT_COORDINATOR='0'").
   auto port = parse_port(port_text, what);
-  if (!port) return port.error();
+  if (!port) return bad("a port in [1, 65535]");
   result.port = *port;
   return result;
 }

@@ -197,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
                      {{"LIFEBOAT_RANK", "0"},
                       {"LIFEBOAT_WORLD_SIZE", "2"},
                       {"LIFEBOAT_COORDINATOR", "h:70000"}},
-                     {"LIFEBOAT_COORDINATOR='70000'", "out of range"}},
+                     {"LIFEBOAT_COORDINATOR='h:70000'", "a port in [1, 65535]"}},
         invalid_case{"coordinator_without_port",
                      {{"LIFEBOAT_RANK", "0"},
                       {"LIFEBOAT_WORLD_SIZE", "2"},

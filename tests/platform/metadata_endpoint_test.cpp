@@ -28,7 +28,7 @@ TEST(metadata_endpoint, malformed_value_names_the_variable) {
   std::map<std::string, std::string> table{{"A", "h:0"}};
   auto where = metadata_endpoint(testing::table_env(table), {"A"}, "fallback");
   ASSERT_FALSE(where);
-  EXPECT_NE(describe(where.error()).find("A='0'"), std::string::npos) << describe(where.error());
+  EXPECT_NE(describe(where.error()).find("A='h:0'"), std::string::npos) << describe(where.error());
 }
 
 TEST(metadata_endpoint, time_left_is_never_negative) {

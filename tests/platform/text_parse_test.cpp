@@ -27,6 +27,10 @@ TEST(text_parse, seconds_are_whole_numbers_in_range_in_milliseconds) {
     ASSERT_FALSE(value) << bad;
     EXPECT_NE(describe(value.error()).find(std::string{"S='"} + bad + "'"), std::string::npos);
   }
+  EXPECT_EQ(describe(parse_seconds_as_ms("61", "S", 60).error()),
+            "invalid_config: S='61': expected seconds in [0, 60]");
+  EXPECT_NE(describe(parse_seconds_as_ms("9", "S", 0.5).error()).find("in [0, 0.5]"),
+            std::string::npos);
 }
 
 TEST(text_parse, ports) {
@@ -43,6 +47,11 @@ TEST(text_parse, endpoints) {
   EXPECT_EQ(parse_endpoint("[fe80::1]", "E", 80)->to_string(), "[fe80::1]:80");
   for (auto bad : {"h", ":1", "h:x", "::1:8", "[::1", "[::1]x"})
     EXPECT_FALSE(parse_endpoint(bad, "E")) << bad;
+  // A bad port names the whole text, not the port alone.
+  for (auto bad : {"h:0", "[::1]:0", "h:65536", "h:x"})
+    EXPECT_EQ(
+        describe(parse_endpoint(bad, "E").error()),
+        std::string{"invalid_config: E='"} + bad + "': expected host:port (a port in [1, 65535])");
 }
 
 TEST(text_parse, without_brackets_takes_an_ipv6_address_out_of_them) {
