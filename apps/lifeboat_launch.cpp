@@ -26,6 +26,7 @@
 // when every worker exited 0.
 
 #include <fcntl.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -240,7 +241,12 @@ int main(int argc, char** argv) {
   std::vector<lifeboat::apps::link_ptr> links;
   lifeboat::apps::link_ptr link_to_zero;
   if (opts.multi_node()) {
-    auto until = clock_type::now() + node_wait_bound;
+    // A SIGTERM or SIGINT (blocked, so pending) ends the wait: a job cancelled
+    // while one node never came would otherwise wait out the bound, and be
+    // killed by its scheduler in the middle of it.
+    auto stop_signals = lifeboat::signal_set({SIGTERM, SIGINT});
+    int stop_fd = ::signalfd(-1, &stop_signals, SFD_CLOEXEC);
+    lifeboat::apps::node_wait wait{clock_type::now() + node_wait_bound, stop_fd};
     std::variant<std::vector<lifeboat::apps::link_ptr>, std::string> accepted;
     std::variant<lifeboat::apps::link_ptr, std::string> connected;
     std::string error;
@@ -249,12 +255,12 @@ int main(int argc, char** argv) {
       if (listener) {
         say("waiting for the launchers of " + std::to_string(opts.nnodes - 1) +
             " other node(s) on " + where(opts.host, opts.control_port));
-        accepted = listener->accept_nodes(token, opts.nnodes, until, control_tls);
+        accepted = listener->accept_nodes(token, opts.nnodes, wait, control_tls);
         if (auto* e = std::get_if<std::string>(&accepted)) error = *e;
       }
     } else {
       connected = lifeboat::apps::connect_to_node_zero(
-          opts.host, opts.control_port, token, opts.node_rank, opts.nnodes, until,
+          opts.host, opts.control_port, token, opts.node_rank, opts.nnodes, wait,
           [&] {
             say("waiting for node 0's launcher at " + where(opts.host, opts.control_port) +
                 " (at most " + std::to_string(node_wait_bound.count()) + " s)");
@@ -262,11 +268,25 @@ int main(int argc, char** argv) {
           control_tls);
       if (auto* e = std::get_if<std::string>(&connected)) error = *e;
     }
+    auto code = failure_exit_code;
+    if (error == lifeboat::apps::wait_interrupted) {
+      // As a signal that ends the workers before they saved: a SIGTERM
+      // leaves the latest checkpoint standing and asks for the restart code;
+      // a SIGINT is the user's stop.
+      signalfd_siginfo info{};
+      auto signo = ::read(stop_fd, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))
+                       ? static_cast<int>(info.ssi_signo)
+                       : SIGTERM;
+      error = "stopped by " + lifeboat::signal_name(signo) +
+              " while waiting for the other launchers: no worker started";
+      code = signo == SIGTERM ? opts.restart_code : failure_exit_code;
+    }
+    if (stop_fd >= 0) ::close(stop_fd);
     if (!error.empty()) {
       say(error);
       lifeboat::stop_status_endpoint(status_endpoint);
       stop_service();
-      return failure_exit_code;
+      return code;
     }
     if (hosts_service)
       links = std::move(std::get<0>(accepted));

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
-#include <thread>
 
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/tls_config.hpp"
@@ -77,6 +76,12 @@ addrinfo* resolve(const std::string& host, uint16_t port, bool passive, std::str
   auto rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &out);
   if (rc != 0) error = "cannot resolve " + host + ": " + ::gai_strerror(rc);
   return rc == 0 ? out : nullptr;
+}
+
+// Whether `fd` (-1: none, which poll skips) becomes readable within `bound`.
+bool readable_within(int fd, std::chrono::milliseconds bound) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(bound.count())) > 0 && p.revents != 0;
 }
 
 void tune(int fd) {
@@ -219,9 +224,10 @@ link_clock::time_point node_link::next_keep_alive() const {
 
 std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
                                                          const std::string& token, int node_rank,
-                                                         int nnodes, link_clock::time_point until,
+                                                         int nnodes, node_wait wait,
                                                          const std::function<void()>& on_wait,
                                                          const std::shared_ptr<tls_context>& tls) {
+  auto until = wait.until;
   std::string error;
   auto* addresses = resolve(host, port, false, error);
   if (addresses == nullptr) return error;
@@ -240,7 +246,10 @@ std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host
     // Node 0's launcher may simply not have started yet: say so once, retry.
     if (!waited) on_wait();
     waited = true;
-    std::this_thread::sleep_for(connect_retry_interval);
+    if (readable_within(wait.interrupt_fd, connect_retry_interval)) {
+      ::freeaddrinfo(addresses);
+      return std::string{wait_interrupted};
+    }
   }
   ::freeaddrinfo(addresses);
   auto channel = session_for(tls, host);
@@ -303,8 +312,7 @@ uint16_t node_listener::port() const {
 }
 
 std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
-    const std::string& token, int nnodes, link_clock::time_point until,
-    const std::shared_ptr<tls_context>& tls) {
+    const std::string& token, int nnodes, node_wait wait, const std::shared_ptr<tls_context>& tls) {
   std::vector<link_ptr> links(static_cast<size_t>(nnodes));
   auto missing = [&] {
     std::string out;
@@ -313,10 +321,12 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
     return out;
   };
   for (auto joined = 0; joined < nnodes - 1;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - link_clock::now());
-    pollfd p{fd_, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0)
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(wait.until - link_clock::now());
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wait.interrupt_fd, POLLIN, 0}};
+    if (left.count() <= 0 || ::poll(p, 2, static_cast<int>(left.count())) == 0)
       return "the launchers of node(s) " + missing() + " did not connect in time";
+    if (p[1].revents != 0) return std::string{wait_interrupted};
     auto fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     auto channel = session_for(tls);

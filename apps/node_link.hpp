@@ -80,15 +80,26 @@ class node_link {
 
 using link_ptr = std::unique_ptr<node_link>;
 
+/// How long the launchers wait for one another before any worker starts, and
+/// what ends the wait early: a descriptor that becomes readable (the
+/// launcher's signalfd of SIGTERM and SIGINT; -1: none), which the wait does
+/// not read. An ended wait is the error wait_interrupted.
+struct node_wait {
+  link_clock::time_point until;
+  int interrupt_fd = -1;
+};
+
+constexpr const char* wait_interrupted = "the wait for the other launchers was interrupted";
+
 /// Node K (K > 0): connects to node 0's launcher at host:port, retrying until
-/// `until` (calling `on_wait` once when the first attempt fails), proves that
-/// it holds `token` and checks that node 0 does too. With `tls` (a client
-/// context; null: clear text) the link is TLS 1.3 from its first byte, and
-/// a node 0 without it (or with another key) is an error within the
+/// `wait.until` (calling `on_wait` once when the first attempt fails), proves
+/// that it holds `token` and checks that node 0 does too. With `tls` (a
+/// client context; null: clear text) the link is TLS 1.3 from its first byte,
+/// and a node 0 without it (or with another key) is an error within the
 /// handshake bound. The link or an error.
 std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
                                                          const std::string& token, int node_rank,
-                                                         int nnodes, link_clock::time_point until,
+                                                         int nnodes, node_wait wait,
                                                          const std::function<void()>& on_wait,
                                                          const std::shared_ptr<tls_context>& tls);
 
@@ -103,12 +114,12 @@ class node_listener {
   node_listener& operator=(const node_listener&) = delete;
 
   /// Accepts launchers until nodes 1 .. nnodes-1 each hold the token and
-  /// joined, or `until` passes (an error naming the missing nodes). Refused
-  /// peers (wrong token, node rank, node count, a failed TLS handshake with
-  /// `tls`, a server context) are logged and closed. Returns the links by
-  /// node rank (index 0 empty).
+  /// joined, or `wait.until` passes (an error naming the missing nodes).
+  /// Refused peers (wrong token, node rank, node count, a failed TLS
+  /// handshake with `tls`, a server context) are logged and closed. Returns
+  /// the links by node rank (index 0 empty).
   std::variant<std::vector<link_ptr>, std::string> accept_nodes(
-      const std::string& token, int nnodes, link_clock::time_point until,
+      const std::string& token, int nnodes, node_wait wait,
       const std::shared_ptr<tls_context>& tls);
 
   /// The port it listens on (the one asked for, or the one picked for 0).

@@ -113,6 +113,33 @@ TEST(multi_node_flags_test, a_launcher_started_before_node_zero_waits_for_it) {
   EXPECT_EQ(log1.count("worker rank="), per_node) << log1.text();
 }
 
+// A SIGTERM or SIGINT while the launchers wait for one another ends the wait
+// at once (it is bounded by 120 s otherwise): a SIGTERM with the restart
+// code, as for workers stopped before they saved; a SIGINT with 3.
+TEST(multi_node_flags_test, a_signal_ends_the_wait_for_the_other_launchers) {
+  job_ports ports;
+  auto zero = node(ports, 0);
+  output_log log0{*zero};
+  ASSERT_TRUE(log0.read_until("waiting for the launchers of 1 other node(s)")) << log0.text();
+  zero->kill(SIGTERM);
+  log0.read_all();
+  EXPECT_EQ(exit_code(*zero), 42) << log0.text();
+  EXPECT_TRUE(
+      log0.contains("lifeboat-launch: stopped by SIGTERM while waiting for the other "
+                    "launchers: no worker started"))
+      << log0.text();
+  auto one = node(ports, 1);
+  output_log log1{*one};
+  ASSERT_TRUE(log1.read_until("waiting for node 0's launcher at 127.0.0.1:" + ports.control))
+      << log1.text();
+  one->kill(SIGINT);
+  log1.read_all();
+  EXPECT_EQ(exit_code(*one), failure_exit_code) << log1.text();
+  EXPECT_TRUE(log1.contains("stopped by SIGINT while waiting for the other launchers"))
+      << log1.text();
+  EXPECT_FALSE(log1.contains("worker rank=")) << log1.text();
+}
+
 TEST(multi_node_flags_test, a_multi_node_launcher_without_the_token_exits_2) {
   job_ports ports;
   auto zero = node(ports, 0, "");

@@ -6,6 +6,8 @@
 // error within the handshake bound, never a link.
 #include "apps/node_link.hpp"
 
+#include <unistd.h>
+
 #include <future>
 #include <thread>
 
@@ -51,7 +53,7 @@ class node_zero {
     listener_ = node_listener::listen("127.0.0.1", 0, error);
     if (!listener_) return;
     result_ = std::async(std::launch::async, [this, tls, bound] {
-      return listener_->accept_nodes(token, nnodes, link_clock::now() + bound, tls);
+      return listener_->accept_nodes(token, nnodes, node_wait{link_clock::now() + bound}, tls);
     });
   }
 
@@ -67,7 +69,8 @@ class node_zero {
 connected connect(uint16_t port, const std::shared_ptr<tls_context>& tls,
                   const std::string& key_token = token) {
   return connect_to_node_zero(
-      "127.0.0.1", port, key_token, 1, nnodes, link_clock::now() + connect_bound, [] {}, tls);
+      "127.0.0.1", port, key_token, 1, nnodes, node_wait{link_clock::now() + connect_bound}, [] {},
+      tls);
 }
 
 // Reads from `link` until a line arrives or the bound passes.
@@ -215,6 +218,59 @@ TEST(node_link_test, with_tls_a_launcher_of_another_token_gets_no_link) {
       << why;
   EXPECT_NE(why.find("LIFEBOAT_CLUSTER_TOKEN"), std::string::npos) << why;
   EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+}
+
+// A readable descriptor ends either wait at once, long before its bound: the
+// launcher's signalfd when a SIGTERM or SIGINT arrives.
+class interrupted_wait : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(::pipe(fds_), 0); }
+  void TearDown() override {
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+
+  // The descriptor readable before the wait starts: a signal that came first.
+  void interrupt() {
+    char byte = 1;
+    ASSERT_EQ(::write(fds_[1], &byte, 1), 1);
+  }
+
+  node_wait long_wait() const { return node_wait{link_clock::now() + 60s, fds_[0]}; }
+
+  int fds_[2] = {-1, -1};
+};
+
+TEST_F(interrupted_wait, ends_node_zeros_wait_for_the_other_launchers) {
+  std::string error;
+  auto listener = node_listener::listen("127.0.0.1", 0, error);
+  ASSERT_TRUE(listener) << error;
+  auto started = link_clock::now();
+  interrupt();
+  auto result = listener->accept_nodes(token, nnodes, long_wait(), nullptr);
+  ASSERT_TRUE(std::holds_alternative<std::string>(result));
+  EXPECT_EQ(std::get<std::string>(result), wait_interrupted);
+  EXPECT_LT(link_clock::now() - started, 10s);
+}
+
+TEST_F(interrupted_wait, ends_a_launchers_wait_for_node_zero) {
+  // Nothing listens there: the launcher retries until the wait ends.
+  std::string error;
+  uint16_t closed = 0;
+  {
+    auto probe = node_listener::listen("127.0.0.1", 0, error);
+    ASSERT_TRUE(probe) << error;
+    closed = probe->port();
+  }
+  auto started = link_clock::now();
+  int waits = 0;
+  interrupt();
+  auto result = connect_to_node_zero(
+      "127.0.0.1", closed, token, 1, nnodes, long_wait(), [&] { ++waits; }, nullptr);
+  ASSERT_TRUE(std::holds_alternative<std::string>(result));
+  EXPECT_EQ(std::get<std::string>(result), wait_interrupted);
+  EXPECT_EQ(waits, 1);
+  EXPECT_LT(link_clock::now() - started, 10s);
 }
 
 }  // namespace
