@@ -12,6 +12,7 @@
 
 #include "messages/errors.hpp"
 #include "platform/host_resolver.hpp"
+#include "platform/text_parse.hpp"
 
 namespace lifeboat {
 
@@ -34,7 +35,7 @@ struct exchange {
 
 caf::error transport_error(const http_request& request, std::chrono::milliseconds timeout,
                            const exchange& result) {
-  auto where = request.method + " " + request.host + ":" + std::to_string(request.port) +
+  auto where = request.method + " " + endpoint{request.host, request.port}.to_string() +
                request.target + ": ";
   if (!result.finished || result.error == beast::error::timeout ||
       result.error == asio::error::operation_aborted)
@@ -55,7 +56,8 @@ std::optional<std::string> http_response::header(std::string_view name) const {
 caf::expected<http_response> http_send(const http_request& request,
                                        std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto where = request.host + ":" + std::to_string(request.port);
+  // Also the Host header, which names an IPv6 address in brackets (RFC 9110).
+  auto where = endpoint{request.host, request.port}.to_string();
   auto addresses = resolve_host(request.host, timeout);
   if (!addresses)
     return make_error(static_cast<errc>(addresses.error().code()),

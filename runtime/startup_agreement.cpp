@@ -74,8 +74,9 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
     service_cfg.tls = cfg.tls;
     auto service = spawn_coordination_service(sys, service_cfg);
     if (!service)
-      fail_config("cannot host the coordination service at " + service_cfg.host + ":" +
-                  std::to_string(service_cfg.port) + ": " + describe(service.error()));
+      fail_config("cannot host the coordination service at " +
+                  endpoint{service_cfg.host, service_cfg.port}.to_string() + ": " +
+                  describe(service.error()));
     actors.adopt_service(service->first);
     cluster.coordinator_port = service->second;
   }
@@ -116,8 +117,8 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   if (!client && client.error() == make_error(errc::peer_lost))
     throw peer_error(-1, describe(client.error()), true);
   if (!client)
-    fail_config("cannot join the coordination service at " + agent.host + ":" +
-                std::to_string(agent.port) + ": " + describe(client.error()));
+    fail_config("cannot join the coordination service at " +
+                endpoint{agent.host, agent.port}.to_string() + ": " + describe(client.error()));
   actors.adopt_client(std::move(*client));
   // The coordinator's status page shows every rank's part in a decision.
   decision_recorder::process().configure(cluster.rank, agent.incarnation,

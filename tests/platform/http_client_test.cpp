@@ -1,5 +1,11 @@
 #include "platform/http_client.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "messages/errors.hpp"
@@ -86,6 +92,41 @@ TEST(http_client, garbage_reply_is_unavailable) {
   auto reply = http_send(to_mock(mock, "GET", "/computeMetadata/v1/instance/hostname"), 5s);
   ASSERT_FALSE(reply);
   EXPECT_EQ(reply.error(), make_error(errc::unavailable)) << describe(reply.error());
+}
+
+// An IPv6 address goes into the Host header and into errors in brackets:
+// "Host: ::1:80" is no valid header (RFC 9110), and "::1:80" no address.
+TEST(http_client, an_ipv6_host_is_named_in_brackets) {
+  test::held_port listener{AF_INET6};
+  if (listener.port() == 0) GTEST_SKIP() << "no IPv6 loopback (::1) here";
+  http_request request;
+  request.host = "::1";
+  request.port = listener.port();
+  auto reply = std::async(std::launch::async, [&] { return http_send(request, 5s); });
+  int conn = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(conn, 0);
+  std::string head;
+  char buf[512];
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    auto n = ::recv(conn, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    head.append(buf, static_cast<size_t>(n));
+  }
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  EXPECT_EQ(::send(conn, ok.data(), ok.size(), MSG_NOSIGNAL), static_cast<ssize_t>(ok.size()));
+  ::close(conn);
+  auto answer = reply.get();
+  ASSERT_TRUE(answer) << describe(answer.error());
+  EXPECT_EQ(answer->body, "ok");
+  EXPECT_NE(head.find("\r\nHost: [::1]:" + std::to_string(listener.port()) + "\r\n"),
+            std::string::npos)
+      << head;
+  request.port = test::unused_port(AF_INET6);
+  auto refused = http_send(request, 5s);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(describe(refused.error()).find("[::1]:" + std::to_string(request.port)),
+            std::string::npos)
+      << describe(refused.error());
 }
 
 TEST(http_client, unknown_method_is_invalid_argument) {
