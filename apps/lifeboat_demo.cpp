@@ -179,7 +179,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "lifeboat-demo: configuration error: %s\n", e.what());
     return usage_exit_code;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "lifeboat-demo: rank=%d error: %s\n", rank, e.what());
+    // Before the handler knows the rank (the state's memory, the join) there is none to name.
+    if (rank < 0)
+      std::fprintf(stderr, "lifeboat-demo: error: %s\n", e.what());
+    else
+      std::fprintf(stderr, "lifeboat-demo: rank=%d error: %s\n", rank, e.what());
     return failure_exit_code;
   }
 }
