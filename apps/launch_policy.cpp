@@ -14,6 +14,12 @@ bool ended_normally(const worker_exit& e, int restart_code) {
 
 void say(const std::string& line) { write_stderr_line("lifeboat-launch: " + line); }
 
+int stopped_before_the_start(int signo, int restart_code) {
+  say("stopped by " + signal_name(signo) +
+      " while waiting for the other launchers: no worker started");
+  return signo == SIGTERM ? restart_code : failure_exit_code;
+}
+
 generation_result classify_generation(const std::vector<worker_exit>& exits, int restart_code,
                                       const std::function<std::string()>& failure_origin) {
   generation_result out;

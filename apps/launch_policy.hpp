@@ -32,6 +32,12 @@ bool ended_normally(const worker_exit& e, int restart_code);
 /// one of ours.
 void say(const std::string& line);
 
+/// A launcher that `signo` stopped before any worker started (while the
+/// launchers of a multi-node job waited for one another): says so and
+/// returns its exit code, as for workers stopped before they saved: the
+/// restart code after a SIGTERM, the failure code after anything else.
+int stopped_before_the_start(int signo, int restart_code);
+
 /// What one generation of workers came to.
 enum class outcome { finished, preempted, failed };
 

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -268,25 +269,22 @@ int main(int argc, char** argv) {
           control_tls);
       if (auto* e = std::get_if<std::string>(&connected)) error = *e;
     }
-    auto code = failure_exit_code;
+    std::optional<int> code;
     if (error == lifeboat::apps::wait_interrupted) {
-      // As a signal that ends the workers before they saved: a SIGTERM
-      // leaves the latest checkpoint standing and asks for the restart code;
-      // a SIGINT is the user's stop.
       signalfd_siginfo info{};
       auto signo = ::read(stop_fd, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))
                        ? static_cast<int>(info.ssi_signo)
                        : SIGTERM;
-      error = "stopped by " + lifeboat::signal_name(signo) +
-              " while waiting for the other launchers: no worker started";
-      code = signo == SIGTERM ? opts.restart_code : failure_exit_code;
+      code = lifeboat::apps::stopped_before_the_start(signo, opts.restart_code);
+    } else if (!error.empty()) {
+      say(error);
+      code = failure_exit_code;
     }
     if (stop_fd >= 0) ::close(stop_fd);
-    if (!error.empty()) {
-      say(error);
+    if (code) {
       lifeboat::stop_status_endpoint(status_endpoint);
       stop_service();
-      return code;
+      return *code;
     }
     if (hosts_service)
       links = std::move(std::get<0>(accepted));

@@ -222,10 +222,16 @@ int run_other_node(const node_context& ctx, node_link& link) {
   child_events children;
   auto deadline = no_deadline;
   int generation = -1;
+  bool started = false;
   for (;;) {
     auto until = link.next_keep_alive();
     if (!ctx.group.empty()) until = std::min(until, deadline);
     children.wait({&link}, until);
+    // A signal before the first start (node 0 still waits for other nodes)
+    // has no worker to reach: this launcher ends, as node 0's would, and
+    // node 0 sees its place open again. Noticed within a heartbeat interval.
+    if (!started && ctx.received_signal != 0)
+      return stopped_before_the_start(ctx.received_signal, opts.restart_code);
     std::vector<worker_exit> exits;
     while (auto e = ctx.group.wait_any(link_clock::now())) exits.push_back(*e);
     if (link_clock::now() >= deadline)
@@ -253,6 +259,7 @@ int run_other_node(const node_context& ctx, node_link& link) {
       } else if (std::sscanf(line.c_str(), "start %d", &value) == 1) {
         deadline = no_deadline;
         generation = value;
+        started = true;
         if (auto error = ctx.group.start(opts.nproc, value)) {
           say(*error);
           ctx.group.wait_all(link_clock::now());

@@ -321,12 +321,32 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
     return out;
   };
   for (auto joined = 0; joined < nnodes - 1;) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(wait.until - link_clock::now());
-    pollfd p[2] = {{fd_, POLLIN, 0}, {wait.interrupt_fd, POLLIN, 0}};
-    if (left.count() <= 0 || ::poll(p, 2, static_cast<int>(left.count())) == 0)
+    if (link_clock::now() >= wait.until)
       return "the launchers of node(s) " + missing() + " did not connect in time";
-    if (p[1].revents != 0) return std::string{wait_interrupted};
+    // The launchers that joined wait for the others as well: they hear node
+    // 0's heartbeats meanwhile (else each gave node 0 up after the link's
+    // silence bound, 30 s, while node 0 waits up to the whole bound), and one
+    // that leaves frees its place for its node's launcher started again.
+    std::vector<pollfd> fds{{fd_, POLLIN, 0}, {wait.interrupt_fd, POLLIN, 0}};
+    auto wake = wait.until;
+    for (auto& l : links)
+      if (l) {
+        fds.push_back({l->fd(), POLLIN, 0});
+        wake = std::min(wake, l->next_keep_alive());
+      }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wake - link_clock::now());
+    // One more millisecond: poll rounds down, and waking early only comes back here.
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(left.count() + 1, 0)));
+    if (fds[1].revents != 0) return std::string{wait_interrupted};
+    for (auto& l : links) {
+      std::vector<std::string> lines;
+      if (!l || (l->receive(lines) && l->keep_alive(link_clock::now()))) continue;
+      log(log_level::warning, "launch", "node ", l->peer_node(),
+          "'s launcher left before the start (", l->why(), "): its place is open again");
+      l.reset();
+      --joined;
+    }
+    if (fds[0].revents == 0) continue;
     auto fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     auto channel = session_for(tls);
@@ -366,6 +386,8 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
       link->set_peer_node(node);
       links[static_cast<size_t>(node)] = std::move(link);
       ++joined;
+      log(log_level::info, "launch", "node ", node, "'s launcher joined (", joined, " of ",
+          nnodes - 1, ")");
     }
   }
   return links;

@@ -41,8 +41,8 @@ struct job_ports {
 };
 
 std::unique_ptr<child_process> node(const job_ports& ports, int rank,
-                                    const std::string& job_token = token) {
-  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, rank,
+                                    const std::string& job_token = token, int nnodes = nodes) {
+  auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nnodes, rank,
                                ports.host + ":" + ports.service, ports.control, per_node);
   argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_env});
   return std::make_unique<child_process>(argv, true,
@@ -138,6 +138,31 @@ TEST(multi_node_flags_test, a_signal_ends_the_wait_for_the_other_launchers) {
   EXPECT_TRUE(log1.contains("stopped by SIGINT while waiting for the other launchers"))
       << log1.text();
   EXPECT_FALSE(log1.contains("worker rank=")) << log1.text();
+}
+
+// A launcher that joined node 0's, which still waits for a third node, ends
+// on a SIGTERM too (no worker to forward it to), and node 0 keeps its place
+// open for that node's launcher.
+TEST(multi_node_flags_test, a_joined_launcher_ends_on_a_signal_before_the_start) {
+  constexpr int three_nodes = 3;
+  job_ports ports;
+  auto zero = node(ports, 0, token, three_nodes);
+  output_log log0{*zero};
+  ASSERT_TRUE(log0.read_until("waiting for the launchers of 2 other node(s)")) << log0.text();
+  auto one = node(ports, 1, token, three_nodes);
+  output_log log1{*one};
+  ASSERT_TRUE(log0.read_until("node 1's launcher joined (1 of 2)")) << log0.text();
+  one->kill(SIGTERM);
+  log1.read_all();
+  EXPECT_EQ(exit_code(*one), 42) << log1.text();
+  EXPECT_TRUE(
+      log1.contains("lifeboat-launch: stopped by SIGTERM while waiting for the other "
+                    "launchers: no worker started"))
+      << log1.text();
+  ASSERT_TRUE(log0.read_until("node 1's launcher left before the start")) << log0.text();
+  zero->kill(SIGTERM);
+  log0.read_all();
+  EXPECT_EQ(exit_code(*zero), 42) << log0.text();
 }
 
 TEST(multi_node_flags_test, a_multi_node_launcher_without_the_token_exits_2) {

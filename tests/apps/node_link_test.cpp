@@ -6,6 +6,7 @@
 // error within the handshake bound, never a link.
 #include "apps/node_link.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <future>
@@ -218,6 +219,43 @@ TEST(node_link_test, with_tls_a_launcher_of_another_token_gets_no_link) {
       << why;
   EXPECT_NE(why.find("LIFEBOAT_CLUSTER_TOKEN"), std::string::npos) << why;
   EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+}
+
+// While node 0 waits for the rest, the launchers that joined hear its
+// heartbeats (else each gave node 0 up after 30 s of silence), and one that
+// leaves frees its place: its node's launcher, started again, joins.
+TEST(node_link_test, node_zero_keeps_the_joined_launchers_while_it_waits_for_the_rest) {
+  constexpr int three_nodes = 3;
+  std::string error;
+  auto listener = node_listener::listen("127.0.0.1", 0, error);
+  ASSERT_TRUE(listener) << error;
+  auto accepting = std::async(std::launch::async, [&] {
+    return listener->accept_nodes(token, three_nodes, node_wait{link_clock::now() + accept_bound},
+                                  nullptr);
+  });
+  auto join = [&](int node) {
+    return connect_to_node_zero(
+        "127.0.0.1", listener->port(), token, node, three_nodes,
+        node_wait{link_clock::now() + connect_bound}, [] {}, nullptr);
+  };
+  {
+    auto first = join(1);
+    ASSERT_TRUE(std::holds_alternative<link_ptr>(first)) << std::get<std::string>(first);
+    // Node 0's heartbeat, within a few of its 1 s intervals.
+    pollfd p{std::get<link_ptr>(first)->fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 3000), 1) << "node 0 sent nothing while it waited";
+  }
+  // The first link is closed; node 1's launcher comes again and is taken.
+  auto again = join(1);
+  ASSERT_TRUE(std::holds_alternative<link_ptr>(again)) << std::get<std::string>(again);
+  auto other = join(2);
+  ASSERT_TRUE(std::holds_alternative<link_ptr>(other)) << std::get<std::string>(other);
+  auto result = accepting.get();
+  ASSERT_TRUE(std::holds_alternative<std::vector<link_ptr>>(result))
+      << std::get<std::string>(result);
+  auto& links = std::get<std::vector<link_ptr>>(result);
+  ASSERT_EQ(links.size(), 3u);
+  EXPECT_TRUE(links[1] && links[2]);
 }
 
 // A readable descriptor ends either wait at once, long before its bound: the
