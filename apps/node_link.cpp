@@ -43,6 +43,8 @@ constexpr auto connect_retry_interval = 250ms;
 constexpr const char* heartbeat = "ping";
 // The first line node 0 sends; a peer speaking anything else is no launcher.
 constexpr const char* greeting = "lifeboat-launch-control 1";
+// How node 0 answers a launcher it refuses: this, then why.
+constexpr const char* refusal = "refused ";
 // What a launcher is told when TLS fails: the usual cause is another setting.
 const std::string tls_hint = std::string{" (every launcher needs the same "} + tls_env +
                              ", and the same LIFEBOAT_CLUSTER_TOKEN or certificate authority)";
@@ -277,7 +279,8 @@ std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host
     return "node 0's launcher at " + where + " refused this launcher: " + link->why();
   auto answer = words(line);
   if (answer.size() != 2 || answer[0] != "welcome")
-    return "node 0's launcher at " + where + " refused this launcher: " + line;
+    return "node 0's launcher at " + where + " refused this launcher: " +
+           (line.rfind(refusal, 0) == 0 ? line.substr(std::strlen(refusal)) : line);
   if (!mac_equal(answer[1], proof(token, node_zero_proof_label, my_nonce, node_rank, nnodes)))
     return "the launcher at " + where + " does not hold this job's LIFEBOAT_CLUSTER_TOKEN";
   return link;
@@ -366,7 +369,7 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
                      ? words(line)
                      : std::vector<std::string>{};
     auto refuse = [&](const std::string& why) {
-      link->send("refused " + why);
+      link->send(refusal + why);
       log(log_level::warning, "launch", "refused a launcher: ", why);
     };
     if (hello.size() != 5 || hello[0] != "hello") {
