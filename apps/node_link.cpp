@@ -17,6 +17,7 @@
 #include "actors/coordination/tls_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/host_resolver.hpp"
 #include "platform/text_parse.hpp"
 
 namespace lifeboat::apps {
@@ -306,13 +307,7 @@ std::unique_ptr<node_listener> node_listener::listen(const std::string& host, ui
 
 node_listener::~node_listener() { ::close(fd_); }
 
-uint16_t node_listener::port() const {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
-  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-}
+uint16_t node_listener::port() const { return bound_port(fd_); }
 
 std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
     const std::string& token, int nnodes, node_wait wait, const std::shared_ptr<tls_context>& tls) {

@@ -20,6 +20,7 @@
 #include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/host_resolver.hpp"
 #include "platform/text_parse.hpp"
 
 namespace lifeboat {
@@ -128,11 +129,7 @@ caf::expected<std::unique_ptr<replica_server>> replica_server::start(config cfg)
   if (rc != 0 || ::listen(fd.get(), max_connections) != 0)
     return make_error(errc::io_error,
                       "peer tier: cannot listen on " + cfg.host + ": " + std::strerror(errno));
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
-  auto port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  auto port = bound_port(fd.get());
   std::unique_ptr<replica_server> server{new replica_server(std::move(cfg), fd.release(), port)};
   if (::pipe2(server->wake_, O_CLOEXEC) != 0)
     return make_error(errc::io_error, std::string{"peer tier: pipe: "} + std::strerror(errno));

@@ -68,20 +68,18 @@ void schedule_tick(service_broker* self) {
   self->delayed_send(self, std::chrono::milliseconds(delay), tick_atom::value, *due);
 }
 
-// Sends what the connections' streams queued.
-void flush_queued(service_broker* self) {
-  auto& st = self->state;
-  for (auto conn : st.queued)
-    if (auto r = st.readers.find(conn); r != st.readers.end())
-      r->second.flush(self, handle_of(conn));
-  st.queued.clear();
-  st.flush_sent = false;
-}
-
-// Sends `conn`'s queued frames now, as it is about to close.
+// Sends `conn`'s queued frames: at the end of a batch, or as it is about to close.
 void flush_connection(service_broker* self, conn_id conn) {
   if (auto r = self->state.readers.find(conn); r != self->state.readers.end())
     r->second.flush(self, handle_of(conn));
+}
+
+// Sends what the connections' streams queued.
+void flush_queued(service_broker* self) {
+  auto& st = self->state;
+  for (auto conn : st.queued) flush_connection(self, conn);
+  st.queued.clear();
+  st.flush_sent = false;
 }
 
 // Carries out what the state asked for: frames first, so a refusal reaches

@@ -3,11 +3,23 @@
 #include <gtest/gtest.h>
 
 #include "messages/errors.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace lifeboat {
 namespace {
 
 using namespace std::chrono_literals;
+
+TEST(host_resolver, the_bound_port_of_an_ipv4_or_ipv6_socket) {
+  test::held_port v4;
+  ASSERT_NE(v4.port(), 0);
+  EXPECT_EQ(bound_port(v4.fd()), v4.port());
+  test::held_port v6{AF_INET6};
+  if (v6.port() != 0) {
+    EXPECT_EQ(bound_port(v6.fd()), v6.port());
+  }
+  EXPECT_EQ(bound_port(-1), 0);
+}
 
 TEST(host_resolver, numeric_addresses_pass_through) {
   EXPECT_EQ(*resolve_host("127.0.0.1", 0ms), std::vector<std::string>{"127.0.0.1"});
