@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "messages/address.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat {
@@ -22,11 +23,7 @@ std::string quoted(std::string_view what, std::string_view text) {
 
 }  // namespace
 
-std::string endpoint::to_string() const {
-  auto port_text = std::to_string(port);
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + port_text;
-  return host + ":" + port_text;
-}
+std::string endpoint::to_string() const { return host_port(host, port); }
 
 caf::expected<int64_t> parse_integer(std::string_view text, std::string_view what, int64_t min,
                                      int64_t max) {

@@ -123,8 +123,8 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   // The coordinator's status page shows every rank's part in a decision.
   decision_recorder::process().configure(cluster.rank, agent.incarnation,
                                          publish_to_agent(actors.client()->agent()));
-  log(log_level::info, "runtime", "joined the coordination service at ", agent.host, ":",
-      agent.port, " (incarnation ", agent.incarnation, ")");
+  log(log_level::info, "runtime", "joined the coordination service at ",
+      endpoint{agent.host, agent.port}.to_string(), " (incarnation ", agent.incarnation, ")");
 }
 
 startup_agreement::startup_agreement(coordination_client& client, int rank, int world_size)

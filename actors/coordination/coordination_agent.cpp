@@ -6,6 +6,7 @@
 
 #include "actors/coordination/broker_subscribers.hpp"
 #include "actors/coordination/coordination_agent_state.hpp"
+#include "messages/address.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -37,8 +38,8 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         if (st.connected) self->close(st.hdl);
         st.connected = false;
         finish_join(self, make_error(errc::timeout,
-                                     "not joined to the coordination service at " + st.cfg.host +
-                                         ":" + std::to_string(st.cfg.port) + " within " +
+                                     "not joined to the coordination service at " +
+                                         host_port(st.cfg.host, st.cfg.port) + " within " +
                                          std::to_string(st.cfg.join_timeout.count()) + " ms"));
       },
       [self](handshake_deadline_atom, uint64_t serial) {

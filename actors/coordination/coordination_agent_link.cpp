@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "actors/coordination/coordination_auth.hpp"
+#include "messages/address.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -76,7 +77,7 @@ void try_connect(agent_broker* self) {
     return;
   }
   if (std::chrono::steady_clock::now() + st.backoff >= st.join_deadline) {
-    auto where = st.cfg.host + ":" + std::to_string(st.cfg.port);
+    auto where = host_port(st.cfg.host, st.cfg.port);
     auto why = self->system().render(hdl.error());
     // A service that greeted and went away is lost (its host died during
     // the start), not one that never came.
@@ -135,7 +136,7 @@ void on_bytes(agent_broker* self, const caf::io::new_data_msg& msg) {
 
 void refuse_stranger(agent_broker* self, const std::string& why) {
   auto& st = self->state;
-  auto what = "the peer at " + st.cfg.host + ":" + std::to_string(st.cfg.port) +
+  auto what = "the peer at " + host_port(st.cfg.host, st.cfg.port) +
               " is not a lifeboat coordination service: " + why;
   log(log_level::error, component, what);
   finish_join(self, make_error(errc::refused, what));
@@ -149,7 +150,7 @@ bool proves_token(const agent_actor_state& st, const wire::JoinReply& reply) {
 
 void refuse_impostor(agent_broker* self) {
   auto& st = self->state;
-  auto what = "the coordination service at " + st.cfg.host + ":" + std::to_string(st.cfg.port) +
+  auto what = "the coordination service at " + host_port(st.cfg.host, st.cfg.port) +
               " could not prove it knows the cluster token";
   log(log_level::error, component, what);
   st.connected = false;

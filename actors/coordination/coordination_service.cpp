@@ -17,6 +17,7 @@
 #include "actors/coordination/coordination_state.hpp"
 #include "actors/coordination/frame_stream.hpp"
 #include "actors/coordination/worker_listing.hpp"
+#include "messages/address.hpp"
 #include "messages/log.hpp"
 #include "messages/wire.hpp"
 
@@ -292,8 +293,8 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::a
   // port (port 0 picks a free one) can be returned to the caller.
   auto doorman = sys.middleman().backend().new_tcp_doorman(cfg.port, cfg.host.c_str(), true);
   if (!doorman)
-    return make_error(errc::unavailable, "coordination service: cannot listen on " + cfg.host +
-                                             ":" + std::to_string(cfg.port) + ": " +
+    return make_error(errc::unavailable, "coordination service: cannot listen on " +
+                                             host_port(cfg.host, cfg.port) + ": " +
                                              sys.render(doorman.error()));
   auto port = (*doorman)->port();
   auto actor =

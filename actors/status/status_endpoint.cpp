@@ -17,6 +17,7 @@
 #include "actors/status/history_routes.hpp"
 #include "actors/status/status_metrics.hpp"
 #include "actors/status/status_page.hpp"
+#include "messages/address.hpp"
 #include "messages/log.hpp"
 
 namespace lifeboat {
@@ -332,8 +333,8 @@ caf::expected<std::pair<status_endpoint_actor, uint16_t>> spawn_status_endpoint(
   cfg.observed.clear();
   auto endpoint = sys.spawn(endpoint_behavior, std::move(cfg), std::move(observed),
                             std::shared_ptr<status_http_server>{std::move(*server)});
-  log(log_level::info, status_endpoint_component, "status endpoint listening on ", cfg_host, ":",
-      port);
+  log(log_level::info, status_endpoint_component, "status endpoint listening on ",
+      host_port(cfg_host, port));
   return std::make_pair(std::move(endpoint), port);
 }
 

@@ -17,6 +17,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "messages/address.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -208,7 +209,7 @@ caf::expected<std::unique_ptr<status_http_server>> status_http_server::bind(
     return make_error(errc::invalid_config,
                       "status endpoint address '" + host + "' is no IPv4 or IPv6 address");
   tcp::endpoint endpoint{address, port};
-  auto where = host + ":" + std::to_string(port);
+  auto where = host_port(host, port);
   if (state->acceptor.open(endpoint.protocol(), ec); ec)
     return make_error(errc::unavailable, "cannot open a socket for " + where + ": " + ec.message());
   state->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);

@@ -155,6 +155,18 @@ TEST(status_http_server, fails_to_bind_a_port_in_use) {
       << describe(second.error());
 }
 
+// "::1:P" would not say where the address ends and the port begins.
+TEST(status_http_server, names_an_ipv6_address_in_brackets) {
+  auto first = status_http_server::bind(0, {}, "::1");
+  if (!first) GTEST_SKIP() << "no IPv6 loopback (::1) here: " << describe(first.error());
+  auto port = (*first)->port();
+  auto second = status_http_server::bind(port, {}, "::1");
+  ASSERT_FALSE(second);
+  EXPECT_NE(describe(second.error()).find("cannot bind [::1]:" + std::to_string(port) + ": "),
+            std::string::npos)
+      << describe(second.error());
+}
+
 // LIFEBOAT_STATUS_HOST: another address of this host (all of 127/8 is
 // loopback on Linux), and what is no address at all.
 TEST(status_http_server, binds_the_address_it_is_given_and_refuses_what_is_none) {
