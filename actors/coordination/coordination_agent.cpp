@@ -187,8 +187,10 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
       },
       [self](report_atom, int32_t code, const std::string& message) {
         if (!self->state.joined) {
-          log(log_level::warning, component, "not joined: cannot report error ", code, ": ",
-              message);
+          // After its leave a rank's part in the job is over: what fails
+          // since (most often its peers' failure, echoed) goes to no one.
+          log(self->state.left ? log_level::debug : log_level::warning, component,
+              "not joined: cannot report error ", code, ": ", message);
           return;
         }
         wire::Envelope env;

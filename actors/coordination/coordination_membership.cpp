@@ -81,9 +81,15 @@ void coordination_state::on_leave(conn_id conn, int32_t rank, const wire::Leave&
   auto& w = workers_[static_cast<size_t>(rank)];
   w.state = rank_state::left;
   w.conn = 0;
-  conns_[conn].rank = -1;
   drop_requests_of(conn);
   reply(conn, req.id());
+  // The service closes a connection that left (after the reply): what the
+  // worker sent before it saw the reply (a heartbeat, a report of an error
+  // that echoed its peers') would otherwise arrive on a connection that is
+  // no one's and look like a stranger's request; and a peer that left and
+  // kept it open would hold it unbounded.
+  close(conn);
+  conns_.erase(conn);
   progress_.forget(rank);
   emit_event(rank, membership_event::left);
   log(log_level::info, component, rank_text(rank), " left");

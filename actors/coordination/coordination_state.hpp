@@ -60,7 +60,8 @@ std::string normalize_prefix(const std::string& prefix);
 /// send a JoinRequest; anything else, or a refused join, closes it. A join whose
 /// incarnation is above the current generation starts a new generation (all
 /// key-value, barrier and membership state is dropped and the old generation's
-/// connections are closed); a join below it is refused as stale.
+/// connections are closed); a join below it is refused as stale. A leave is
+/// answered, then its connection is closed.
 ///
 /// Bounds (connection_limits): a connection not joined within
 /// config::join_bound_ms is closed; beyond config::max_unjoined connections
@@ -156,7 +157,7 @@ class coordination_state {
 
   struct connection {
     std::string nonce;
-    int32_t rank = -1;  // -1 until joined, again after a leave
+    int32_t rank = -1;  // -1 until joined
   };
 
   struct waiter {

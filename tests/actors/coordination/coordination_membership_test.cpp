@@ -189,6 +189,30 @@ TEST_F(state_test, clean_leave_is_not_a_loss) {
   for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
 }
 
+// A worker's heartbeat or error report sent before it saw its leave's reply
+// is no stranger's request: the connection closes with the leave, and what
+// comes after on it is not answered, not warned of and fails nothing.
+TEST_F(state_test, a_leave_closes_its_connection_after_the_reply) {
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(2, leave);
+  EXPECT_EQ(reply_to(2, 9)->error_code(), 0u);
+  EXPECT_EQ(out.closes, std::vector<conn_id>{2});
+  wire::Envelope report;
+  report.mutable_error()->set_code(42);
+  report.mutable_error()->set_message("the peers' failure, echoed");
+  testing::internal::CaptureStderr();
+  request(2, report);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(out.frames.empty());
+  EXPECT_TRUE(out.closes.empty());
+  st.on_disconnect(2, now);
+  pass_loss_window();
+  for (auto& [c, e] : out.frames) EXPECT_FALSE(e.has_failure());
+  EXPECT_EQ(state_of(1), "left");
+}
+
 TEST_F(state_test, present_workers_are_the_live_and_the_failed_ranks_still_here) {
   EXPECT_TRUE(st.present_workers().empty());
   join_all();
