@@ -17,6 +17,7 @@
 #include <caf/send.hpp>
 
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/coordination/heartbeat_schedule.hpp"
 #include "actors/coordination/tls_config.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/job_history.hpp"
@@ -64,8 +65,8 @@ int main(int argc, char** argv) {
       ->type_name("H")
       ->capture_default_str();
   int64_t heartbeat_ms = default_heartbeat_timeout_ms;
-  apps::add_integer(app, "--heartbeat-timeout-ms", heartbeat_ms, 1, INT32_MAX,
-                    "a worker silent this long is lost")
+  apps::add_integer(app, "--heartbeat-timeout-ms", heartbeat_ms, min_heartbeat_timeout.count(),
+                    INT32_MAX, "a worker silent this long is lost")
       ->type_name("MS")
       ->capture_default_str();
   int status_port = 0;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "actors/coordination/heartbeat_schedule.hpp"
 #include "messages/errors.hpp"
 #include "platform/signal_names.hpp"
 
@@ -28,7 +29,10 @@ caf::error check_config(const termination_config& config) {
     return bad("max_to_keep must be >= 1, got " + std::to_string(config.max_to_keep));
   if (config.save_every_steps < 0) return bad("save_every_steps must be >= 0");
   if (config.save_every_seconds.count() < 0) return bad("save_every_seconds must be >= 0");
-  if (config.heartbeat_timeout.count() <= 0) return bad("heartbeat_timeout must be > 0");
+  if (config.heartbeat_timeout < min_heartbeat_timeout)
+    return bad("heartbeat_timeout must be at least " +
+               std::to_string(min_heartbeat_timeout.count()) + " ms, got " +
+               std::to_string(config.heartbeat_timeout.count()) + " ms");
   if (config.hang_timeout && config.hang_timeout->count() < 0)
     return bad("hang_timeout must be >= 0 (0: off)");
   return caf::none;

@@ -8,6 +8,7 @@
 #include "actors/coordination/coordination_barrier.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_service.hpp"
+#include "actors/coordination/heartbeat_schedule.hpp"
 #include "actors/preemption/cluster_phase.hpp"
 #include "actors/preemption/decision_recorder.hpp"
 #include "checkpoint/tiered_restore.hpp"
@@ -26,9 +27,6 @@ using namespace std::chrono_literals;
 
 // Workers may start before the service is up (a launcher, rank 0).
 constexpr auto join_timeout = 120s;
-// Heartbeats go out this many times per heartbeat timeout.
-constexpr int heartbeats_per_timeout = 4;
-constexpr auto max_heartbeat_interval = 1000ms;
 // Every rank publishes the step it could restore; the others wait this long.
 constexpr auto restore_agreement_timeout = 120s;
 constexpr int max_restore_rounds = 4;
@@ -100,8 +98,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   agent.world_size = cluster.world_size;
   agent.incarnation = static_cast<uint32_t>(cluster.restart_count);
   agent.token = cluster.token;
-  agent.heartbeat_interval = std::min<std::chrono::milliseconds>(
-      max_heartbeat_interval, cfg.heartbeat_timeout / heartbeats_per_timeout);
+  agent.heartbeat_interval = heartbeat_interval_for(cfg.heartbeat_timeout);
   agent.join_timeout = join_timeout;
   agent.rejoin_bound = cfg.heartbeat_timeout;
   agent.service_silence_bound = cfg.heartbeat_timeout;

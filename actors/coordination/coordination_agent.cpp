@@ -87,7 +87,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
           return;
         }
         send_heartbeat(self);
-        self->delayed_send(self, st.cfg.heartbeat_interval, tick_atom::value);
+        self->delayed_send(self, st.heartbeat_interval, tick_atom::value);
       },
       [self](join_wait_atom) -> caf::result<void> {
         auto& st = self->state;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "actors/coordination/coordination_auth.hpp"
+#include "actors/coordination/heartbeat_schedule.hpp"
 #include "messages/address.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -194,6 +195,15 @@ void on_envelope(agent_broker* self, const wire::Envelope& env) {
       }
       st.joined = true;
       st.last_heard = std::chrono::steady_clock::now();
+      st.heartbeat_interval = st.cfg.heartbeat_interval;
+      // Never faster than the shortest timeout's heartbeats, whatever it asks.
+      if (auto asked = std::max(std::chrono::milliseconds{env.join_reply().heartbeat_interval_ms()},
+                                heartbeat_interval_for(min_heartbeat_timeout));
+          env.join_reply().heartbeat_interval_ms() > 0 && asked < st.heartbeat_interval) {
+        log(log_level::info, component, "the coordination service needs a heartbeat every ",
+            asked.count(), " ms, not every ", st.heartbeat_interval.count(), " ms");
+        st.heartbeat_interval = asked;
+      }
       log(log_level::debug, component, "joined generation ", env.join_reply().generation());
       finish_join(self, caf::none);
       self->send(self, tick_atom::value);

@@ -59,6 +59,9 @@ struct agent_actor_state {
   std::chrono::steady_clock::time_point last_step_seen;  // when it last changed
   bool stall_told = false;  // a heartbeat said the step is past the hang timeout
   std::chrono::steady_clock::time_point last_heard;  // when the service last sent a frame
+  // cfg.heartbeat_interval, or the service's own when its JoinReply asks for
+  // heartbeats more often (its heartbeat timeout is shorter).
+  std::chrono::milliseconds heartbeat_interval{0};
   bool left = false;
   caf::error join_error;             // set once joining failed for good
   std::string challenge;             // this connection's nonce for the service to answer

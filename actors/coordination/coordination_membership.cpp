@@ -70,6 +70,7 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   wire::Envelope env;
   env.mutable_join_reply()->set_ok(true);
   env.mutable_join_reply()->set_generation(generation_);
+  env.mutable_join_reply()->set_heartbeat_interval_ms(heartbeat_interval_ms());
   env.mutable_join_reply()->set_proof(
       service_proof(cfg_.token, req.nonce(), req.rank(), req.world_size(), generation_));
   send_frame(conn, std::move(env));
@@ -122,9 +123,14 @@ void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, i
         reference / 1000.0, " s");
 }
 
+int64_t coordination_state::heartbeat_interval_ms() const {
+  return heartbeat_interval_for(std::chrono::milliseconds{cfg_.heartbeat_timeout_ms}).count();
+}
+
 void coordination_state::expire_heartbeats(int64_t now_ms) {
-  auto report_due_ms =
-      now_ms + std::min(max_silence_window_ms, cfg_.heartbeat_timeout_ms / heartbeats_per_timeout);
+  // The other ranks of a host cut off fall silent within one heartbeat
+  // interval of the first: their losses are reported together.
+  auto report_due_ms = now_ms + heartbeat_interval_ms();
   for (size_t r = 0; r < workers_.size(); ++r) {
     auto& w = workers_[r];
     if (w.conn != 0 && now_ms - w.last_heartbeat_ms >= cfg_.heartbeat_timeout_ms)

@@ -16,6 +16,7 @@
 #include "actors/coordination/coordination_frame.hpp"
 #include "actors/coordination/coordination_state.hpp"
 #include "actors/coordination/frame_stream.hpp"
+#include "actors/coordination/heartbeat_schedule.hpp"
 #include "actors/coordination/worker_listing.hpp"
 #include "messages/address.hpp"
 #include "messages/log.hpp"
@@ -281,8 +282,11 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::a
     return make_error(errc::invalid_config, "coordination service: world size must be >= 1");
   if (cfg.join_bound.count() <= 0)
     return make_error(errc::invalid_config, "coordination service: join bound must be > 0");
-  if (cfg.heartbeat_timeout.count() <= 0)
-    return make_error(errc::invalid_config, "coordination service: heartbeat timeout must be > 0");
+  if (cfg.heartbeat_timeout < min_heartbeat_timeout)
+    return make_error(errc::invalid_config,
+                      "coordination service: heartbeat timeout must be at least " +
+                          std::to_string(min_heartbeat_timeout.count()) + " ms, not " +
+                          std::to_string(cfg.heartbeat_timeout.count()) + " ms");
   std::shared_ptr<tls_context> tls;
   if (cfg.tls.enabled) {
     auto made = tls_context::shared(cfg.tls, cfg.token, tls_role::server);

@@ -10,6 +10,7 @@
 #include "actors/coordination/connection_limits.hpp"
 #include "actors/coordination/coordination_events.hpp"
 #include "actors/coordination/deadline_floor.hpp"
+#include "actors/coordination/heartbeat_schedule.hpp"
 #include "actors/coordination/progress_tracker.hpp"
 #include "messages/coordination.pb.h"
 #include "messages/errors.hpp"
@@ -38,12 +39,6 @@ struct coordination_output {
 /// each other; on a busy two-core one, one worker's connection once closed
 /// more than 200 ms after its neighbour's, so the window is half a second.
 constexpr int64_t closed_loss_window_ms = 500;
-/// The same for a rank whose heartbeats stopped, in heartbeat timeouts: the
-/// other ranks of a host cut off fall silent within one heartbeat interval of
-/// it, and the workers send one every quarter timeout, at most every second
-/// (runtime/startup_agreement.cpp).
-constexpr int64_t heartbeats_per_timeout = 4;
-constexpr int64_t max_silence_window_ms = 1000;
 
 /// Collapses repeated '/' and strips a trailing '/': "a//b/" -> "a/b".
 std::string normalize_key(const std::string& key);
@@ -196,6 +191,7 @@ class coordination_state {
   void expire_gets(int64_t now_ms);
   void expire_barriers(int64_t now_ms);
   void expire_heartbeats(int64_t now_ms);
+  int64_t heartbeat_interval_ms() const;
 
   void refuse(conn_id conn, errc code, const std::string& why);
   void drop_unjoined(conn_id conn, const std::string& why);

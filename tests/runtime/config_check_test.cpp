@@ -59,9 +59,10 @@ TEST(config_check, each_wrong_field_is_named_with_what_is_expected) {
   EXPECT_NE(
       error_of([](auto& c) { c.save_every_seconds = -1s; }).find("save_every_seconds must be >= 0"),
       std::string::npos);
-  EXPECT_NE(
-      error_of([](auto& c) { c.heartbeat_timeout = 0ms; }).find("heartbeat_timeout must be > 0"),
-      std::string::npos);
+  EXPECT_EQ(error_of([](auto& c) { c.heartbeat_timeout = 0ms; }),
+            "invalid_config: heartbeat_timeout must be at least 100 ms, got 0 ms");
+  EXPECT_EQ(error_of([](auto& c) { c.heartbeat_timeout = 99ms; }),
+            "invalid_config: heartbeat_timeout must be at least 100 ms, got 99 ms");
   EXPECT_NE(error_of([](auto& c) { c.hang_timeout = -1ms; }).find("hang_timeout must be >= 0"),
             std::string::npos);
 }
@@ -74,6 +75,7 @@ TEST(config_check, edges_that_are_allowed_pass) {
               c.safety_factor = 1.0;
               c.max_to_keep = 1;
               c.hang_timeout = 0ms;
+              c.heartbeat_timeout = 100ms;
             }),
             "");
 }

@@ -71,7 +71,9 @@ struct termination_config {
   /// all say why and use the coordination service.
   void* nccl_communicator = nullptr;
 
-  /// A peer whose heartbeats stop for this long is lost.
+  /// A peer whose heartbeats stop for this long is lost; at least 100 ms.
+  /// Workers send a heartbeat every quarter of it, at most 1 s apart, and
+  /// as often as the coordination service asks when its timeout is shorter.
   std::chrono::milliseconds heartbeat_timeout{10000};
 
   /// A rank that completes no step for this long while a peer is past it is

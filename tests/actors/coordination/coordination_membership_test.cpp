@@ -14,6 +14,9 @@ namespace {
 TEST_F(state_test, join_is_acknowledged_and_reported) {
   auto reply = join(1, 2);
   EXPECT_TRUE(reply.ok());
+  // A quarter of the service's heartbeat timeout (2 s): how often it needs
+  // the worker's heartbeats.
+  EXPECT_EQ(reply.heartbeat_interval_ms(), 500);
   ASSERT_EQ(out.events.size(), 1u);
   EXPECT_EQ(out.events[0].rank, 2);
   EXPECT_EQ(out.events[0].kind, membership_event::joined);

@@ -8,6 +8,7 @@
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/coordination_frame.hpp"
+#include "actors/coordination/heartbeat_schedule.hpp"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
 #include "tests/actors/coordination/coordination_fixture.hpp"
@@ -175,6 +176,46 @@ TEST_F(service_test, requests_before_a_join_close_the_connection) {
   auto value = a->try_get("sneaky");
   ASSERT_TRUE(value);
   EXPECT_FALSE(*value);
+}
+
+// An external coordinator's timeout may be shorter than the workers' own
+// (lifeboat-coordinator --heartbeat-timeout-ms): its join reply asks for
+// heartbeats often enough, and a worker that would send one every four of
+// the service's timeouts stays alive.
+TEST_F(service_test, a_worker_heartbeats_as_often_as_its_service_asks) {
+  auto cfg = agent_cfg(0);
+  cfg.heartbeat_interval = 4 * fixture_heartbeat_timeout;
+  testing::internal::CaptureStderr();
+  auto client = coordination_client::connect(sys, cfg);
+  ASSERT_TRUE(client) << describe(client.error());
+  // Long enough for the service to lose a worker that heartbeats too rarely.
+  std::this_thread::sleep_for(2 * fixture_heartbeat_timeout);
+  auto said = testing::internal::GetCapturedStderr();
+  auto rows = worker_table(sys, service);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(fixture_world_size));
+  EXPECT_EQ(rows[0].state(), "alive") << said;
+  EXPECT_NE(said.find("the coordination service needs a heartbeat every " +
+                      std::to_string(fixture_heartbeat_timeout.count() / 4) + " ms, not every " +
+                      std::to_string(cfg.heartbeat_interval.count()) + " ms"),
+            std::string::npos)
+      << said;
+  EXPECT_FALSE((*client)->leave());
+}
+
+// A heartbeat timeout of a few ms would lose every worker at once.
+TEST_F(service_test, a_heartbeat_timeout_below_the_floor_is_refused) {
+  service_config cfg;
+  cfg.world_size = 1;
+  cfg.heartbeat_timeout = min_heartbeat_timeout - std::chrono::milliseconds{1};
+  auto spawned = spawn_coordination_service(sys, cfg);
+  ASSERT_FALSE(spawned);
+  EXPECT_EQ(describe(spawned.error()),
+            "invalid_config: coordination service: heartbeat timeout must be at least 100 ms, "
+            "not 99 ms");
+  cfg.heartbeat_timeout = min_heartbeat_timeout;
+  auto at_floor = spawn_coordination_service(sys, cfg);
+  ASSERT_TRUE(at_floor) << describe(at_floor.error());
+  caf::anon_send_exit(at_floor->first, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(service_test, wrong_token_is_refused_with_a_clear_message) {

@@ -166,6 +166,20 @@ TEST(lifeboat_coordinator, rejects_missing_flags) {
   EXPECT_EQ(WEXITSTATUS(*status), 2);
 }
 
+// A timeout of a few ms would lose every worker as it joins.
+TEST(lifeboat_coordinator, rejects_a_heartbeat_timeout_below_100_ms) {
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t", "--heartbeat-timeout-ms", "99"},
+                            true};
+  auto line = coordinator.read_line(deadline);
+  ASSERT_TRUE(line);
+  EXPECT_NE(line->find("--heartbeat-timeout-ms"), std::string::npos) << *line;
+  EXPECT_NE(line->find("[100, "), std::string::npos) << *line;
+  auto status = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(WEXITSTATUS(*status), 2);
+}
+
 }  // namespace
 
 // --tls: every connection runs TLS 1.3 with the key derived from the token; a
