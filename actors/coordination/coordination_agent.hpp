@@ -69,7 +69,8 @@ struct agent_config {
 /// with backoff until cfg.join_timeout), answers the challenge, joins, sends
 /// heartbeats and relays requests. A lost connection after the join is
 /// reported to subscribers as peer_failure{-1, unavailable,
-/// "coordination service lost", lost = true}; requests then fail at once.
+/// "coordination service lost: <why>", lost = true}; requests then fail at
+/// once.
 ///
 /// Message interface (every reply error is a lifeboat errc):
 ///   (join_wait_atom) -> void                 once joined, or the join's error

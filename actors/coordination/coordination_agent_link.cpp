@@ -255,10 +255,11 @@ void on_connection_lost(agent_broker* self, const std::string& why) {
     return;
   }
   st.joined = false;
-  log(log_level::error, component, service_lost_message, ": ", why);
+  auto what = std::string{service_lost_message} + ": " + why;
+  log(log_level::error, component, what);
   fail_pending(self, make_error(errc::unavailable, service_lost_message));
-  notify(self, caf::make_message(peer_failure{-1, static_cast<int32_t>(errc::unavailable),
-                                              service_lost_message, true}));
+  notify(self,
+         caf::make_message(peer_failure{-1, static_cast<int32_t>(errc::unavailable), what, true}));
 }
 
 }  // namespace lifeboat::agent_detail

@@ -30,9 +30,12 @@ exit_controller_actor::behavior_type exit_controller(
       [=](const peer_failure& failure) {
         auto& st = self->state;
         if (!st.reason.empty()) return;
-        auto who = "rank " + std::to_string(failure.rank);
         st.failed = true;
-        st.reason = who + (failure.lost ? " lost: " : " failed: ") + failure.message;
+        // Rank -1 is the coordination service, whose message names it.
+        st.reason = failure.rank < 0
+                        ? failure.message
+                        : "rank " + std::to_string(failure.rank) +
+                              (failure.lost ? " lost: " : " failed: ") + failure.message;
         log(log_level::error, "exit_controller", st.reason);
         st.gate->fail(failure.rank, failure.message, failure.lost);
         // This rank's own training thread is stuck: waiting for it to raise

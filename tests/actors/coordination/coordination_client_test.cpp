@@ -150,7 +150,7 @@ TEST_F(client_test, blocking_calls_fail_fast_when_the_service_is_gone) {
   self->receive([](const peer_failure& f) {
     EXPECT_EQ(f.rank, -1);
     EXPECT_TRUE(f.lost);
-    EXPECT_EQ(f.message, "coordination service lost");
+    EXPECT_EQ(f.message, "coordination service lost: connection closed");
   });
   EXPECT_TRUE(a->barrier("b", short_timeout));
 }

@@ -104,6 +104,14 @@ TEST_F(exit_controller_test, a_lost_peer_is_named_as_lost_and_the_first_reason_s
   EXPECT_TRUE(gate_->failure().lost);
 }
 
+// Rank -1 is the coordination service: its message names it, not "rank -1".
+TEST_F(exit_controller_test, a_lost_service_is_named_by_its_message) {
+  self_->send(controller_,
+              peer_failure{-1, 0, "coordination service lost: connection closed", true});
+  EXPECT_EQ(state(), "exiting: coordination service lost: connection closed");
+  EXPECT_EQ(gate_->failure().origin_rank, -1);
+}
+
 // A controller over a fresh gate in a process of its own: `trainer` plays
 // the training thread, then the process waits for the controller to end it.
 [[noreturn]] void run_controller(
