@@ -1,8 +1,15 @@
 #include "actors/coordination/coordination_service.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -274,6 +281,28 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman, 
   };
 }
 
+// CAF's error for a port it could not open keeps no errno ("tcp socket
+// creation failed"): a bind of our own, after CAF's failed, says why (most
+// often "Address already in use"). None when that bind succeeds after all.
+std::optional<std::string> why_not_bound(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
+    return std::string{::gai_strerror(rc)};
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned{found, ::freeaddrinfo};
+  int fd = ::socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  if (fd < 0) return std::string{std::strerror(errno)};
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  std::optional<std::string> why;
+  if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0) why = std::strerror(errno);
+  ::close(fd);
+  return why;
+}
+
 }  // namespace
 
 caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::actor_system& sys,
@@ -297,9 +326,10 @@ caf::expected<std::pair<caf::actor, uint16_t>> spawn_coordination_service(caf::a
   // port (port 0 picks a free one) can be returned to the caller.
   auto doorman = sys.middleman().backend().new_tcp_doorman(cfg.port, cfg.host.c_str(), true);
   if (!doorman)
-    return make_error(errc::unavailable, "coordination service: cannot listen on " +
-                                             host_port(cfg.host, cfg.port) + ": " +
-                                             sys.render(doorman.error()));
+    return make_error(errc::unavailable,
+                      "coordination service: cannot listen on " + host_port(cfg.host, cfg.port) +
+                          ": " +
+                          why_not_bound(cfg.host, cfg.port).value_or(sys.render(doorman.error())));
   auto port = (*doorman)->port();
   auto actor =
       sys.middleman().spawn_broker(service_actor, std::move(*doorman), std::move(cfg), tls);

@@ -13,6 +13,7 @@
 #include "messages/wire.hpp"
 #include "tests/actors/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
+#include "tests/support/loopback_port.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
@@ -216,6 +217,19 @@ TEST_F(service_test, a_heartbeat_timeout_below_the_floor_is_refused) {
   auto at_floor = spawn_coordination_service(sys, cfg);
   ASSERT_TRUE(at_floor) << describe(at_floor.error());
   caf::anon_send_exit(at_floor->first, caf::exit_reason::user_shutdown);
+}
+
+// CAF's own error ("tcp socket creation failed") does not say why.
+TEST_F(service_test, a_port_in_use_is_named_with_the_reason) {
+  held_port taken;
+  ASSERT_NE(taken.port(), 0);
+  service_config cfg;
+  cfg.port = taken.port();
+  auto spawned = spawn_coordination_service(sys, cfg);
+  ASSERT_FALSE(spawned);
+  EXPECT_EQ(describe(spawned.error()),
+            "unavailable: coordination service: cannot listen on 127.0.0.1:" +
+                std::to_string(taken.port()) + ": Address already in use");
 }
 
 TEST_F(service_test, wrong_token_is_refused_with_a_clear_message) {
