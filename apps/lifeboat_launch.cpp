@@ -256,12 +256,12 @@ int main(int argc, char** argv) {
       if (listener) {
         say("waiting for the launchers of " + std::to_string(opts.nnodes - 1) +
             " other node(s) on " + where(opts.host, opts.control_port));
-        accepted = listener->accept_nodes(token, opts.nnodes, wait, control_tls);
+        accepted = listener->accept_nodes(token, opts.nnodes, opts.nproc, wait, control_tls);
         if (auto* e = std::get_if<std::string>(&accepted)) error = *e;
       }
     } else {
       connected = lifeboat::apps::connect_to_node_zero(
-          opts.host, opts.control_port, token, opts.node_rank, opts.nnodes, wait,
+          opts.host, opts.control_port, token, opts.node_rank, opts.nnodes, opts.nproc, wait,
           [&] {
             say("waiting for node 0's launcher at " + where(opts.host, opts.control_port) +
                 " (at most " + std::to_string(node_wait_bound.count()) + " s)");

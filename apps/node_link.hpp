@@ -96,10 +96,11 @@ constexpr const char* wait_interrupted = "the wait for the other launchers was i
 /// that it holds `token` and checks that node 0 does too. With `tls` (a
 /// client context; null: clear text) the link is TLS 1.3 from its first byte,
 /// and a node 0 without it (or with another key) is an error within the
-/// handshake bound. The link or an error.
+/// handshake bound. Node 0 refuses a launcher whose `nnodes` or `nproc`
+/// differ from its own. The link or an error.
 std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
                                                          const std::string& token, int node_rank,
-                                                         int nnodes, node_wait wait,
+                                                         int nnodes, int nproc, node_wait wait,
                                                          const std::function<void()>& on_wait,
                                                          const std::shared_ptr<tls_context>& tls);
 
@@ -115,11 +116,11 @@ class node_listener {
 
   /// Accepts launchers until nodes 1 .. nnodes-1 each hold the token and
   /// joined, or `wait.until` passes (an error naming the missing nodes).
-  /// Refused peers (wrong token, node rank, node count, a failed TLS
-  /// handshake with `tls`, a server context) are logged and closed. Returns
-  /// the links by node rank (index 0 empty).
+  /// Refused peers (wrong token, node rank, node count, workers per node, a
+  /// failed TLS handshake with `tls`, a server context) are logged and
+  /// closed. Returns the links by node rank (index 0 empty).
   std::variant<std::vector<link_ptr>, std::string> accept_nodes(
-      const std::string& token, int nnodes, node_wait wait,
+      const std::string& token, int nnodes, int nproc, node_wait wait,
       const std::shared_ptr<tls_context>& tls);
 
   /// The port it listens on (the one asked for, or the one picked for 0).

@@ -27,6 +27,7 @@ using namespace std::chrono_literals;
 
 const std::string token = "node-link-test-token";
 constexpr int nnodes = 2;
+constexpr int nproc = 4;
 constexpr auto accept_bound = 8s;
 // Longer than node_link's handshake bound (5 s): a refusal must come first.
 constexpr auto connect_bound = 7s;
@@ -54,7 +55,8 @@ class node_zero {
     listener_ = node_listener::listen("127.0.0.1", 0, error);
     if (!listener_) return;
     result_ = std::async(std::launch::async, [this, tls, bound] {
-      return listener_->accept_nodes(token, nnodes, node_wait{link_clock::now() + bound}, tls);
+      return listener_->accept_nodes(token, nnodes, nproc, node_wait{link_clock::now() + bound},
+                                     tls);
     });
   }
 
@@ -68,10 +70,10 @@ class node_zero {
 };
 
 connected connect(uint16_t port, const std::shared_ptr<tls_context>& tls,
-                  const std::string& key_token = token) {
+                  const std::string& key_token = token, int node_nproc = nproc) {
   return connect_to_node_zero(
-      "127.0.0.1", port, key_token, 1, nnodes, node_wait{link_clock::now() + connect_bound}, [] {},
-      tls);
+      "127.0.0.1", port, key_token, 1, nnodes, node_nproc,
+      node_wait{link_clock::now() + connect_bound}, [] {}, tls);
 }
 
 // Reads from `link` until a line arrives or the bound passes.
@@ -121,6 +123,20 @@ TEST(node_link_test, in_clear_text_a_launcher_of_another_token_is_refused_by_its
   EXPECT_NE(std::get<std::string>(one).find(
                 "refused this launcher: node 1 does not hold this job's LIFEBOAT_CLUSTER_TOKEN"),
             std::string::npos)
+      << std::get<std::string>(one);
+  EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+}
+
+// Global ranks are node * nproc + local rank: a launcher that would start
+// another number of workers is refused before any worker starts.
+TEST(node_link_test, a_launcher_with_another_nproc_is_refused) {
+  node_zero zero{nullptr, quick_refusal_accept_bound};
+  ASSERT_NE(zero.port(), 0);
+  auto one = connect(zero.port(), nullptr, token, nproc + 1);
+  ASSERT_TRUE(std::holds_alternative<std::string>(one));
+  EXPECT_NE(
+      std::get<std::string>(one).find("refused this launcher: node 1 says --nproc 5, node 0 4"),
+      std::string::npos)
       << std::get<std::string>(one);
   EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
 }
@@ -229,12 +245,12 @@ TEST(node_link_test, node_zero_keeps_the_joined_launchers_while_it_waits_for_the
   auto listener = node_listener::listen("127.0.0.1", 0, error);
   ASSERT_TRUE(listener) << error;
   auto accepting = std::async(std::launch::async, [&] {
-    return listener->accept_nodes(token, three_nodes, node_wait{link_clock::now() + accept_bound},
-                                  nullptr);
+    return listener->accept_nodes(token, three_nodes, nproc,
+                                  node_wait{link_clock::now() + accept_bound}, nullptr);
   });
   auto join = [&](int node) {
     return connect_to_node_zero(
-        "127.0.0.1", listener->port(), token, node, three_nodes,
+        "127.0.0.1", listener->port(), token, node, three_nodes, nproc,
         node_wait{link_clock::now() + connect_bound}, [] {}, nullptr);
   };
   {
@@ -284,7 +300,7 @@ TEST_F(interrupted_wait, ends_node_zeros_wait_for_the_other_launchers) {
   ASSERT_TRUE(listener) << error;
   auto started = link_clock::now();
   interrupt();
-  auto result = listener->accept_nodes(token, nnodes, long_wait(), nullptr);
+  auto result = listener->accept_nodes(token, nnodes, nproc, long_wait(), nullptr);
   ASSERT_TRUE(std::holds_alternative<std::string>(result));
   EXPECT_EQ(std::get<std::string>(result), wait_interrupted);
   EXPECT_LT(link_clock::now() - started, 10s);
@@ -303,7 +319,7 @@ TEST_F(interrupted_wait, ends_a_launchers_wait_for_node_zero) {
   int waits = 0;
   interrupt();
   auto result = connect_to_node_zero(
-      "127.0.0.1", closed, token, 1, nnodes, long_wait(), [&] { ++waits; }, nullptr);
+      "127.0.0.1", closed, token, 1, nnodes, nproc, long_wait(), [&] { ++waits; }, nullptr);
   ASSERT_TRUE(std::holds_alternative<std::string>(result));
   EXPECT_EQ(std::get<std::string>(result), wait_interrupted);
   EXPECT_EQ(waits, 1);
