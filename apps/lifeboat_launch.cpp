@@ -312,10 +312,22 @@ int main(int argc, char** argv) {
   std::atomic<int> received_signal{0};
   std::thread forwarder{[&] {
     auto set = lifeboat::signal_set({SIGTERM, SIGINT, SIGUSR2});
+    bool interrupted = false;
     for (;;) {
       int signo = 0;
       if (::sigwait(&set, &signo) != 0) continue;
       if (signo == SIGUSR2) return;  // our own stop request, never from outside
+      // A second SIGINT (Ctrl-C again) is a person who will not wait for a
+      // worker that ignores SIGINT or is stuck where no signal reaches its
+      // code (a hung collective). A repeated SIGTERM is only forwarded: a
+      // platform may send it again while the workers save.
+      if (signo == SIGINT && interrupted) {
+        lifeboat::log(lifeboat::log_level::warning, "launch",
+                      "SIGINT received again; killing every worker");
+        group.signal_all(SIGKILL);
+        continue;
+      }
+      interrupted = interrupted || signo == SIGINT;
       received_signal = signo;
       lifeboat::log(lifeboat::log_level::info, "launch", lifeboat::signal_name(signo),
                     " received; forwarding to every worker");

@@ -158,6 +158,32 @@ TEST(launch_flags_test, a_sigterm_during_the_start_reaches_every_worker) {
   EXPECT_FALSE(log.contains("restart=1")) << log.text();
 }
 
+// Ctrl-C twice: the first SIGINT is forwarded, and workers that ignore it
+// (or are stuck where it cannot reach them) are killed by the second.
+TEST(launch_flags_test, a_second_sigint_kills_workers_that_ignore_the_first) {
+  child_process run{launcher({},
+                             "trap '' INT; echo ignoring SIGINT; "
+                             "while :; do sleep 1; done"),
+                    true};
+  output_log log{run};
+  ASSERT_TRUE(log.read_until_count("ignoring SIGINT", workers)) << log.text();
+  run.kill(SIGINT);
+  ASSERT_TRUE(log.read_until("SIGINT received; forwarding to every worker")) << log.text();
+  run.kill(SIGINT);
+  // Long for a few shells to be killed; short beside workers that ignored
+  // both signals and sleep on.
+  constexpr auto kill_bound = 30s;
+  log.read_all(kill_bound);
+  EXPECT_EQ(exit_code(run, kill_bound), failure_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("SIGINT received again; killing every worker")) << log.text();
+  auto killed = log.count_if([](const std::string& line) {
+    return line.rfind("lifeboat-launch: rank ", 0) == 0 &&
+           line.find(") was killed by SIGKILL") != std::string::npos;
+  });
+  EXPECT_EQ(killed, workers) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: stopped by SIGINT: rank ")) << log.text();
+}
+
 // Rank 1 is killed from outside after its peers exited 3 (as peers do when
 // they lose one): the launcher names the killed worker as the cause, not the
 // first one it reaped.
