@@ -248,6 +248,7 @@ int main(int argc, char** argv) {
     auto stop_signals = lifeboat::signal_set({SIGTERM, SIGINT});
     int stop_fd = ::signalfd(-1, &stop_signals, SFD_CLOEXEC);
     lifeboat::apps::node_wait wait{clock_type::now() + node_wait_bound, stop_fd};
+    lifeboat::apps::job_shape shape{opts.nnodes, opts.nproc, opts.restart_code};
     std::variant<std::vector<lifeboat::apps::link_ptr>, std::string> accepted;
     std::variant<lifeboat::apps::link_ptr, std::string> connected;
     std::string error;
@@ -256,12 +257,12 @@ int main(int argc, char** argv) {
       if (listener) {
         say("waiting for the launchers of " + std::to_string(opts.nnodes - 1) +
             " other node(s) on " + where(opts.host, opts.control_port));
-        accepted = listener->accept_nodes(token, opts.nnodes, opts.nproc, wait, control_tls);
+        accepted = listener->accept_nodes(token, shape, wait, control_tls);
         if (auto* e = std::get_if<std::string>(&accepted)) error = *e;
       }
     } else {
       connected = lifeboat::apps::connect_to_node_zero(
-          opts.host, opts.control_port, token, opts.node_rank, opts.nnodes, opts.nproc, wait,
+          opts.host, opts.control_port, token, opts.node_rank, shape, wait,
           [&] {
             say("waiting for node 0's launcher at " + where(opts.host, opts.control_port) +
                 " (at most " + std::to_string(node_wait_bound.count()) + " s)");

@@ -227,7 +227,7 @@ link_clock::time_point node_link::next_keep_alive() const {
 
 std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
                                                          const std::string& token, int node_rank,
-                                                         int nnodes, int nproc, node_wait wait,
+                                                         const job_shape& shape, node_wait wait,
                                                          const std::function<void()>& on_wait,
                                                          const std::shared_ptr<tls_context>& tls) {
   auto until = wait.until;
@@ -274,9 +274,10 @@ std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host
   if (line.rfind(greeting, 0) != 0 || greet.size() != 3)
     return "the peer at " + where + " is no lifeboat-launch control channel";
   auto my_nonce = hex(make_join_nonce());
+  auto nnodes = shape.nnodes;
   link->send("hello " + std::to_string(node_rank) + " " + std::to_string(nnodes) + " " +
-             std::to_string(nproc) + " " + my_nonce + " " +
-             proof(token, node_proof_label, greet[2], node_rank, nnodes));
+             std::to_string(shape.nproc) + " " + std::to_string(shape.restart_code) + " " +
+             my_nonce + " " + proof(token, node_proof_label, greet[2], node_rank, nnodes));
   if (!link->read_line(line, handshake_until))
     return "node 0's launcher at " + where + " refused this launcher: " + link->why();
   auto answer = words(line);
@@ -311,8 +312,9 @@ node_listener::~node_listener() { ::close(fd_); }
 uint16_t node_listener::port() const { return bound_port(fd_); }
 
 std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
-    const std::string& token, int nnodes, int nproc, node_wait wait,
+    const std::string& token, const job_shape& shape, node_wait wait,
     const std::shared_ptr<tls_context>& tls) {
+  auto nnodes = shape.nnodes;
   std::vector<link_ptr> links(static_cast<size_t>(nnodes));
   auto missing = [&] {
     std::string out;
@@ -369,7 +371,7 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
       link->send(refusal + why);
       log(log_level::warning, "launch", "refused a launcher: ", why);
     };
-    if (hello.size() != 6 || hello[0] != "hello") {
+    if (hello.size() != 7 || hello[0] != "hello") {
       refuse(link->why().empty() ? "no greeting" : link->why());
       continue;
     }
@@ -379,14 +381,16 @@ std::variant<std::vector<link_ptr>, std::string> node_listener::accept_nodes(
              std::to_string(nnodes));
     } else if (node < 1 || node >= nnodes || links[static_cast<size_t>(node)]) {
       refuse("node rank " + hello[1] + " is out of range or taken");
-    } else if (!mac_equal(hello[5], proof(token, node_proof_label, nonce, node, nnodes))) {
+    } else if (!mac_equal(hello[6], proof(token, node_proof_label, nonce, node, nnodes))) {
       refuse("node " + hello[1] + " does not hold this job's LIFEBOAT_CLUSTER_TOKEN");
-    } else if (hello[3] != std::to_string(nproc)) {
-      // Ranks are node * nproc + local rank: every node must start as many.
+    } else if (hello[3] != std::to_string(shape.nproc)) {
       refuse("node " + hello[1] + " says --nproc " + hello[3] + ", node 0 " +
-             std::to_string(nproc));
+             std::to_string(shape.nproc));
+    } else if (hello[4] != std::to_string(shape.restart_code)) {
+      refuse("node " + hello[1] + " says --restart-code " + hello[4] + ", node 0 " +
+             std::to_string(shape.restart_code));
     } else if (link->send("welcome " +
-                          proof(token, node_zero_proof_label, hello[4], node, nnodes))) {
+                          proof(token, node_zero_proof_label, hello[5], node, nnodes))) {
       link->set_peer_node(node);
       links[static_cast<size_t>(node)] = std::move(link);
       ++joined;

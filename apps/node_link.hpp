@@ -89,6 +89,15 @@ struct node_wait {
   int interrupt_fd = -1;
 };
 
+/// What every launcher of a job must agree on: node K's workers are global
+/// ranks K * nproc .. of nnodes * nproc, and node 0 classifies every node's
+/// worker exits by its own restart code.
+struct job_shape {
+  int nnodes = 1;
+  int nproc = 1;
+  int restart_code = 0;
+};
+
 constexpr const char* wait_interrupted = "the wait for the other launchers was interrupted";
 
 /// Node K (K > 0): connects to node 0's launcher at host:port, retrying until
@@ -96,11 +105,11 @@ constexpr const char* wait_interrupted = "the wait for the other launchers was i
 /// that it holds `token` and checks that node 0 does too. With `tls` (a
 /// client context; null: clear text) the link is TLS 1.3 from its first byte,
 /// and a node 0 without it (or with another key) is an error within the
-/// handshake bound. Node 0 refuses a launcher whose `nnodes` or `nproc`
-/// differ from its own. The link or an error.
+/// handshake bound. Node 0 refuses a launcher whose `shape` differs from its
+/// own. The link or an error.
 std::variant<link_ptr, std::string> connect_to_node_zero(const std::string& host, uint16_t port,
                                                          const std::string& token, int node_rank,
-                                                         int nnodes, int nproc, node_wait wait,
+                                                         const job_shape& shape, node_wait wait,
                                                          const std::function<void()>& on_wait,
                                                          const std::shared_ptr<tls_context>& tls);
 
@@ -116,11 +125,11 @@ class node_listener {
 
   /// Accepts launchers until nodes 1 .. nnodes-1 each hold the token and
   /// joined, or `wait.until` passes (an error naming the missing nodes).
-  /// Refused peers (wrong token, node rank, node count, workers per node, a
-  /// failed TLS handshake with `tls`, a server context) are logged and
-  /// closed. Returns the links by node rank (index 0 empty).
+  /// Refused peers (wrong token, node rank, another job_shape, a failed TLS
+  /// handshake with `tls`, a server context) are logged and closed. Returns
+  /// the links by node rank (index 0 empty).
   std::variant<std::vector<link_ptr>, std::string> accept_nodes(
-      const std::string& token, int nnodes, int nproc, node_wait wait,
+      const std::string& token, const job_shape& shape, node_wait wait,
       const std::shared_ptr<tls_context>& tls);
 
   /// The port it listens on (the one asked for, or the one picked for 0).

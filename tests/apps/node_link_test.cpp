@@ -27,7 +27,7 @@ using namespace std::chrono_literals;
 
 const std::string token = "node-link-test-token";
 constexpr int nnodes = 2;
-constexpr int nproc = 4;
+const job_shape shape{nnodes, 4, 42};
 constexpr auto accept_bound = 8s;
 // Longer than node_link's handshake bound (5 s): a refusal must come first.
 constexpr auto connect_bound = 7s;
@@ -55,8 +55,7 @@ class node_zero {
     listener_ = node_listener::listen("127.0.0.1", 0, error);
     if (!listener_) return;
     result_ = std::async(std::launch::async, [this, tls, bound] {
-      return listener_->accept_nodes(token, nnodes, nproc, node_wait{link_clock::now() + bound},
-                                     tls);
+      return listener_->accept_nodes(token, shape, node_wait{link_clock::now() + bound}, tls);
     });
   }
 
@@ -70,10 +69,10 @@ class node_zero {
 };
 
 connected connect(uint16_t port, const std::shared_ptr<tls_context>& tls,
-                  const std::string& key_token = token, int node_nproc = nproc) {
+                  const std::string& key_token = token, const job_shape& node_shape = shape) {
   return connect_to_node_zero(
-      "127.0.0.1", port, key_token, 1, nnodes, node_nproc,
-      node_wait{link_clock::now() + connect_bound}, [] {}, tls);
+      "127.0.0.1", port, key_token, 1, node_shape, node_wait{link_clock::now() + connect_bound},
+      [] {}, tls);
 }
 
 // Reads from `link` until a line arrives or the bound passes.
@@ -127,18 +126,23 @@ TEST(node_link_test, in_clear_text_a_launcher_of_another_token_is_refused_by_its
   EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
 }
 
-// Global ranks are node * nproc + local rank: a launcher that would start
-// another number of workers is refused before any worker starts.
-TEST(node_link_test, a_launcher_with_another_nproc_is_refused) {
-  node_zero zero{nullptr, quick_refusal_accept_bound};
-  ASSERT_NE(zero.port(), 0);
-  auto one = connect(zero.port(), nullptr, token, nproc + 1);
-  ASSERT_TRUE(std::holds_alternative<std::string>(one));
-  EXPECT_NE(
-      std::get<std::string>(one).find("refused this launcher: node 1 says --nproc 5, node 0 4"),
-      std::string::npos)
-      << std::get<std::string>(one);
-  EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+// Global ranks are node * nproc + local rank, and node 0 classifies every
+// node's worker exits by its own restart code: a launcher that would start
+// another number of workers, or whose workers would exit with another code
+// after a save, is refused before any worker starts.
+TEST(node_link_test, a_launcher_of_another_shape_is_refused) {
+  const std::vector<std::pair<job_shape, std::string>> others{
+      {{nnodes, shape.nproc + 1, shape.restart_code}, "node 1 says --nproc 5, node 0 4"},
+      {{nnodes, shape.nproc, shape.restart_code + 1}, "node 1 says --restart-code 43, node 0 42"}};
+  for (const auto& [other, why] : others) {
+    node_zero zero{nullptr, quick_refusal_accept_bound};
+    ASSERT_NE(zero.port(), 0);
+    auto one = connect(zero.port(), nullptr, token, other);
+    ASSERT_TRUE(std::holds_alternative<std::string>(one));
+    EXPECT_NE(std::get<std::string>(one).find("refused this launcher: " + why), std::string::npos)
+        << std::get<std::string>(one);
+    EXPECT_TRUE(std::holds_alternative<std::string>(zero.result()));
+  }
 }
 
 // Two launchers linked with TLS (pre-shared key) through a recording proxy.
@@ -240,17 +244,17 @@ TEST(node_link_test, with_tls_a_launcher_of_another_token_gets_no_link) {
 // heartbeats (else each gave node 0 up after 30 s of silence), and one that
 // leaves frees its place: its node's launcher, started again, joins.
 TEST(node_link_test, node_zero_keeps_the_joined_launchers_while_it_waits_for_the_rest) {
-  constexpr int three_nodes = 3;
+  const job_shape three_nodes{3, shape.nproc, shape.restart_code};
   std::string error;
   auto listener = node_listener::listen("127.0.0.1", 0, error);
   ASSERT_TRUE(listener) << error;
   auto accepting = std::async(std::launch::async, [&] {
-    return listener->accept_nodes(token, three_nodes, nproc,
-                                  node_wait{link_clock::now() + accept_bound}, nullptr);
+    return listener->accept_nodes(token, three_nodes, node_wait{link_clock::now() + accept_bound},
+                                  nullptr);
   });
   auto join = [&](int node) {
     return connect_to_node_zero(
-        "127.0.0.1", listener->port(), token, node, three_nodes, nproc,
+        "127.0.0.1", listener->port(), token, node, three_nodes,
         node_wait{link_clock::now() + connect_bound}, [] {}, nullptr);
   };
   {
@@ -300,7 +304,7 @@ TEST_F(interrupted_wait, ends_node_zeros_wait_for_the_other_launchers) {
   ASSERT_TRUE(listener) << error;
   auto started = link_clock::now();
   interrupt();
-  auto result = listener->accept_nodes(token, nnodes, nproc, long_wait(), nullptr);
+  auto result = listener->accept_nodes(token, shape, long_wait(), nullptr);
   ASSERT_TRUE(std::holds_alternative<std::string>(result));
   EXPECT_EQ(std::get<std::string>(result), wait_interrupted);
   EXPECT_LT(link_clock::now() - started, 10s);
@@ -319,7 +323,7 @@ TEST_F(interrupted_wait, ends_a_launchers_wait_for_node_zero) {
   int waits = 0;
   interrupt();
   auto result = connect_to_node_zero(
-      "127.0.0.1", closed, token, 1, nnodes, nproc, long_wait(), [&] { ++waits; }, nullptr);
+      "127.0.0.1", closed, token, 1, shape, long_wait(), [&] { ++waits; }, nullptr);
   ASSERT_TRUE(std::holds_alternative<std::string>(result));
   EXPECT_EQ(std::get<std::string>(result), wait_interrupted);
   EXPECT_EQ(waits, 1);
