@@ -4,6 +4,7 @@
 
 #include "checkpoint/device_memory.hpp"
 #include "messages/errors.hpp"
+#include "messages/utf8.hpp"
 
 namespace lifeboat::checkpoint {
 
@@ -21,6 +22,11 @@ const char* to_string(buffer_kind kind) {
 
 caf::error state_registry::check_new_name(const std::string& name) const {
   if (name.empty()) return make_error(errc::invalid_argument, "checkpoint buffer without a name");
+  // The shard index keeps names as protobuf strings: one that is not UTF-8
+  // would be written, and every checkpoint holding it would not read back.
+  if (!is_utf8(name))
+    return make_error(errc::invalid_argument,
+                      "checkpoint buffer name '" + to_utf8(name) + "' is not UTF-8");
   auto same = [&](const registered_buffer& b) { return b.name == name; };
   if (std::any_of(buffers_.begin(), buffers_.end(), same))
     return make_error(errc::invalid_argument, "checkpoint buffer '" + name + "' registered twice");

@@ -28,7 +28,8 @@ struct registered_buffer {
 
 /// The named buffers that make up this rank's shard, in registration order
 /// (which is their order in the data file). Not thread-safe: register
-/// everything before the first save or restore.
+/// everything before the first save or restore. Every add_* refuses with
+/// errc::invalid_argument a name that is empty, not UTF-8 or already taken.
 class state_registry {
  public:
   /// Host memory read when saving and overwritten when restoring.

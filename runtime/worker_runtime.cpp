@@ -19,6 +19,7 @@
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "messages/status.pb.h"
+#include "messages/utf8.hpp"
 #include "messages/wire.hpp"
 #include "platform/environment.hpp"
 #include "platform/notice_source.hpp"
@@ -358,6 +359,9 @@ void worker_runtime::report_error(std::exception_ptr error) {
 }
 
 void worker_runtime::barrier(const std::string& name, std::chrono::milliseconds timeout) {
+  // The name travels as a protobuf string, which the service cannot parse
+  // unless it is UTF-8: it would close this worker's connection.
+  if (!is_utf8(name)) throw config_error("barrier name '" + to_utf8(name) + "' is not UTF-8");
   auto started = std::chrono::steady_clock::now();
   auto err = actors_->client()->barrier("user/" + name, timeout);
   blocked_ms_.fetch_add(std::chrono::duration_cast<std::chrono::milliseconds>(

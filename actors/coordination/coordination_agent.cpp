@@ -9,6 +9,7 @@
 #include "messages/address.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "messages/utf8.hpp"
 
 namespace lifeboat {
 
@@ -183,6 +184,11 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         s->set_to_rank(to_rank);
         s->set_channel(channel);
         s->set_payload(payload);
+        if (!fits_frame(env)) {
+          log(log_level::error, component, "dropping message on channel ", channel, ": ",
+              oversized_frame(env));
+          return;
+        }
         send_envelope(self, env);
       },
       [self](report_atom, int32_t code, const std::string& message) {
@@ -195,7 +201,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         }
         wire::Envelope env;
         env.mutable_error()->set_code(code);
-        env.mutable_error()->set_message(message);
+        env.mutable_error()->set_message(bounded_error_message(message));
         send_envelope(self, env);
       },
       [self](subscribe_atom, const caf::actor& subscriber) {
@@ -228,6 +234,13 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
 }
 
 }  // namespace
+
+std::string bounded_error_message(const std::string& message) {
+  auto text = to_utf8(message);
+  auto kept = utf8_prefix(text, max_error_message_bytes);
+  if (kept.size() == text.size()) return text;
+  return std::string{kept} + " ... (" + std::to_string(text.size() - kept.size()) + " more bytes)";
+}
 
 caf::actor spawn_coordination_agent(caf::actor_system& sys, agent_config cfg) {
   return sys.middleman().spawn_broker(agent_actor, std::move(cfg));

@@ -65,6 +65,17 @@ struct agent_config {
   tls_config tls;
 };
 
+/// The longest error message an agent reports: a step's exception may carry
+/// megabytes (a tensor's repr, a log), and its report must reach the service
+/// in one frame and every peer's log in a readable line. The rest is cut,
+/// and the message says how many bytes.
+constexpr size_t max_error_message_bytes = 64 * 1024;
+
+/// `message` as UTF-8 (to_utf8: the report is a protobuf string, which the
+/// service cannot parse otherwise), cut after max_error_message_bytes with
+/// " ... (N more bytes)".
+std::string bounded_error_message(const std::string& message);
+
 /// Spawns a worker's agent: a broker that connects to the service (retrying
 /// with backoff until cfg.join_timeout), answers the challenge, joins, sends
 /// heartbeats and relays requests. A lost connection after the join is
@@ -86,7 +97,12 @@ struct agent_config {
 ///        participants empty: every rank; errc::peer_error / peer_lost when a
 ///        participant fails, errc::timeout, errc::cancelled
 ///   (peer_send_atom, int32_t to_rank, channel, payload)   to_rank -1: everyone
-///   (report_atom, int32_t code, message)     broadcast as a peer_failure
+///        (one that does not fit in a frame is dropped with a log line)
+///   (report_atom, int32_t code, message)     broadcast as a peer_failure, the
+///        message cut to max_error_message_bytes
+/// A request that does not fit in a frame (max_frame_bytes) fails with
+/// errc::invalid_argument and is not sent: the service would close the
+/// connection, and the worker be lost.
 ///   (subscribe_atom, caf::actor)             the actor receives peer_message
 ///        and peer_failure
 ///   (leave_atom) -> void                     clean leave; idempotent

@@ -13,6 +13,14 @@ caf::error reply_error(const wire::Reply& r) {
   return make_error(static_cast<errc>(r.error_code()), r.error_message());
 }
 
+bool fits_frame(const wire::Envelope& env) { return env.ByteSizeLong() <= max_frame_bytes; }
+
+std::string oversized_frame(const wire::Envelope& env) {
+  return "a message of " + std::to_string(env.ByteSizeLong()) +
+         " bytes is over the coordination frame limit of " + std::to_string(max_frame_bytes) +
+         " bytes";
+}
+
 void send_envelope(agent_broker* self, const wire::Envelope& env) {
   self->state.stream.send(self, self->state.hdl, encode_frame(env));
 }
@@ -113,9 +121,13 @@ uint64_t start_request(agent_broker* self, wire::Envelope env, pending_request p
     default:
       break;
   }
-  if (!st.joined) {
-    auto err = make_error(errc::unavailable, st.left ? "coordination agent has left"
-                                                     : "coordination agent is not joined");
+  caf::error err;
+  if (!st.joined)
+    err = make_error(errc::unavailable,
+                     st.left ? "coordination agent has left" : "coordination agent is not joined");
+  else if (!fits_frame(env))
+    err = make_error(errc::invalid_argument, oversized_frame(env));
+  if (err) {
     if (p.kind == pending_request::get)
       complete_get(self, p.get_handle, err);
     else

@@ -94,6 +94,12 @@ int64_t sample_step(agent_actor_state& st);
 
 void send_envelope(agent_broker* self, const wire::Envelope& env);
 
+// Whether `env` fits in one frame: the service closes the connection of a
+// peer that sends a larger one, and this worker would be lost for what is
+// only an oversized message. What oversized_frame says of one that does not.
+bool fits_frame(const wire::Envelope& env);
+std::string oversized_frame(const wire::Envelope& env);
+
 void send_heartbeat(agent_broker* self);
 
 void notify(agent_broker* self, const caf::message& msg);
@@ -108,7 +114,8 @@ void complete(agent_broker* self, pending_request& p, const wire::Reply& r);
 void fail_pending(agent_broker* self, const caf::error& err);
 
 // Sends a request and records what to do with its reply; without a joined
-// connection it fails at once.
+// connection it fails at once (errc::unavailable), and so does one that does
+// not fit in a frame (errc::invalid_argument).
 uint64_t start_request(agent_broker* self, wire::Envelope env, pending_request p);
 
 void try_connect(agent_broker* self);

@@ -33,5 +33,21 @@ TEST(state_registry, refuses_duplicate_and_empty_names_and_missing_callbacks) {
             make_error(errc::invalid_argument));
 }
 
+// A name the shard index (a protobuf string) could write but never read
+// back: every checkpoint would be corrupt at restore.
+TEST(state_registry, refuses_a_name_that_is_not_utf8) {
+  state_registry reg;
+  char a[4];
+  auto latin1 = reg.add_host_buffer("caf\xE9", a, sizeof(a));
+  EXPECT_EQ(latin1, make_error(errc::invalid_argument));
+  EXPECT_EQ(describe(latin1),
+            "invalid_argument: checkpoint buffer name 'caf\xEF\xBF\xBD' is not UTF-8");
+  EXPECT_EQ(reg.add_callbacks(
+                "\xFF", [] { return std::string{}; }, [](const std::string&) {}),
+            make_error(errc::invalid_argument));
+  EXPECT_FALSE(reg.add_host_buffer("caf\xC3\xA9", a, sizeof(a)));
+  EXPECT_EQ(reg.buffers().size(), 1u);
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

@@ -102,7 +102,8 @@ class preemption_checkpoint_handler {
 
   /// A cluster-wide barrier through the coordination service, for trainers
   /// without collectives of their own (lifeboat-demo keeps lock-step with it).
-  /// Throws peer_error when a worker failed or was lost while waiting.
+  /// Throws peer_error when a worker failed or was lost while waiting, and
+  /// config_error for a name that is not UTF-8.
   void barrier(const std::string& name, std::chrono::milliseconds timeout);
 
   /// Reports `error` to every worker (as `run` does for a throwing step).

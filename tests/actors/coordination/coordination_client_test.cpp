@@ -5,6 +5,7 @@
 
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/coordination_frame.hpp"
+#include "messages/utf8.hpp"
 #include "tests/actors/coordination/coordination_fixture.hpp"
 #include "tests/support/actor_probe.hpp"
 #include "tests/support/loopback_port.hpp"
@@ -91,6 +92,43 @@ TEST_F(client_test, kv_operations) {
   auto none = a->try_get("ckpt/step/2");
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
+}
+
+// A frame over the limit makes the service close the connection: the
+// request fails at once instead, and the worker stays joined.
+TEST_F(client_test, a_request_larger_than_a_frame_fails_and_the_worker_stays) {
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  auto err = a->insert("big", std::string(max_frame_bytes, 'x'));
+  EXPECT_EQ(err, make_error(errc::invalid_argument));
+  EXPECT_NE(describe(err).find("over the coordination frame limit of 4194304 bytes"),
+            std::string::npos)
+      << describe(err);
+  EXPECT_FALSE(a->insert("small", "x"));
+}
+
+// A step's exception may carry megabytes, and bytes that are not UTF-8 (a
+// protobuf string the service could not parse): the report reaches every
+// peer cut and mended, and its sender is failed, not lost with its message.
+TEST_F(client_test, a_huge_error_that_is_not_utf8_reaches_the_peers_cut_and_readable) {
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  caf::scoped_actor self{sys};
+  b->subscribe(self);
+  auto head = std::string{"step 5 raised caf\xE9: "};
+  a->report_error(7, head + std::string(5 * 1024 * 1024, 'x'));
+  self->receive(
+      [&](const peer_failure& f) {
+        EXPECT_EQ(f.rank, 0);
+        EXPECT_EQ(f.code, 7);
+        EXPECT_FALSE(f.lost);
+        EXPECT_TRUE(is_utf8(f.message));
+        EXPECT_EQ(f.message.rfind("step 5 raised caf\xEF\xBF\xBD: xxx", 0), 0u);
+        EXPECT_LE(f.message.size(), max_error_message_bytes + 64);
+        EXPECT_NE(f.message.find(" more bytes)"), std::string::npos);
+      },
+      caf::after(socket_deadline) >> [] { ADD_FAILURE() << "no failure reached rank 1"; });
 }
 
 TEST_F(client_test, blocking_get_times_out) {
