@@ -363,8 +363,14 @@ PYBIND11_MODULE(_lifeboat, m) {
           "barrier",
           [](python_handler& h, const std::string& name, double timeout) {
             auto& handler = h.get();
+            // Checked before the GIL is released: the error formats the
+            // value with Python, which without the GIL crashed the process.
+            auto bound = from_seconds<std::chrono::milliseconds>(timeout, "timeout");
+            if (bound.count() < 0)
+              throw lifeboat::config_error("timeout must be >= 0 seconds, got " +
+                                           py::str(py::float_(timeout)).cast<std::string>());
             py::gil_scoped_release unlocked;
-            handler.barrier(name, from_seconds<std::chrono::milliseconds>(timeout, "timeout"));
+            handler.barrier(name, bound);
           },
           py::arg("name"), py::arg("timeout"))
       .def(

@@ -169,6 +169,17 @@ class PythonBindingTest(scratch_case.ScratchCase):
                 lifeboat.CheckpointState(), self.ckpt,
                 lifeboat.TerminationConfig(safety_factor=float("nan")))
 
+    def test_a_barrier_timeout_that_is_no_duration_is_a_config_error(self):
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            for value in (float("nan"), float("inf"), 1e300):
+                with self.assertRaisesRegex(lifeboat.ConfigError,
+                                            "^timeout must be a finite number of seconds, got "):
+                    handler.barrier("b", value)
+            with self.assertRaisesRegex(lifeboat.ConfigError,
+                                        r"^timeout must be >= 0 seconds, got -1\.0$"):
+                handler.barrier("b", -1.0)
+            handler.barrier("b", 0.5)
+
     def test_what_lifeboat_calls_later_must_be_callable_now(self):
         for name in ("termination_watcher_fn", "exit_fn", "save_fn"):
             with self.assertRaisesRegex(TypeError, f"^{name} must be callable, got int"):
