@@ -14,6 +14,12 @@ preemption_checkpoint_handler::~preemption_checkpoint_handler() = default;
 
 void preemption_checkpoint_handler::on_action_step(int64_t step) { runtime_->on_action_step(step); }
 
+void preemption_checkpoint_handler::refuse_step(int64_t step) const {
+  throw config_error("step_completed(" + std::to_string(step) +
+                     "): steps must not go back, the last completed step is " +
+                     std::to_string(completed_step_.load(std::memory_order_relaxed)));
+}
+
 void preemption_checkpoint_handler::on_step_failed(std::exception_ptr error) {
   runtime_->on_step_failed(std::move(error));
 }

@@ -180,6 +180,20 @@ class PythonBindingTest(scratch_case.ScratchCase):
                 handler.barrier("b", -1.0)
             handler.barrier("b", 0.5)
 
+    def test_a_step_that_goes_back_is_a_config_error(self):
+        # A save under a lower step would be older by its number than the
+        # checkpoint restored, and the next restart would take that instead.
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            handler.step_completed(5)
+            handler.step_completed(5)
+            with self.assertRaisesRegex(lifeboat.ConfigError,
+                                        r"^step_completed\(3\): steps must not go back, "
+                                        r"the last completed step is 5$"):
+                handler.step_completed(3)
+            self.assertEqual(handler.total_run_calls, 5)
+            handler.step_completed(9)
+            self.assertEqual(handler.total_run_calls, 9)
+
     def test_what_lifeboat_calls_later_must_be_callable_now(self):
         for name in ("termination_watcher_fn", "exit_fn", "save_fn"):
             with self.assertRaisesRegex(TypeError, f"^{name} must be callable, got int"):

@@ -71,9 +71,13 @@ class preemption_checkpoint_handler {
   /// and, if it is the agreed step of a save, saves (and exits if final).
   void save_checkpoint_if_preempted() { step_completed(total_run_calls() + 1); }
 
-  /// Lowest level: `step` (monotonic) has completed. Costs one atomic store
-  /// and one load while no notice is active.
+  /// Lowest level: `step` has completed. Costs one atomic store and two
+  /// loads while no notice is active. Steps never go back: one below the
+  /// last completed step (after a restore, the restored one) throws
+  /// config_error, since a checkpoint saved under it would be older by its
+  /// number than the one restored, and the next restart would take that.
   void step_completed(int64_t step) {
+    if (step < completed_step_.load(std::memory_order_relaxed)) refuse_step(step);
     completed_step_.store(step, std::memory_order_seq_cst);
     if (step >= action_step_.load(std::memory_order_seq_cst)) on_action_step(step);
   }
@@ -116,6 +120,7 @@ class preemption_checkpoint_handler {
       on_action_step(completed_step_.load(std::memory_order_relaxed));
   }
   void on_action_step(int64_t step);
+  [[noreturn]] void refuse_step(int64_t step) const;
   // Throws peer_error for a peer's failure, else reports `error` and returns.
   void on_step_failed(std::exception_ptr error);
 
