@@ -7,6 +7,7 @@
 #include "checkpoint/file_io.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "messages/utf8.hpp"
 #include "platform/text_parse.hpp"
 
 namespace lifeboat {
@@ -151,7 +152,7 @@ worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
 wire::CheckpointInfo checkpoint_report(const checkpoint::checkpoint_info& info, double seconds) {
   wire::CheckpointInfo out;
   out.set_step(info.step);
-  out.set_path(info.path);
+  out.set_path(to_utf8(info.path));
   out.set_bytes(info.bytes);
   out.set_seconds(seconds);
   for (const auto& tier : info.tiers) {

@@ -63,7 +63,9 @@ worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
                                        const peer_address_exchange& exchange);
 
 /// What the status shows of a checkpoint (`last_checkpoint`, `restored`):
-/// `info`'s step, path, bytes and tiers, with `seconds` for the whole.
+/// `info`'s step, path, bytes and tiers, with `seconds` for the whole. A
+/// path that is not UTF-8 is mended (to_utf8): protobuf's JSON printer
+/// dropped its stray bytes with the next ones, and /status showed another path.
 wire::CheckpointInfo checkpoint_report(const checkpoint::checkpoint_info& info, double seconds);
 
 }  // namespace lifeboat

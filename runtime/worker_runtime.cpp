@@ -254,7 +254,7 @@ void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_m
         throw_failure();
     wire::CheckpointInfo info;
     info.set_step(step);
-    info.set_path(checkpoint_dir_);
+    info.set_path(to_utf8(checkpoint_dir_));
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     info.set_seconds(seconds);

@@ -140,5 +140,12 @@ TEST(checkpoint_tiers_test, the_report_lists_every_tier_with_its_seconds) {
   EXPECT_EQ(report.tiers(1).name(), "directory");
 }
 
+// Seen: "/ckpt\xE9/step-..." showed in /status as "/ckptstep-...".
+TEST(checkpoint_tiers_test, a_path_that_is_not_utf8_is_reported_mended) {
+  checkpoint::checkpoint_info info;
+  info.path = "/ckpt\xE9/step-000000000007";
+  EXPECT_EQ(checkpoint_report(info, 1.0).path(), "/ckpt\xEF\xBF\xBD/step-000000000007");
+}
+
 }  // namespace
 }  // namespace lifeboat
