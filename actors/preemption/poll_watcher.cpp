@@ -10,6 +10,7 @@
 #include "messages/log.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
+#include "messages/utf8.hpp"
 #include "messages/wire.hpp"
 #include "platform/clock.hpp"
 #include "platform/notice_source.hpp"
@@ -70,8 +71,11 @@ void source_poller::loop() {
       wait = interval_;
       if (*result) {
         wire::Notice notice;
-        notice.set_source((*result)->source);
-        notice.set_reason((*result)->reason);
+        // A source's text may hold bytes that are not UTF-8 (a trigger
+        // file's path): the peers could not parse the notice, and it would
+        // not reach them.
+        notice.set_source(to_utf8((*result)->source));
+        notice.set_reason(to_utf8((*result)->reason));
         notice.set_deadline_unix_ms((*result)->deadline_unix_ms);
         notice.set_received_unix_ms(unix_now_ms());
         if (auto hdl = caf::actor_cast<poll_watcher_actor>(watcher_))

@@ -151,6 +151,16 @@ TEST_F(poll_watcher_test, each_notice_reaches_the_resolver_once_and_a_new_one_ag
   driver_->send_exit(watcher, caf::exit_reason::user_shutdown);
 }
 
+// The peers parse a notice as a protobuf message, whose strings must be
+// UTF-8: a trigger file's path in Latin-1 is mended, or no peer would see it.
+TEST_F(poll_watcher_test, a_notice_whose_text_is_not_utf8_is_forwarded_mended) {
+  auto file = std::make_shared<script>();
+  file->notices = {"file:/run/caf\xE9"};
+  auto watcher = spawn_watcher({{"file", file}});
+  EXPECT_EQ(notice_from_resolver(), "file:/run/caf\xEF\xBF\xBD");
+  driver_->send_exit(watcher, caf::exit_reason::user_shutdown);
+}
+
 TEST_F(poll_watcher_test, acknowledging_waits_for_the_sources_that_gave_a_notice) {
   auto azure = std::make_shared<script>();
   auto gce = std::make_shared<script>();
