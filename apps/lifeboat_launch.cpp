@@ -38,6 +38,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 
+#include "messages/address.hpp"
 #include "messages/errors.hpp"
 
 #include "actors/coordination/coordination_service.hpp"
@@ -57,7 +58,6 @@
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
-#include "platform/text_parse.hpp"
 
 namespace {
 
@@ -191,9 +191,6 @@ int main(int argc, char** argv) {
     }
     control_tls = std::move(*made);
   }
-  auto where = [](const std::string& host, uint16_t port) {
-    return lifeboat::endpoint{host, port}.to_string();
-  };
 
   // Node 0 (or the only node) hosts the service; the others reach it.
   auto hosts_service = opts.node_rank == 0;
@@ -256,7 +253,7 @@ int main(int argc, char** argv) {
       auto listener = lifeboat::apps::node_listener::listen(opts.host, opts.control_port, error);
       if (listener) {
         say("waiting for the launchers of " + std::to_string(opts.nnodes - 1) +
-            " other node(s) on " + where(opts.host, opts.control_port));
+            " other node(s) on " + lifeboat::host_port(opts.host, opts.control_port));
         accepted = listener->accept_nodes(token, shape, wait, control_tls);
         if (auto* e = std::get_if<std::string>(&accepted)) error = *e;
       }
@@ -264,8 +261,9 @@ int main(int argc, char** argv) {
       connected = lifeboat::apps::connect_to_node_zero(
           opts.host, opts.control_port, token, opts.node_rank, shape, wait,
           [&] {
-            say("waiting for node 0's launcher at " + where(opts.host, opts.control_port) +
-                " (at most " + std::to_string(node_wait_bound.count()) + " s)");
+            say("waiting for node 0's launcher at " +
+                lifeboat::host_port(opts.host, opts.control_port) + " (at most " +
+                std::to_string(node_wait_bound.count()) + " s)");
           },
           control_tls);
       if (auto* e = std::get_if<std::string>(&connected)) error = *e;
@@ -300,7 +298,7 @@ int main(int argc, char** argv) {
   lifeboat::apps::worker_group group{
       opts.command,
       {{"LIFEBOAT_WORLD_SIZE", std::to_string(opts.world_size())},
-       {"LIFEBOAT_COORDINATOR", where(reach, port)},
+       {"LIFEBOAT_COORDINATOR", lifeboat::host_port(reach, port)},
        {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
        {"LIFEBOAT_CLUSTER_TOKEN", token},
        {lifeboat::tls_env, tls->enabled ? "1" : "0"},

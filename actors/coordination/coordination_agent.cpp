@@ -184,12 +184,9 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         s->set_to_rank(to_rank);
         s->set_channel(channel);
         s->set_payload(payload);
-        if (!fits_frame(env)) {
+        if (auto oversized = send_envelope(self, env))
           log(log_level::error, component, "dropping message on channel ", channel, ": ",
-              oversized_frame(env));
-          return;
-        }
-        send_envelope(self, env);
+              *oversized);
       },
       [self](report_atom, int32_t code, const std::string& message) {
         if (!self->state.joined) {

@@ -13,16 +13,14 @@ caf::error reply_error(const wire::Reply& r) {
   return make_error(static_cast<errc>(r.error_code()), r.error_message());
 }
 
-bool fits_frame(const wire::Envelope& env) { return env.ByteSizeLong() <= max_frame_bytes; }
-
-std::string oversized_frame(const wire::Envelope& env) {
-  return "a message of " + std::to_string(env.ByteSizeLong()) +
-         " bytes is over the coordination frame limit of " + std::to_string(max_frame_bytes) +
-         " bytes";
-}
-
-void send_envelope(agent_broker* self, const wire::Envelope& env) {
-  self->state.stream.send(self, self->state.hdl, encode_frame(env));
+std::optional<std::string> send_envelope(agent_broker* self, const wire::Envelope& env) {
+  auto frame = encode_frame(env);
+  if (auto bytes = frame.size() - frame_header_bytes; bytes > max_frame_bytes)
+    return "a message of " + std::to_string(bytes) +
+           " bytes is over the coordination frame limit of " + std::to_string(max_frame_bytes) +
+           " bytes";
+  self->state.stream.send(self, self->state.hdl, frame);
+  return std::nullopt;
 }
 
 void notify(agent_broker* self, const caf::message& msg) {
@@ -125,8 +123,8 @@ uint64_t start_request(agent_broker* self, wire::Envelope env, pending_request p
   if (!st.joined)
     err = make_error(errc::unavailable,
                      st.left ? "coordination agent has left" : "coordination agent is not joined");
-  else if (!fits_frame(env))
-    err = make_error(errc::invalid_argument, oversized_frame(env));
+  else if (auto oversized = send_envelope(self, env))
+    err = make_error(errc::invalid_argument, *oversized);
   if (err) {
     if (p.kind == pending_request::get)
       complete_get(self, p.get_handle, err);
@@ -134,8 +132,8 @@ uint64_t start_request(agent_broker* self, wire::Envelope env, pending_request p
       p.promise.deliver(err);
     return id;
   }
+  // The reply comes in a later message of this actor: recorded in time.
   st.pending.emplace(id, std::move(p));
-  send_envelope(self, env);
   return id;
 }
 

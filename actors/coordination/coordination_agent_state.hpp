@@ -92,13 +92,10 @@ caf::error reply_error(const wire::Reply& r);
 // age in milliseconds.
 int64_t sample_step(agent_actor_state& st);
 
-void send_envelope(agent_broker* self, const wire::Envelope& env);
-
-// Whether `env` fits in one frame: the service closes the connection of a
-// peer that sends a larger one, and this worker would be lost for what is
-// only an oversized message. What oversized_frame says of one that does not.
-bool fits_frame(const wire::Envelope& env);
-std::string oversized_frame(const wire::Envelope& env);
+// Sends `env` as one frame. One over max_frame_bytes is not sent, and why
+// comes back: the service closes the connection of a peer that sends a
+// larger frame, and this worker would be lost for an oversized message.
+std::optional<std::string> send_envelope(agent_broker* self, const wire::Envelope& env);
 
 void send_heartbeat(agent_broker* self);
 
