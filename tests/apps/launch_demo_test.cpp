@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -97,6 +99,29 @@ std::map<int, std::string> reference_digests(const fs::path& ckpt) {
   return ref.digests(steps);
 }
 
+// A job with `flags` in `ckpt` whose rank `victim` takes a SIGTERM once every
+// worker joined: it saves, restarts and ends 0 with `expected` (the digests
+// of a run without the flags), every worker having agreed on one step when
+// the notice came in time to save. `check` then reads the whole output.
+void expect_a_notice_keeps_the_digests(const fs::path& ckpt, const std::vector<std::string>& flags,
+                                       int victim, const std::map<int, std::string>& expected,
+                                       const std::function<void(output_log&)>& check) {
+  auto run = launch(ckpt, flags);
+  output_log log{*run};
+  auto started = joined_workers(log, 0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(started[victim], SIGTERM);
+  log.read_all();
+  ASSERT_EQ(exit_code(*run), 0) << log.text();
+  EXPECT_EQ(log.digests(steps), expected) << log.text();
+  auto agreed = log.agreed_steps();
+  if (!agreed.empty()) {
+    EXPECT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
+    EXPECT_EQ(std::set<long long>(agreed.begin(), agreed.end()).size(), 1u) << log.text();
+  }
+  check(log);
+}
+
 TEST(launch_demo_test, sigterm_to_a_random_worker_never_changes_the_digests) {
   scratch_dir dir{"apps-preempt"};
   auto expected = reference_digests(dir / "reference");
@@ -144,19 +169,9 @@ TEST(launch_demo_test, with_tls_a_notice_saves_and_the_digests_stay_the_same) {
   scratch_dir dir{"apps-tls"};
   auto expected = reference_digests(dir / "reference");
   ASSERT_EQ(expected.size(), static_cast<size_t>(workers));
-  auto run = launch(dir / "tls", {"--tls"});
-  output_log log{*run};
-  auto started = joined_workers(log, 0);
-  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
-  ::kill(started[1], SIGTERM);
-  log.read_all();
-  ASSERT_EQ(exit_code(*run), 0) << log.text();
-  EXPECT_GE(log.count("TLS 1.3 on every connection"), 1) << log.text();
-  EXPECT_EQ(log.digests(steps), expected) << log.text();
-  auto agreed = log.agreed_steps();
-  if (!agreed.empty()) {
-    EXPECT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
-  }
+  expect_a_notice_keeps_the_digests(dir / "tls", {"--tls"}, 1, expected, [](output_log& log) {
+    EXPECT_GE(log.count("TLS 1.3 on every connection"), 1) << log.text();
+  });
 }
 
 // --coordinator [::1]:PORT: the service listens on IPv6, the workers join it
@@ -168,29 +183,20 @@ TEST(launch_demo_test, over_ipv6_a_notice_saves_and_the_digests_stay_the_same) {
   scratch_dir dir{"apps-ipv6"};
   auto expected = reference_digests(dir / "reference");
   ASSERT_EQ(expected.size(), static_cast<size_t>(workers));
-  auto run = launch(dir / "ipv6", {"--coordinator", "[::1]:" + std::to_string(port)});
-  output_log log{*run};
-  auto started = joined_workers(log, 0);
-  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
-  ::kill(started[2], SIGTERM);
-  log.read_all();
-  ASSERT_EQ(exit_code(*run), 0) << log.text();
-  EXPECT_EQ(log.digests(steps), expected) << log.text();
-  // Every rank's peer tier in every generation, each at an IPv6 address.
-  auto generations = log.pids(1).empty() ? 1 : 2;
-  auto replicas = log.count("keeps this rank's replicas");
-  EXPECT_EQ(replicas, generations * workers) << log.text();
-  EXPECT_EQ(log.count_if([](const std::string& line) {
-    return line.find("keeps this rank's replicas") != std::string::npos &&
-           line.find(" at [::1]:") != std::string::npos;
-  }),
-            replicas)
-      << log.text();
-  auto agreed = log.agreed_steps();
-  if (!agreed.empty()) {
-    EXPECT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
-    EXPECT_EQ(std::set<long long>(agreed.begin(), agreed.end()).size(), 1u) << log.text();
-  }
+  expect_a_notice_keeps_the_digests(
+      dir / "ipv6", {"--coordinator", "[::1]:" + std::to_string(port)}, 2, expected,
+      [](output_log& log) {
+        // Every rank's peer tier in every generation, each at an IPv6 address.
+        auto generations = log.pids(1).empty() ? 1 : 2;
+        auto replicas = log.count("keeps this rank's replicas");
+        EXPECT_EQ(replicas, generations * workers) << log.text();
+        EXPECT_EQ(log.count_if([](const std::string& line) {
+          return line.find("keeps this rank's replicas") != std::string::npos &&
+                 line.find(" at [::1]:") != std::string::npos;
+        }),
+                  replicas)
+            << log.text();
+      });
 }
 
 TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_code) {

@@ -49,6 +49,19 @@ std::unique_ptr<child_process> node(const job_ports& ports, int rank,
                                          environment_with({{"LIFEBOAT_CLUSTER_TOKEN", job_token}}));
 }
 
+// `launcher`, still waiting for the other launchers, takes a SIGTERM: it
+// exits with the restart code, as workers stopped before they saved do, and
+// says that no worker started.
+void expect_a_sigterm_ends_the_wait(child_process& launcher, output_log& log) {
+  launcher.kill(SIGTERM);
+  log.read_all();
+  EXPECT_EQ(exit_code(launcher), 42) << log.text();
+  EXPECT_TRUE(
+      log.contains("lifeboat-launch: stopped by SIGTERM while waiting for the other "
+                   "launchers: no worker started"))
+      << log.text();
+}
+
 TEST(multi_node_flags_test, node_k_runs_global_ranks_k_times_n_on_with_their_local_ranks) {
   job_ports ports;
   auto zero = node(ports, 0);
@@ -121,13 +134,7 @@ TEST(multi_node_flags_test, a_signal_ends_the_wait_for_the_other_launchers) {
   auto zero = node(ports, 0);
   output_log log0{*zero};
   ASSERT_TRUE(log0.read_until("waiting for the launchers of 1 other node(s)")) << log0.text();
-  zero->kill(SIGTERM);
-  log0.read_all();
-  EXPECT_EQ(exit_code(*zero), 42) << log0.text();
-  EXPECT_TRUE(
-      log0.contains("lifeboat-launch: stopped by SIGTERM while waiting for the other "
-                    "launchers: no worker started"))
-      << log0.text();
+  expect_a_sigterm_ends_the_wait(*zero, log0);
   auto one = node(ports, 1);
   output_log log1{*one};
   ASSERT_TRUE(log1.read_until("waiting for node 0's launcher at 127.0.0.1:" + ports.control))
@@ -152,17 +159,9 @@ TEST(multi_node_flags_test, a_joined_launcher_ends_on_a_signal_before_the_start)
   auto one = node(ports, 1, token, three_nodes);
   output_log log1{*one};
   ASSERT_TRUE(log0.read_until("node 1's launcher joined (1 of 2)")) << log0.text();
-  one->kill(SIGTERM);
-  log1.read_all();
-  EXPECT_EQ(exit_code(*one), 42) << log1.text();
-  EXPECT_TRUE(
-      log1.contains("lifeboat-launch: stopped by SIGTERM while waiting for the other "
-                    "launchers: no worker started"))
-      << log1.text();
+  expect_a_sigterm_ends_the_wait(*one, log1);
   ASSERT_TRUE(log0.read_until("node 1's launcher left before the start")) << log0.text();
-  zero->kill(SIGTERM);
-  log0.read_all();
-  EXPECT_EQ(exit_code(*zero), 42) << log0.text();
+  expect_a_sigterm_ends_the_wait(*zero, log0);
 }
 
 TEST(multi_node_flags_test, a_multi_node_launcher_without_the_token_exits_2) {
