@@ -99,8 +99,19 @@ caf::expected<http_response> http_send(const http_request& request,
         return;
       }
       result.stage = "read";
-      http::async_read(stream, buffer, parser, [&](beast::error_code ec, std::size_t) {
-        result = {ec, "read", true};
+      // The header alone first: Beast 1.74 parses eagerly on past a
+      // Content-Length over the body limit when the body came in the same
+      // packet, and then reserves that length: a reply claiming 10 TB threw
+      // std::bad_alloc out of a notice source's poll (found by fuzz_azure).
+      // Read without eagerness, the header stops at the limit's error.
+      http::async_read_header(stream, buffer, parser, [&](beast::error_code ec, std::size_t) {
+        if (ec) {
+          result = {ec, "read", true};
+          return;
+        }
+        http::async_read(stream, buffer, parser, [&](beast::error_code ec, std::size_t) {
+          result = {ec, "read", true};
+        });
       });
     });
   });

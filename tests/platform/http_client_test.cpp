@@ -27,6 +27,24 @@ http_request to_mock(const mock_server& mock, std::string method, std::string ta
   return request;
 }
 
+// Accepts one connection on `listener`, reads its request header, answers it
+// with `reply` (any bytes) and closes it; returns the request header.
+std::string answer_once(const test::held_port& listener, const std::string& reply) {
+  int conn = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) return "";
+  std::string head;
+  char buf[512];
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    auto n = ::recv(conn, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    head.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(::send(conn, reply.data(), reply.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(reply.size()));
+  ::close(conn);
+  return head;
+}
+
 TEST(http_client, get_sends_headers_and_returns_status_headers_and_body) {
   mock_server mock;
   auto request = to_mock(mock, "GET", "/computeMetadata/v1/instance/hostname");
@@ -103,18 +121,7 @@ TEST(http_client, an_ipv6_host_is_named_in_brackets) {
   request.host = "::1";
   request.port = listener.port();
   auto reply = std::async(std::launch::async, [&] { return http_send(request, 5s); });
-  int conn = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC);
-  ASSERT_GE(conn, 0);
-  std::string head;
-  char buf[512];
-  while (head.find("\r\n\r\n") == std::string::npos) {
-    auto n = ::recv(conn, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    head.append(buf, static_cast<size_t>(n));
-  }
-  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-  EXPECT_EQ(::send(conn, ok.data(), ok.size(), MSG_NOSIGNAL), static_cast<ssize_t>(ok.size()));
-  ::close(conn);
+  auto head = answer_once(listener, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
   auto answer = reply.get();
   ASSERT_TRUE(answer) << describe(answer.error());
   EXPECT_EQ(answer->body, "ok");
@@ -127,6 +134,24 @@ TEST(http_client, an_ipv6_host_is_named_in_brackets) {
   EXPECT_NE(describe(refused.error()).find("[::1]:" + std::to_string(request.port)),
             std::string::npos)
       << describe(refused.error());
+}
+
+// A Content-Length far over the body limit, with some of the body in the
+// same packet as the header: the client must refuse it, not reserve it.
+TEST(http_client, a_body_longer_than_the_limit_is_refused_unread) {
+  test::held_port listener;
+  ASSERT_NE(listener.port(), 0);
+  http_request request;
+  request.host = "127.0.0.1";
+  request.port = listener.port();
+  auto reply = std::async(std::launch::async, [&] { return http_send(request, 5s); });
+  answer_once(listener,
+              "HTTP/1.1 200 OK\r\nContent-Length: 0010000000000040\r\n\r\n{\"Events\": []}");
+  auto answer = reply.get();
+  ASSERT_FALSE(answer);
+  EXPECT_EQ(answer.error(), make_error(errc::unavailable)) << describe(answer.error());
+  EXPECT_NE(describe(answer.error()).find("body limit"), std::string::npos)
+      << describe(answer.error());
 }
 
 TEST(http_client, unknown_method_is_invalid_argument) {
