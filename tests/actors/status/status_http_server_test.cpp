@@ -131,6 +131,21 @@ TEST_F(status_http_server_test, answers_400_to_oversized_headers) {
   EXPECT_EQ(handled_, 0);
 }
 
+// The body sent with the header looks like a header of its own: it must
+// neither reach the handler nor make the server wait for more.
+TEST_F(status_http_server_test, answers_400_to_a_body_over_the_limit) {
+  status_http_limits limits;
+  limits.body_limit = 16;
+  start(limits);
+  raw_connection c{server_->port()};
+  c.send("POST /a HTTP/1.1\r\nContent-Length: 5000\r\n\r\nX: y\r\n\r\n");
+  auto reply = c.read_until_close(clock_type::now() + http_timeout);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->rfind("HTTP/1.1 400", 0), 0u) << *reply;
+  EXPECT_EQ(server_->stats().bad_requests, 1u);
+  EXPECT_EQ(handled_, 0);
+}
+
 TEST_F(status_http_server_test, stops_promptly_and_closes_every_connection) {
   start();
   raw_connection idle{server_->port()};
