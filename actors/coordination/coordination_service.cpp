@@ -293,7 +293,7 @@ std::optional<std::string> why_not_bound(const std::string& host, uint16_t port)
   if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
     return std::string{::gai_strerror(rc)};
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned{found, ::freeaddrinfo};
-  int fd = ::socket(found->ai_family, found->ai_socktype, found->ai_protocol);
+  int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
   if (fd < 0) return std::string{std::strerror(errno)};
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
