@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <map>
 #include <string>
 
 #include "messages/errors.hpp"
@@ -20,15 +19,28 @@ namespace {
 // The write end of the socket, read by the async-signal-safe handler.
 std::atomic<int> signal_write_fd{-1};
 
-std::map<int, struct sigaction>& previous_actions() {
-  static std::map<int, struct sigaction> actions;
-  return actions;
-}
+// The process that installed the pipe, and the actions it replaced: both
+// read by the handler, so plain storage rather than a map.
+std::atomic<pid_t> installing_pid{0};
+struct sigaction previous_actions[NSIG];
 
 // The write never blocks: with the socket full (thousands of signals nobody
 // read) this one is dropped, and the ones before it still stand.
+//
+// A child forked without exec (a multiprocessing.Pool or DataLoader worker)
+// inherits this handler and the socket. Its signal is not the worker's: it
+// gets the action it had before lifeboat, and is raised again to take it.
+// Without that, Pool.terminate()'s SIGTERM neither ended the child (the join
+// then hung) nor stayed in it (the parent read a notice and saved a
+// checkpoint, exiting with the restart code).
 extern "C" void on_os_signal(int signo) {
   int saved_errno = errno;
+  if (::getpid() != installing_pid.load()) {
+    ::sigaction(signo, &previous_actions[signo], nullptr);
+    ::raise(signo);
+    errno = saved_errno;
+    return;
+  }
   unsigned char byte = static_cast<unsigned char>(signo);
   if (auto fd = signal_write_fd.load(); fd >= 0) {
     auto rc = ::send(fd, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -46,6 +58,9 @@ caf::error system_error(const char* what) {
 caf::expected<std::unique_ptr<signal_pipe>> signal_pipe::install(std::vector<int> signals) {
   if (signal_write_fd.load() >= 0)
     return make_error(errc::invalid_config, "a signal watcher is already installed");
+  for (auto signo : signals)
+    if (signo < 1 || signo >= NSIG)
+      return make_error(errc::invalid_config, "no signal numbered " + std::to_string(signo));
   // A socket rather than a pipe: the middleman's I/O loop reads it like any
   // connection, so a signal wakes that one thread and no relay thread.
   int fds[2];
@@ -55,14 +70,14 @@ caf::expected<std::unique_ptr<signal_pipe>> signal_pipe::install(std::vector<int
   result->signals_ = std::move(signals);
   result->read_fd_ = fds[0];
   signal_write_fd = fds[1];
+  installing_pid = ::getpid();
   for (auto signo : result->signals_) {
     struct sigaction action {};
     action.sa_handler = on_os_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
-    struct sigaction previous {};
-    ::sigaction(signo, &action, &previous);
-    previous_actions()[signo] = previous;
+    ::sigaction(signo, nullptr, &previous_actions[signo]);
+    ::sigaction(signo, &action, nullptr);
   }
   return result;
 }
@@ -74,11 +89,7 @@ caf::expected<int> signal_pipe::open_reader() const {
 }
 
 signal_pipe::~signal_pipe() {
-  for (auto signo : signals_) {
-    auto& actions = previous_actions();
-    ::sigaction(signo, &actions[signo], nullptr);
-    actions.erase(signo);
-  }
+  for (auto signo : signals_) ::sigaction(signo, &previous_actions[signo], nullptr);
   ::close(signal_write_fd.exchange(-1));
   ::close(read_fd_);
 }

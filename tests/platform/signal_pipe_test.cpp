@@ -1,6 +1,8 @@
 #include "platform/signal_pipe.hpp"
 
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -105,6 +107,68 @@ TEST(signal_pipe, destroying_it_restores_the_previous_handler) {
   std::raise(SIGUSR1);
   EXPECT_EQ(previous_handler_calls, 1);
   ::sigaction(SIGUSR1, &before, nullptr);
+}
+
+// Forks a child that raises `signo` and then exits with the count of calls
+// of count_previous_handler_call it saw; the child's wait status.
+int status_of_child_raising(int signo) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    std::raise(signo);
+    ::_exit(previous_handler_calls);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+// No byte waits on `fd` (the byte of a signal is written before the handler
+// returns, so once its sender is gone, a byte it sent is there).
+bool nothing_to_read(int fd) {
+  unsigned char byte = 0;
+  return ::recv(fd, &byte, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+// A forked child (a multiprocessing.Pool worker) inherits the handler: its
+// signal must take the child's own course, not reach the installing process.
+TEST(signal_pipe, a_forked_childs_signal_takes_the_action_it_had_before) {
+  auto pipe = signal_pipe::install({SIGUSR2});
+  ASSERT_TRUE(pipe) << describe(pipe.error());
+  auto reader = (*pipe)->open_reader();
+  ASSERT_TRUE(reader) << describe(reader.error());
+  reader_fd guard{*reader};
+  auto status = status_of_child_raising(SIGUSR2);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR2) << "wait status " << status;
+  EXPECT_TRUE(nothing_to_read(guard.get()));
+  std::raise(SIGUSR2);
+  EXPECT_EQ(next_byte(guard.get()), SIGUSR2);
+}
+
+TEST(signal_pipe, a_forked_child_runs_the_handler_it_had_before) {
+  struct sigaction mine {};
+  mine.sa_handler = count_previous_handler_call;
+  sigemptyset(&mine.sa_mask);
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGUSR1, &mine, &before), 0);
+  previous_handler_calls = 0;
+  {
+    auto pipe = signal_pipe::install({SIGUSR1});
+    ASSERT_TRUE(pipe) << describe(pipe.error());
+    auto reader = (*pipe)->open_reader();
+    ASSERT_TRUE(reader) << describe(reader.error());
+    reader_fd guard{*reader};
+    auto status = status_of_child_raising(SIGUSR1);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << "wait status " << status;
+    EXPECT_TRUE(nothing_to_read(guard.get()));
+    EXPECT_EQ(previous_handler_calls, 0);
+  }
+  ::sigaction(SIGUSR1, &before, nullptr);
+}
+
+TEST(signal_pipe, refuses_a_number_that_is_no_signal) {
+  auto pipe = signal_pipe::install({SIGUSR1, NSIG});
+  ASSERT_FALSE(pipe);
+  EXPECT_EQ(pipe.error(), make_error(errc::invalid_config));
 }
 
 // Whether a thread started now has `signo` blocked.

@@ -6,11 +6,13 @@ Run by ctest with PYTHONPATH naming the directory of the built module, which
 the checks of the module's own argument handling import.
 """
 
+import multiprocessing
 import os
 import secrets
 import signal
 import socket
 import sys
+import time
 import unittest
 
 import lifeboat
@@ -203,6 +205,19 @@ class PythonBindingTest(scratch_case.ScratchCase):
             state.add_callbacks("c", "save", lambda b: None)
         with self.assertRaisesRegex(TypeError, "^restore must be callable, got NoneType"):
             state.add_callbacks("c", lambda: b"", None)
+
+    def test_a_forked_child_ends_on_its_sigterm_without_a_notice_to_the_worker(self):
+        # multiprocessing.Pool's and DataLoader's terminate(): the child of a
+        # fork inherits lifeboat's handler, and its SIGTERM is its own.
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(600,))
+            child.start()
+            self.addCleanup(child.kill)
+            child.terminate()
+            child.join(EVENT_TIMEOUT)
+            self.assertEqual(child.exitcode, -signal.SIGTERM)
+            handler.run(lambda: None)
+            self.assertEqual(handler.total_run_calls, 1)
 
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
