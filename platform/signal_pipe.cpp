@@ -24,20 +24,37 @@ std::atomic<int> signal_write_fd{-1};
 std::atomic<pid_t> installing_pid{0};
 struct sigaction previous_actions[NSIG];
 
+// A child forked without exec (a multiprocessing.Pool or DataLoader worker)
+// inherits this handler and the socket, and its signals are not the
+// worker's notices. One the child sent itself or got from its parent (a
+// pool's or DataLoader's terminate()) takes the action the child had before
+// lifeboat: the handler puts it back and raises the signal again. Without
+// that, Pool.terminate()'s SIGTERM neither ended the child (the join then
+// hung) nor stayed in it (the parent read a notice, saved and exited with the
+// restart code). Any other sender signals more than the child (a scheduler
+// signals every process of the job, a terminal its whole group): the worker
+// gets a signal of its own, and the child keeps serving it while it saves.
+bool ends_a_forked_child(const siginfo_t* info) {
+  bool sent_by_a_process =
+      info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL;
+  return sent_by_a_process && (info->si_pid == ::getpid() || info->si_pid == ::getppid());
+}
+
 // The write never blocks: with the socket full (thousands of signals nobody
 // read) this one is dropped, and the ones before it still stand.
-//
-// A child forked without exec (a multiprocessing.Pool or DataLoader worker)
-// inherits this handler and the socket. Its signal is not the worker's: it
-// gets the action it had before lifeboat, and is raised again to take it.
-// Without that, Pool.terminate()'s SIGTERM neither ended the child (the join
-// then hung) nor stayed in it (the parent read a notice and saved a
-// checkpoint, exiting with the restart code).
-extern "C" void on_os_signal(int signo) {
+extern "C" void on_os_signal(int signo, siginfo_t* info, void*) {
   int saved_errno = errno;
   if (::getpid() != installing_pid.load()) {
-    ::sigaction(signo, &previous_actions[signo], nullptr);
-    ::raise(signo);
+    if (ends_a_forked_child(info)) {
+      // Unblocked first, so the signal is taken now: the mask that returning
+      // from here restores may block it (a child waiting in sigsuspend).
+      ::sigaction(signo, &previous_actions[signo], nullptr);
+      sigset_t just_this;
+      sigemptyset(&just_this);
+      sigaddset(&just_this, signo);
+      ::sigprocmask(SIG_UNBLOCK, &just_this, nullptr);
+      ::raise(signo);
+    }
     errno = saved_errno;
     return;
   }
@@ -73,9 +90,9 @@ caf::expected<std::unique_ptr<signal_pipe>> signal_pipe::install(std::vector<int
   installing_pid = ::getpid();
   for (auto signo : result->signals_) {
     struct sigaction action {};
-    action.sa_handler = on_os_signal;
+    action.sa_sigaction = on_os_signal;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    action.sa_flags = SA_RESTART | SA_SIGINFO;
     ::sigaction(signo, nullptr, &previous_actions[signo]);
     ::sigaction(signo, &action, nullptr);
   }

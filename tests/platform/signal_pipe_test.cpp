@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -109,6 +110,12 @@ TEST(signal_pipe, destroying_it_restores_the_previous_handler) {
   ::sigaction(SIGUSR1, &before, nullptr);
 }
 
+int wait_status(pid_t child) {
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
 // Forks a child that raises `signo` and then exits with the count of calls
 // of count_previous_handler_call it saw; the child's wait status.
 int status_of_child_raising(int signo) {
@@ -117,9 +124,7 @@ int status_of_child_raising(int signo) {
     std::raise(signo);
     ::_exit(previous_handler_calls);
   }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return status;
+  return wait_status(child);
 }
 
 // No byte waits on `fd` (the byte of a signal is written before the handler
@@ -129,19 +134,78 @@ bool nothing_to_read(int fd) {
   return ::recv(fd, &byte, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
 }
 
-// A forked child (a multiprocessing.Pool worker) inherits the handler: its
-// signal must take the child's own course, not reach the installing process.
-TEST(signal_pipe, a_forked_childs_signal_takes_the_action_it_had_before) {
-  auto pipe = signal_pipe::install({SIGUSR2});
-  ASSERT_TRUE(pipe) << describe(pipe.error());
-  auto reader = (*pipe)->open_reader();
-  ASSERT_TRUE(reader) << describe(reader.error());
-  reader_fd guard{*reader};
+// The exit code of a child of fork_waiting_child whose handler returned.
+constexpr int handled_exit_code = 7;
+
+// Forks a child that waits for `signo` and exits with handled_exit_code once
+// its handler returned. The signal stays blocked until the child waits, so
+// none is lost; an alarm ends a child that nothing signals.
+pid_t fork_waiting_child(int signo) {
+  sigset_t block = signal_set({signo});
+  sigset_t previous;
+  ::pthread_sigmask(SIG_BLOCK, &block, &previous);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(30);
+    sigset_t waiting = previous;
+    sigdelset(&waiting, signo);
+    ::sigsuspend(&waiting);
+    ::_exit(handled_exit_code);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return child;
+}
+
+// SIGUSR2's pipe and a reader of it, for the tests of forked children.
+class forked_child_test : public testing::Test {
+ protected:
+  void SetUp() override {
+    auto installed = signal_pipe::install({SIGUSR2});
+    ASSERT_TRUE(installed) << describe(installed.error());
+    pipe_ = std::move(*installed);
+    auto fd = pipe_->open_reader();
+    ASSERT_TRUE(fd) << describe(fd.error());
+    reader_.emplace(*fd);
+  }
+
+  int reader() const { return reader_->get(); }
+
+ private:
+  std::unique_ptr<signal_pipe> pipe_;
+  std::optional<reader_fd> reader_;
+};
+
+// A forked child (a multiprocessing.Pool worker) inherits the handler: a
+// signal it sends itself, or gets from its parent (a pool's terminate()),
+// takes the child's own course and never reaches the installing process.
+TEST_F(forked_child_test, a_forked_child_ends_on_a_signal_from_its_parent) {
+  auto child = fork_waiting_child(SIGUSR2);
+  ASSERT_EQ(::kill(child, SIGUSR2), 0);
+  auto status = wait_status(child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR2) << "wait status " << status;
+  EXPECT_TRUE(nothing_to_read(reader()));
+}
+
+// A signal from any other process (a scheduler's to every process of the job)
+// leaves the child serving its worker, which gets a signal of its own.
+TEST_F(forked_child_test, a_forked_child_outlives_a_signal_from_another_process) {
+  auto child = fork_waiting_child(SIGUSR2);
+  pid_t sender = ::fork();
+  if (sender == 0) ::_exit(::kill(child, SIGUSR2) == 0 ? 0 : 1);
+  auto sent = wait_status(sender);
+  ASSERT_TRUE(WIFEXITED(sent) && WEXITSTATUS(sent) == 0) << "wait status " << sent;
+  auto status = wait_status(child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == handled_exit_code)
+      << "wait status " << status;
+  EXPECT_TRUE(nothing_to_read(reader()));
+}
+
+TEST_F(forked_child_test, a_forked_child_ends_on_a_signal_it_raises) {
   auto status = status_of_child_raising(SIGUSR2);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR2) << "wait status " << status;
-  EXPECT_TRUE(nothing_to_read(guard.get()));
+  EXPECT_TRUE(nothing_to_read(reader()));
   std::raise(SIGUSR2);
-  EXPECT_EQ(next_byte(guard.get()), SIGUSR2);
+  EXPECT_EQ(next_byte(reader()), SIGUSR2);
 }
 
 TEST(signal_pipe, a_forked_child_runs_the_handler_it_had_before) {
