@@ -11,12 +11,17 @@
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
+#include "platform/child_processes.hpp"
 
 namespace lifeboat {
 
 const char* exit_controller_state::name = "exit_controller";
 
 void exit_process(int code) {
+  // Python's own exit would end a DataLoader's or a pool's workers; _Exit
+  // does not, and they would hold this worker's sockets (child_processes.hpp).
+  if (auto ended = end_child_processes())
+    log(log_level::info, "exit_controller", "ended ", ended, " child process(es) of this worker");
   std::fflush(nullptr);
   std::_Exit(code);
 }

@@ -63,8 +63,9 @@ exit_controller_actor::behavior_type exit_controller(
     exit_controller_actor::stateful_pointer<exit_controller_state> self, exit_controller_config cfg,
     std::shared_ptr<step_gate> gate);
 
-/// Flushes stdio and ends the process at once with `code`: everything that
-/// must be durable was fsync'd before anyone calls this.
+/// Ends this process's children (end_child_processes), flushes stdio and
+/// ends the process at once with `code`: everything that must be durable was
+/// fsync'd before anyone calls this.
 [[noreturn]] void exit_process(int code);
 
 }  // namespace lifeboat

@@ -237,6 +237,26 @@ class TorchTrainerTest(scratch_case.ScratchCase):
         self.assertEqual(second.finish(RUN_TIMEOUT), 0, second.transcript())
         self.assert_resumed_bit_exact(second, saved)
 
+    def test_a_sigusr1_to_every_process_with_dataloader_workers_resumes_bit_exact(self):
+        # A scheduler's notice to every process of the job (SLURM's
+        # --signal=USR1@N): DataLoader workers forked after the handler
+        # inherit lifeboat's signal handler, and must go on serving their
+        # trainer while it saves rather than die or take the notice for theirs.
+        run = launch(self.ckpt, ["--loader-workers", "2"])
+        pids = []
+        for rank in range(WORLD):
+            pids.append(pid_of(run, rank))
+            line = run.wait_line(f"rank={rank} loader_pids=", EVENT_TIMEOUT)
+            self.assertTrue(line, run.transcript())
+            pids += [int(pid) for pid in line.split("=", 2)[2].split(",")]
+        self.assertEqual(len(pids), WORLD * 3, run.transcript())
+        self.assertTrue(run.wait_line("rank=0 step=5", EVENT_TIMEOUT), run.transcript())
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR1)
+        self.assertEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
+        (saved,) = self.committed_steps()
+        self.assert_resumed_bit_exact(run, saved)
+
     def test_a_step_raising_on_rank_1_raises_its_error_on_every_rank_once(self):
         # Rank 1 raises before its backward, while its peers wait for it in
         # DDP's all-reduce; the all-reduce then fails on the peers too, and

@@ -7,6 +7,7 @@ of times ends with the same bits as one that was not. One line per event on
 stdout, each starting with this worker's rank (the test synchronises on them):
 
   rank=R restored=N pid=P           total_run_calls after construction
+  rank=R loader_pids=P,Q            the DataLoader's worker processes (--loader-workers)
   rank=R step=N                     step N completed
   rank=R raised=TYPE origin=O error=TEXT
                                     run raised TYPE with message TEXT; O: the rank
@@ -83,6 +84,19 @@ def batch(rank, step):
     return x, x.sum(dim=1, keepdim=True).sin()
 
 
+class Batches(torch.utils.data.Dataset):
+    """The batches of steps first..last of one rank, for a DataLoader."""
+
+    def __init__(self, rank, first, last):
+        self.rank, self.first, self.last = rank, first, last
+
+    def __len__(self):
+        return max(self.last - self.first + 1, 0)
+
+    def __getitem__(self, index):
+        return batch(self.rank, self.first + index)
+
+
 def digest(tensors):
     h = hashlib.sha256()
     for t in tensors:
@@ -98,6 +112,8 @@ def main():
     parser.add_argument("--fail-rank", type=int, default=-1)
     parser.add_argument("--fail-step", type=int, default=-1)
     parser.add_argument("--no-warm-up", action="store_true")
+    parser.add_argument("--loader-workers", type=int, default=0,
+                        help="batches from a DataLoader with this many forked workers")
     opts = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -124,14 +140,24 @@ def main():
     lifeboat.torch.add_optimizer(state, optimizer)
     tensors = list(model.module.state_dict().values()) + [
         t for s in optimizer.state.values() for t in s.values()]
-    config = lifeboat.TerminationConfig(notice_sources=[])
+    # SIGUSR1 too, as under SLURM: the notice a scheduler may send to every
+    # process of the job, DataLoader workers included.
+    config = lifeboat.TerminationConfig(notice_sources=[], signals=["SIGTERM", "SIGUSR1"])
 
     handler = lifeboat.PreemptionCheckpointHandler(state, opts.checkpoint_dir, config)
     say(f"rank={rank} restored={handler.total_run_calls} pid={os.getpid()}")
+    loaded = None
+    if opts.loader_workers:
+        # Forked after the handler, so the workers inherit its signal handler.
+        loader = torch.utils.data.DataLoader(
+            Batches(rank, handler.total_run_calls + 1, opts.steps), batch_size=None,
+            num_workers=opts.loader_workers, multiprocessing_context="fork")
+        loaded = iter(loader)
+        say(f"rank={rank} loader_pids={','.join(str(w.pid) for w in loaded._workers)}")
 
     def step():
         n = handler.total_run_calls + 1
-        x, y = batch(rank, n)
+        x, y = next(loaded) if loaded else batch(rank, n)
         optimizer.zero_grad()
         loss = loss_fn(model(x), y)
         if rank == opts.fail_rank and n == opts.fail_step:
