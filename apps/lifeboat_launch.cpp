@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
       if (signo == SIGINT && interrupted) {
         lifeboat::log(lifeboat::log_level::warning, "launch",
                       "SIGINT received again; killing every worker");
-        group.signal_all(SIGKILL);
+        group.kill_all();
         continue;
       }
       interrupted = interrupted || signo == SIGINT;

@@ -114,6 +114,7 @@ std::optional<std::string> worker_group::start(int n, int restart) {
     {
       std::lock_guard<std::mutex> guard{mtx_};
       live_[pid] = rank;
+      if (killing_) ::kill(pid, SIGKILL);
     }
     std::fprintf(stderr, "lifeboat-launch: rank=%d pid=%d restart=%d\n", rank, pid, restart);
   }
@@ -167,6 +168,12 @@ std::vector<worker_exit> worker_group::wait_all(std::chrono::steady_clock::time_
 void worker_group::signal_all(int signo) {
   std::lock_guard<std::mutex> guard{mtx_};
   for (auto& [pid, rank] : live_) ::kill(pid, signo);
+}
+
+void worker_group::kill_all() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  killing_ = true;
+  for (auto& [pid, rank] : live_) ::kill(pid, SIGKILL);
 }
 
 bool worker_group::empty() const {

@@ -70,6 +70,11 @@ class worker_group {
   /// Sends `signo` to every live worker.
   void signal_all(int signo);
 
+  /// Kills every live worker with SIGKILL, and from now on every worker as
+  /// soon as start() has started it: a worker being started while this ran
+  /// is never missed (a second SIGINT came while a generation started).
+  void kill_all();
+
   bool empty() const;
 
  private:
@@ -82,6 +87,7 @@ class worker_group {
   int node_rank_;
   mutable std::mutex mtx_;
   std::map<pid_t, int> live_;  // pid -> global rank
+  bool killing_ = false;       // kill_all was called
 };
 
 }  // namespace lifeboat::apps

@@ -81,5 +81,22 @@ TEST(worker_group, workers_past_the_deadline_are_killed_and_say_so) {
   ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &chld, nullptr), 0);
 }
 
+// A second SIGINT to the launcher while it starts a generation: the workers
+// started after it are killed as well, or the launcher waits for them forever.
+TEST(worker_group, workers_started_after_kill_all_are_killed_at_once) {
+  auto chld = signal_set({SIGCHLD});
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &chld, nullptr), 0);
+  worker_group group{{"/bin/sh", "-c", "trap '' INT TERM; exec sleep 60"}, {}};
+  group.kill_all();
+  ASSERT_FALSE(group.start(2, 0));
+  auto exits = group.wait_all(std::chrono::steady_clock::now() + 30s);
+  ASSERT_EQ(exits.size(), 2u);
+  for (auto& e : exits) {
+    EXPECT_EQ(e.signal, SIGKILL) << e.describe();
+    EXPECT_FALSE(e.killed_at_deadline) << e.describe();
+  }
+  ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &chld, nullptr), 0);
+}
+
 }  // namespace
 }  // namespace lifeboat::apps
