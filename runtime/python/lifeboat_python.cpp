@@ -183,6 +183,17 @@ class step_error : public std::runtime_error {
   py::error_already_set original_;
 };
 
+// SystemExit from a step (sys.exit): the worker ends as the step asked, and
+// run lets it pass unreported (lifeboat::step_exit). Raised again here as it was.
+class step_system_exit : public lifeboat::step_exit {
+ public:
+  explicit step_system_exit(py::error_already_set e) : original_(std::move(e)) {}
+  void restore() { original_.restore(); }
+
+ private:
+  py::error_already_set original_;
+};
+
 // PeerError, created with the module (which keeps it alive).
 py::handle peer_error_type;
 
@@ -209,12 +220,18 @@ PyObject* run_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
     return handler
         .run([&] {
           auto* result = PyObject_Vectorcall(args[0], args + 1, nargs - 1, kwnames);
-          if (result == nullptr) throw step_error{py::error_already_set{}};
+          if (result == nullptr) {
+            if (PyErr_ExceptionMatches(PyExc_SystemExit))
+              throw step_system_exit{py::error_already_set{}};
+            throw step_error{py::error_already_set{}};
+          }
           return py::reinterpret_steal<py::object>(result);
         })
         .release()
         .ptr();
   } catch (step_error& e) {
+    e.restore();
+  } catch (step_system_exit& e) {
     e.restore();
   } catch (const lifeboat::peer_error& e) {
     set_peer_error(e);

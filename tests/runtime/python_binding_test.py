@@ -219,6 +219,24 @@ class PythonBindingTest(scratch_case.ScratchCase):
             handler.run(lambda: None)
             self.assertEqual(handler.total_run_calls, 1)
 
+    def test_a_step_calling_sys_exit_ends_its_worker_and_no_peer_fails(self):
+        # Early stopping: every rank's step 5 calls sys.exit(0). Each worker
+        # ends with that code, and no worker raises another's exit as a failure.
+        cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10",
+                                         "--exit-step", "5"])
+        self.assertEqual(cluster.finish(), [0, 0], cluster.transcript())
+        for w in cluster.workers:
+            self.assertEqual(w.values("exiting"), [5], cluster.transcript())
+            self.assertIsNone(w.wait_line("error=", timeout=0), cluster.transcript())
+        self.assertNotIn("failed", cluster.transcript())
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            with self.assertRaises(SystemExit) as raised:
+                handler.run(sys.exit, 7)
+            self.assertEqual(raised.exception.code, 7)
+            self.assertEqual(handler.total_run_calls, 0)
+            handler.run(lambda: None)
+            self.assertEqual(handler.total_run_calls, 1)
+
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
             self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))

@@ -8,6 +8,7 @@ happens on stdout, one line per event (the test synchronises on them):
   saving=N                   lifeboat snapshots the state at step N
   saved=N                    save_fn called at step N (--save-fn)
   error=TEXT origin=R        run raised TEXT; R: the rank it names
+  exiting=N                  step N calls sys.exit(0) (--exit-step)
   config_error=TEXT          construction refused the configuration
   done total=N applied=N     training finished (applied: steps run once each, in order)
 
@@ -58,6 +59,8 @@ def main():
     parser.add_argument("--hang-rank", type=int, default=-1)
     parser.add_argument("--hang-step", type=int, default=-1)
     parser.add_argument("--hang-timeout", type=float, default=None)
+    parser.add_argument("--exit-step", type=int, default=-1,
+                        help="every rank's step N calls sys.exit(0), as early stopping would")
     opts = parser.parse_args()
 
     # The model: [steps applied, last step]; a step is applied only when it
@@ -100,6 +103,9 @@ def main():
             hang_forever()
         if handler.rank == opts.fail_rank and n == opts.fail_step:
             raise ValueError(f"injected failure at step {n}")
+        if n == opts.exit_step:
+            say(f"exiting={n}")
+            sys.exit(0)
         if n == model[1] + 1:
             model[0] += 1
         model[1] = n

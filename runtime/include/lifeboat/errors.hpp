@@ -33,4 +33,13 @@ class peer_error : public std::runtime_error {
   bool lost_;
 };
 
+/// The base of what a step throws to end its worker of its own will, as a
+/// language binding throws it for Python's SystemExit: `run` lets it pass
+/// as it is, neither reported to the peers as a failure nor counted as a
+/// completed step.
+class step_exit {
+ public:
+  virtual ~step_exit() = default;
+};
+
 }  // namespace lifeboat

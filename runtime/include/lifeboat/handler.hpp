@@ -47,6 +47,7 @@ class preemption_checkpoint_handler {
   /// in answer to the report): then the exception was its echo (a collective
   /// failing as the peer's process ends), and `run` throws that failure as
   /// peer_error instead; the service broadcasts only a generation's first.
+  /// A step_exit passes unreported.
   template <class F, class... Ts>
   decltype(auto) run(F&& fn, Ts&&... xs) {
     check_alert();
@@ -60,6 +61,8 @@ class preemption_checkpoint_handler {
         return result;
       }
     } catch (const peer_error&) {
+      throw;
+    } catch (const step_exit&) {
       throw;
     } catch (...) {
       on_step_failed(std::current_exception());
