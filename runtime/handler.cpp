@@ -10,7 +10,13 @@ preemption_checkpoint_handler::preemption_checkpoint_handler(checkpoint_state& s
     : runtime_(std::make_unique<worker_runtime>(state, std::move(checkpoint_dir), std::move(config),
                                                 completed_step_, action_step_)) {}
 
-preemption_checkpoint_handler::~preemption_checkpoint_handler() = default;
+preemption_checkpoint_handler::~preemption_checkpoint_handler() {
+  // A child forked from the worker without exec (os.fork() inside the
+  // handler's with-block, whose exit then unwinds there too) holds a copy of
+  // the runtime whose threads live only in the worker: ending it would wait
+  // for them forever. The child leaves it; the worker ends its own.
+  if (runtime_ && runtime_->forked_away()) (void)runtime_.release();
+}
 
 void preemption_checkpoint_handler::on_action_step(int64_t step) { runtime_->on_action_step(step); }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -71,6 +73,10 @@ class worker_runtime {
   bool failed() const;
   [[noreturn]] void exit_after_failure();
 
+  /// Whether this is a child forked from the worker without exec, which
+  /// holds a copy of this object but none of its threads.
+  bool forked_away() const { return ::getpid() != owner_pid_; }
+
  private:
   // Steps 2 to 4 of the construction: join, restore, start the actors.
   void start();
@@ -80,6 +86,7 @@ class worker_runtime {
   [[noreturn]] void throw_failure();
   void shutdown();
 
+  const pid_t owner_pid_ = ::getpid();
   checkpoint_state& state_;
   std::string checkpoint_dir_;
   termination_config config_;

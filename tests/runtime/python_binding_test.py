@@ -9,6 +9,7 @@ the checks of the module's own argument handling import.
 import multiprocessing
 import os
 import secrets
+import select
 import signal
 import socket
 import sys
@@ -236,6 +237,28 @@ class PythonBindingTest(scratch_case.ScratchCase):
             self.assertEqual(handler.total_run_calls, 0)
             handler.run(lambda: None)
             self.assertEqual(handler.total_run_calls, 1)
+
+    def test_a_child_forked_inside_the_handlers_block_can_end(self):
+        # os.fork() inside the with-block: a child that leaves the block (or
+        # closes the handler) would wait forever for threads that exist only
+        # in the worker.
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            handler.run(lambda: None)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    handler.close()
+                finally:
+                    os._exit(5)
+            pidfd = os.pidfd_open(pid)
+            self.addCleanup(os.close, pidfd)
+            ended, _, _ = select.select([pidfd], [], [], EVENT_TIMEOUT)
+            if not ended:
+                os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 5)
+            handler.run(lambda: None)
+            self.assertEqual(handler.total_run_calls, 2)
 
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
