@@ -21,6 +21,12 @@ const char* to_string(buffer_kind kind) {
 }
 
 caf::error state_registry::check_new_name(const std::string& name) const {
+  if (sealed_)
+    return make_error(errc::invalid_argument,
+                      "checkpoint buffer '" + to_utf8(name) +
+                          "' registered after the handler was constructed: the restore at the "
+                          "next start would come before it and could not read the checkpoint "
+                          "back; register every buffer before constructing the handler");
   if (name.empty()) return make_error(errc::invalid_argument, "checkpoint buffer without a name");
   // The shard index keeps names as protobuf strings: one that is not UTF-8
   // would be written, and every checkpoint holding it would not read back.

@@ -46,11 +46,19 @@ class state_registry {
 
   bool has_device_buffers() const;
 
+  /// Ends the registration: every add_* from now on fails
+  /// (errc::invalid_argument). A handler seals its state as it is
+  /// constructed: it restores into what is registered then, so a checkpoint
+  /// that also held a later registration would not read back at the next
+  /// start, and its saver reads the buffers from other threads.
+  void seal() { sealed_ = true; }
+
  private:
   caf::error check_new_name(const std::string& name) const;
   caf::error add_memory(std::string name, buffer_kind kind, void* data, std::size_t bytes);
 
   std::vector<registered_buffer> buffers_;
+  bool sealed_ = false;
 };
 
 }  // namespace lifeboat::checkpoint

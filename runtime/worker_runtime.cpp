@@ -70,6 +70,7 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
       config_(std::move(config)),
       gate_(std::make_shared<step_gate>(completed_step, action_step)),
       completed_step_(completed_step) {
+  state_.registry().seal();
   // 1. Everything that can be wrong with the configuration, before anything is written.
   auto env = process_environment();
   auto settings =

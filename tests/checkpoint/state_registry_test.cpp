@@ -49,5 +49,23 @@ TEST(state_registry, refuses_a_name_that_is_not_utf8) {
   EXPECT_EQ(reg.buffers().size(), 1u);
 }
 
+// A handler seals its state: what is registered after its restore would be
+// saved, and the next start could not read that checkpoint back.
+TEST(state_registry, refuses_every_registration_once_sealed) {
+  state_registry reg;
+  char a[4];
+  ASSERT_FALSE(reg.add_host_buffer("a", a, sizeof(a)));
+  reg.seal();
+  auto late = reg.add_host_buffer("late", a, sizeof(a));
+  EXPECT_EQ(late, make_error(errc::invalid_argument));
+  EXPECT_NE(describe(late).find("'late' registered after the handler was constructed"),
+            std::string::npos)
+      << describe(late);
+  EXPECT_EQ(reg.add_callbacks(
+                "c", [] { return std::string{}; }, [](const std::string&) {}),
+            make_error(errc::invalid_argument));
+  EXPECT_EQ(reg.buffers().size(), 1u);
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

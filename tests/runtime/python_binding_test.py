@@ -260,6 +260,16 @@ class PythonBindingTest(scratch_case.ScratchCase):
             handler.run(lambda: None)
             self.assertEqual(handler.total_run_calls, 2)
 
+    def test_state_registered_after_the_handler_is_refused(self):
+        # It would be saved, and the next start, restoring before it is
+        # registered again, could not read that checkpoint back.
+        state = lifeboat.CheckpointState()
+        state.add_buffer("early", bytearray(4))
+        with lifeboat.PreemptionCheckpointHandler(state, self.ckpt):
+            with self.assertRaisesRegex(lifeboat.ConfigError,
+                                        "'late' registered after the handler was constructed"):
+                state.add_buffer("late", bytearray(4))
+
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
             self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))
