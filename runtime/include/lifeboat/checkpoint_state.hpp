@@ -13,7 +13,9 @@ class state_registry;
 
 /// What a worker checkpoints: named buffers it owns (host memory, or device
 /// memory when CUDA is compiled in) and named user state saved through
-/// callbacks. Names, sizes and world size must match on restore.
+/// callbacks. Names, sizes and world size must match on restore. Everything
+/// is registered before a handler is constructed with it: from then on
+/// every add_* throws config_error.
 class checkpoint_state {
  public:
   checkpoint_state();
