@@ -1,10 +1,14 @@
 """A test case with a scratch directory of its own and the checkpoint
 directory inside it, as the multi-process Python tests use them."""
 
+import glob
 import os
 import shutil
 import tempfile
 import unittest
+
+# checkpoint/memory_tier.hpp's default_memory_root.
+MEMORY_ROOT = "/dev/shm"
 
 
 class ScratchCase(unittest.TestCase):
@@ -18,6 +22,17 @@ class ScratchCase(unittest.TestCase):
 
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+        # A job that failed or exited 42 keeps its memory tier (default
+        # directory /dev/shm/lifeboat-*, which records the checkpoint
+        # directory it belongs to) for a start that never comes.
+        for tier in glob.glob(os.path.join(MEMORY_ROOT, "lifeboat-*")):
+            try:
+                with open(os.path.join(tier, "CHECKPOINT_DIR")) as record:
+                    owner = record.read().strip()
+            except OSError:
+                continue
+            if owner.startswith(self.dir + os.sep):
+                shutil.rmtree(tier, ignore_errors=True)
 
     def committed_steps(self):
         """The steps of the committed checkpoints (with a MANIFEST), ascending."""

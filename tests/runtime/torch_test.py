@@ -74,11 +74,16 @@ def trainer_args(ckpt, extra=()):
 
 
 def launch(ckpt, extra=(), max_restarts=0):
-    """lifeboat-launch with WORLD trainers; it restarts them after exit 42."""
+    """lifeboat-launch with WORLD trainers; it restarts them after exit 42.
+    Their temporary files go beside `ckpt`, into the test's scratch directory:
+    every DataLoader with workers leaves a /tmp/pymp-* directory behind, with
+    lifeboat or without it."""
+    env = environment()
+    env["TMPDIR"] = os.path.dirname(ckpt)
     return output_lines.Process(
         [os.environ["LIFEBOAT_LAUNCH"], "--nproc", str(WORLD), "--port", str(free_port_pair()),
          "--max-restarts", str(max_restarts), "--", sys.executable, *trainer_args(ckpt, extra)],
-        environment())
+        env)
 
 
 def torchrun_flags(scratch, max_restarts, master_port):
