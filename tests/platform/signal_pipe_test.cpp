@@ -93,12 +93,33 @@ extern "C" void count_previous_handler_call(int) {
   previous_handler_calls = previous_handler_calls + 1;
 }
 
+// While it lives, count_previous_handler_call is SIGUSR1's handler (the one
+// a pipe installed then replaces), counting from 0; then the one before it is.
+class counting_handler {
+ public:
+  counting_handler() {
+    struct sigaction mine {};
+    mine.sa_handler = count_previous_handler_call;
+    sigemptyset(&mine.sa_mask);
+    installed_ = ::sigaction(SIGUSR1, &mine, &before_) == 0;
+    previous_handler_calls = 0;
+  }
+  ~counting_handler() {
+    if (installed_) ::sigaction(SIGUSR1, &before_, nullptr);
+  }
+  counting_handler(const counting_handler&) = delete;
+  counting_handler& operator=(const counting_handler&) = delete;
+
+  bool installed() const { return installed_; }
+
+ private:
+  struct sigaction before_ {};
+  bool installed_ = false;
+};
+
 TEST(signal_pipe, destroying_it_restores_the_previous_handler) {
-  struct sigaction mine {};
-  mine.sa_handler = count_previous_handler_call;
-  sigemptyset(&mine.sa_mask);
-  struct sigaction before {};
-  ASSERT_EQ(::sigaction(SIGUSR1, &mine, &before), 0);
+  counting_handler counting;
+  ASSERT_TRUE(counting.installed());
   {
     auto pipe = signal_pipe::install({SIGUSR1});
     ASSERT_TRUE(pipe) << describe(pipe.error());
@@ -107,7 +128,6 @@ TEST(signal_pipe, destroying_it_restores_the_previous_handler) {
   }
   std::raise(SIGUSR1);
   EXPECT_EQ(previous_handler_calls, 1);
-  ::sigaction(SIGUSR1, &before, nullptr);
 }
 
 int wait_status(pid_t child) {
@@ -209,12 +229,8 @@ TEST_F(forked_child_test, a_forked_child_ends_on_a_signal_it_raises) {
 }
 
 TEST(signal_pipe, a_forked_child_runs_the_handler_it_had_before) {
-  struct sigaction mine {};
-  mine.sa_handler = count_previous_handler_call;
-  sigemptyset(&mine.sa_mask);
-  struct sigaction before {};
-  ASSERT_EQ(::sigaction(SIGUSR1, &mine, &before), 0);
-  previous_handler_calls = 0;
+  counting_handler counting;
+  ASSERT_TRUE(counting.installed());
   {
     auto pipe = signal_pipe::install({SIGUSR1});
     ASSERT_TRUE(pipe) << describe(pipe.error());
@@ -226,7 +242,6 @@ TEST(signal_pipe, a_forked_child_runs_the_handler_it_had_before) {
     EXPECT_TRUE(nothing_to_read(guard.get()));
     EXPECT_EQ(previous_handler_calls, 0);
   }
-  ::sigaction(SIGUSR1, &before, nullptr);
 }
 
 TEST(signal_pipe, refuses_a_number_that_is_no_signal) {
