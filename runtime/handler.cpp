@@ -8,7 +8,7 @@ preemption_checkpoint_handler::preemption_checkpoint_handler(checkpoint_state& s
                                                              std::string checkpoint_dir,
                                                              termination_config config)
     : runtime_(std::make_unique<worker_runtime>(state, std::move(checkpoint_dir), std::move(config),
-                                                completed_step_, action_step_)) {}
+                                                completed_step_, action_step_, in_step_)) {}
 
 preemption_checkpoint_handler::~preemption_checkpoint_handler() {
   // A child forked from the worker without exec (os.fork() inside the

@@ -64,12 +64,13 @@ std::string exception_text(const std::exception_ptr& error) {
 
 worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_dir,
                                termination_config config, std::atomic<int64_t>& completed_step,
-                               std::atomic<int64_t>& action_step)
+                               std::atomic<int64_t>& action_step, const std::atomic<bool>& in_step)
     : state_(state),
       checkpoint_dir_(std::move(checkpoint_dir)),
       config_(std::move(config)),
       gate_(std::make_shared<step_gate>(completed_step, action_step)),
-      completed_step_(completed_step) {
+      completed_step_(completed_step),
+      in_step_(in_step) {
   state_.registry().seal();
   // 1. Everything that can be wrong with the configuration, before anything is written.
   auto env = process_environment();
@@ -139,6 +140,7 @@ void worker_runtime::start() {
   join.heartbeat.step = [this] { return completed_step_.load(std::memory_order_relaxed); };
   join.heartbeat.status = [this] { return heartbeat_status(phase_->get()); };
   join.heartbeat.paused = [this] { return pauses_steps(phase_->get()); };
+  join.heartbeat.in_step = [this] { return in_step_.load(std::memory_order_relaxed); };
   join.heartbeat.blocked_ms = [this] { return blocked_ms_.load(std::memory_order_relaxed); };
   join.tls = settings_.tls;
   join_cluster(*actors_, settings_.cluster, join);

@@ -46,7 +46,8 @@ class worker_runtime {
  public:
   /// Reads the cluster and the platform, joins, restores. Throws config_error.
   worker_runtime(checkpoint_state& state, std::string checkpoint_dir, termination_config config,
-                 std::atomic<int64_t>& completed_step, std::atomic<int64_t>& action_step);
+                 std::atomic<int64_t>& completed_step, std::atomic<int64_t>& action_step,
+                 const std::atomic<bool>& in_step);
   ~worker_runtime();
 
   int rank() const { return settings_.cluster.rank; }
@@ -96,6 +97,8 @@ class worker_runtime {
   // The step resolver's, for the heartbeats; shared with it.
   std::shared_ptr<published_phase> phase_ = std::make_shared<published_phase>();
   std::atomic<int64_t>& completed_step_;
+  // Whether the training thread is inside run(), for the heartbeats.
+  const std::atomic<bool>& in_step_;
   int64_t restored_step_ = 0;
   // What the restore read, for the status; empty for a fresh start.
   wire::CheckpointInfo restored_report_;

@@ -47,6 +47,9 @@ struct agent_config {
   /// Whether the worker is in work that is no training step (a save), read
   /// and sent like the step: the service neither times nor hangs it then.
   std::function<bool()> paused_source;
+  /// Whether the worker is inside a training step (Heartbeat.in_step), read
+  /// and sent like the step.
+  std::function<bool()> in_step_source;
   /// Milliseconds the worker spent blocked in lifeboat's barriers so far,
   /// read and sent like the step (the service's step times leave it out).
   std::function<int64_t()> blocked_source;

@@ -34,6 +34,7 @@ void send_heartbeat(agent_broker* self) {
   hb->set_step(st.last_step);
   if (st.cfg.status_source) hb->set_status(st.cfg.status_source());
   if (st.cfg.paused_source) hb->set_paused(st.cfg.paused_source());
+  if (st.cfg.in_step_source) hb->set_in_step(st.cfg.in_step_source());
   if (st.cfg.blocked_source) hb->set_blocked_ms(st.cfg.blocked_source());
   send_envelope(self, env);
 }

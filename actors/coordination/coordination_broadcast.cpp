@@ -9,6 +9,20 @@
 
 namespace lifeboat {
 
+namespace {
+
+// The origin of a failure that is no one rank's: the workers take a failure
+// from rank -1 as the service's, whose message says what it is.
+constexpr int32_t job_failure = -1;
+
+std::string seconds_text(int64_t ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(ms) / 1000.0);
+  return text;
+}
+
+}  // namespace
+
 void coordination_state::on_error_report(int32_t rank, const wire::ErrorReport& req) {
   workers_[static_cast<size_t>(rank)].state = rank_state::error;
   // A report after the generation's first failure is almost always its echo
@@ -16,7 +30,9 @@ void coordination_state::on_error_report(int32_t rank, const wire::ErrorReport& 
   // workers hear of the first failure only, and the reporter raises it.
   if (first_failure_rank_) {
     log(log_level::info, component, rank_text(rank), "'s error after ",
-        rank_text(*first_failure_rank_), "'s failure, not passed on: ", req.message());
+        *first_failure_rank_ == job_failure ? "the job's hang"
+                                            : rank_text(*first_failure_rank_) + "'s failure",
+        ", not passed on: ", req.message());
     return;
   }
   first_failure_rank_ = rank;
@@ -28,15 +44,49 @@ void coordination_state::on_error_report(int32_t rank, const wire::ErrorReport& 
 }
 
 void coordination_state::declare_hung(const progress_tracker::hang& h) {
-  char stuck[32];
-  std::snprintf(stuck, sizeof stuck, "%.1f", static_cast<double>(h.stuck_ms) / 1000.0);
   wire::ErrorReport report;
   report.set_code(static_cast<int32_t>(errc::hung));
-  report.set_message(std::string{"hang: no step completed for "} + stuck + " s (peers at step " +
-                     std::to_string(h.peers_step) + ", its last step " + std::to_string(h.step) +
-                     ")");
+  report.set_message("hang: no step completed for " + seconds_text(h.stuck_ms) +
+                     " s (peers at step " + std::to_string(h.peers_step) + ", its last step " +
+                     std::to_string(h.step) + ")");
   progress_.forget(h.rank);
   on_error_report(h.rank, report);
+}
+
+void coordination_state::declare_job_hung(const progress_tracker::job_hang& h) {
+  auto what = "hang: no rank completed a step for " + seconds_text(h.stuck_ms) +
+              " s (every rank's last step " + std::to_string(h.step) + ")";
+  // 1. Ranks between steps while the others are in theirs: the others wait
+  //    for them (in a collective), so they are the hung ones.
+  if (!h.outside.empty()) {
+    std::string who = "this rank was";
+    if (h.outside.size() > 1) {
+      who = "ranks";
+      for (size_t i = 0; i < h.outside.size(); ++i)
+        who += (i == 0 ? " " : ", ") + std::to_string(h.outside[i]);
+      who += " were";
+    }
+    wire::ErrorReport report;
+    report.set_code(static_cast<int32_t>(errc::hung));
+    report.set_message(what + "; " + who + " between steps while the others waited in theirs");
+    progress_.forget(h.outside.front());
+    on_error_report(h.outside.front(), report);
+    return;
+  }
+  // 2. Every rank in its step: one stuck before a collective holds the rest
+  //    in it, and nothing here tells which. The job fails as hung, and every
+  //    rank writes its stack (the exit controller, for a hang of rank -1).
+  if (first_failure_rank_) return;
+  first_failure_rank_ = job_failure;
+  auto message = what +
+                 " while every rank was in its next step: one stuck before a collective "
+                 "holds the others in it; each rank's stack is in its log";
+  log(log_level::warning, component, message);
+  progress_.reset();
+  auto code = static_cast<int32_t>(errc::hung);
+  emit_event(job_failure, membership_event::error, code, message);
+  broadcast_failure(job_failure, code, message, false);
+  for (int32_t r = 0; r < cfg_.world_size; ++r) fail_barriers_with(r, errc::peer_error, message);
 }
 
 template <class Pred>

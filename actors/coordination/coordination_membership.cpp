@@ -109,9 +109,12 @@ void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, i
   answer.mutable_heartbeat();
   send_frame(w.conn, std::move(answer));
   if (!hb.status().empty()) w.status = hb.status();
-  progress_.on_heartbeat(rank, hb.step(), hb.blocked_ms(), hb.paused(), now_ms, hb.step_age_ms());
-  if (w.state == rank_state::alive)
+  progress_.on_heartbeat(rank, hb.step(), hb.blocked_ms(), hb.paused(), now_ms, hb.step_age_ms(),
+                         hb.in_step());
+  if (w.state == rank_state::alive) {
     if (auto hang = progress_.find_hang(rank)) return declare_hung(*hang);
+    if (auto hang = progress_.find_job_hang(rank)) return declare_job_hung(*hang);
+  }
   // Comparing every rank with the cluster costs a pass over all of them:
   // once per interval, not at every heartbeat.
   if (now_ms < next_straggler_check_ms_) return;

@@ -185,6 +185,7 @@ class coordination_state {
   void on_error_report(int32_t rank, const wire::ErrorReport& req);
   void on_heartbeat(int32_t rank, const wire::Heartbeat& hb, int64_t now_ms);
   void declare_hung(const progress_tracker::hang& h);
+  void declare_job_hung(const progress_tracker::job_hang& h);
   void on_send(int32_t rank, const wire::PeerSend& req);
   void on_leave(conn_id conn, int32_t rank, const wire::Leave& req);
   void on_cancel(conn_id conn, uint64_t id);
@@ -223,7 +224,9 @@ class coordination_state {
   std::multimap<std::string, waiter> getters_;
   std::map<std::string, barrier> barriers_;
   progress_tracker progress_;
-  std::optional<int32_t> first_failure_rank_;  // of this generation: the one broadcast
+  // Of this generation: the one broadcast; job_failure when it is no one
+  // rank's (every rank hung in its step).
+  std::optional<int32_t> first_failure_rank_;
   int64_t next_straggler_check_ms_ = 0;
   // When to look for overdue heartbeats and expired requests: the service
   // asks for the next deadline after every frame, and a scan of every rank

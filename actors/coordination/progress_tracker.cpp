@@ -22,7 +22,7 @@ progress_tracker::progress_tracker(int32_t world_size, int64_t hang_timeout_ms)
     : configured_timeout_ms_(hang_timeout_ms), ranks_(static_cast<size_t>(world_size)) {}
 
 void progress_tracker::on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving,
-                                    int64_t now_ms, int64_t step_age_ms) {
+                                    int64_t now_ms, int64_t step_age_ms, bool in_step) {
   if (rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return;
   auto& p = ranks_[static_cast<size_t>(rank)];
   // When the step moved, as the worker saw it; never before the last move
@@ -30,9 +30,10 @@ void progress_tracker::on_heartbeat(int32_t rank, int64_t step, int64_t blocked_
   auto moved_ms = std::max(now_ms - std::max<int64_t>(step_age_ms, 0), p.advanced_ms);
   bool was_saving = p.saving;
   p.saving = saving;
+  p.in_step = in_step;
   if (!p.followed || step < p.step) {
-    p = rank_progress{true, step,   now_ms, blocked_ms, 0,
-                      0,    saving, false,  {},         p.straggler_reported};
+    p = rank_progress{true,   step,  now_ms, blocked_ms,           0,    0,
+                      saving, false, {},     p.straggler_reported, step, in_step};
     return;
   }
   // A step's age counts from the end of the last save at it, if any: the
@@ -89,6 +90,32 @@ std::optional<progress_tracker::hang> progress_tracker::find_hang(int32_t rank) 
       peers_step = std::max(peers_step, ranks_[q].step);
   if (p.step >= peers_step) return std::nullopt;
   return hang{rank, p.step, p.step_age_ms, peers_step};
+}
+
+std::optional<progress_tracker::job_hang> progress_tracker::find_job_hang(int32_t rank) const {
+  if (configured_timeout_ms_ <= 0 || rank < 0 || static_cast<size_t>(rank) >= ranks_.size())
+    return std::nullopt;
+  // Every heartbeat of a stuck job gets here: its own rank first, which
+  // ends the pass for all but the rank whose step is old enough.
+  auto stuck = [&](const rank_progress& p) {
+    return p.followed && !p.saving && p.step > p.first_step &&
+           p.step_age_ms >= configured_timeout_ms_;
+  };
+  auto& own = ranks_[static_cast<size_t>(rank)];
+  if (!stuck(own)) return std::nullopt;
+  job_hang h{own.step, own.step_age_ms, {}};
+  bool one_in_step = false;
+  for (size_t q = 0; q < ranks_.size(); ++q) {
+    auto& p = ranks_[q];
+    if (!stuck(p) || p.step != own.step) return std::nullopt;
+    h.stuck_ms = std::min(h.stuck_ms, p.step_age_ms);
+    if (p.in_step)
+      one_in_step = true;
+    else
+      h.outside.push_back(static_cast<int32_t>(q));
+  }
+  if (!one_in_step) return std::nullopt;
+  return h;
 }
 
 int64_t progress_tracker::hang_timeout_ms() const {

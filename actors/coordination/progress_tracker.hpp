@@ -22,6 +22,15 @@ namespace lifeboat {
 /// view of a rank is up to a heartbeat interval old, and a rank it has not
 /// heard from for a while is not stuck for that (a silent one is lost, by the
 /// heartbeat timeout). Time a rank spends saving is not counted.
+/// Hung together: no rank's step has moved for the configured hang timeout,
+/// every rank advanced since its start (a first step may compile for long),
+/// all are at the same step, and at least one is inside its next step (so
+/// waiting in a collective: ranks all between steps are in the user's own
+/// pause, an evaluation say). The ranks between steps are the ones the
+/// others wait for; with none, every rank is in its step and none can be
+/// told from the others (one stuck before a collective holds the rest in
+/// it). Only with a configured timeout: under the adaptive one a long step
+/// of every rank (a recompilation) is no sign of a hang.
 /// The hang timeout is the configured one, or, unset, the larger of
 /// adaptive_hang_factor times the cluster's median step time and
 /// adaptive_hang_floor_ms. Zero turns detection off.
@@ -50,9 +59,9 @@ class progress_tracker {
   /// A heartbeat of `rank` said it completed `step` `step_age_ms` ago and
   /// was blocked in barriers for `blocked_ms` in all; `saving` when it said
   /// it is paused (Heartbeat.paused: in a save), whose time is no step time
-  /// and no hang.
+  /// and no hang; `in_step` when it is inside its next step (Heartbeat.in_step).
   void on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving, int64_t now_ms,
-                    int64_t step_age_ms = 0);
+                    int64_t step_age_ms = 0, bool in_step = false);
 
   /// `rank` is no longer followed (it left, was lost or failed).
   void forget(int32_t rank);
@@ -68,6 +77,15 @@ class progress_tracker {
   };
   /// Whether `rank`, after its latest heartbeat, is hung.
   std::optional<hang> find_hang(int32_t rank) const;
+
+  struct job_hang {
+    int64_t step = 0;              // every rank's last completed step
+    int64_t stuck_ms = 0;          // the youngest rank's step age
+    std::vector<int32_t> outside;  // the ranks between steps (none: all in one)
+  };
+  /// Whether the ranks, after `rank`'s latest heartbeat, are hung together.
+  /// A pass over every rank, once `rank`'s own step is old enough.
+  std::optional<job_hang> find_job_hang(int32_t rank) const;
 
   /// The hang timeout in force (0: off).
   int64_t hang_timeout_ms() const;
@@ -102,6 +120,8 @@ class progress_tracker {
     bool sample_from_here = false;  // the last advance may start a sample
     std::deque<double> samples_ms;
     bool straggler_reported = false;
+    int64_t first_step = -1;  // its step when it was first followed
+    bool in_step = false;
   };
 
   double median_ms(const rank_progress& p) const;

@@ -43,11 +43,13 @@ exit_controller_actor::behavior_type exit_controller(
                               (failure.lost ? " lost: " : " failed: ") + failure.message;
         log(log_level::error, "exit_controller", st.reason);
         st.gate->fail(failure.rank, failure.message, failure.lost);
-        // This rank's own training thread is stuck: waiting for it to raise
-        // is pointless, and where it is stuck is what a person needs.
-        if (failure.rank == cfg.rank && failure.code == static_cast<int32_t>(errc::hung)) {
-          log(log_level::error, "exit_controller", "this rank is hung (", failure.message,
-              "); the stack of its training thread follows");
+        // This rank's own training thread is stuck (a hang of rank -1 is the
+        // whole job's: every rank's is): waiting for it to raise is
+        // pointless, and where it is stuck is what a person needs.
+        if ((failure.rank == cfg.rank || failure.rank < 0) &&
+            failure.code == static_cast<int32_t>(errc::hung)) {
+          log(log_level::error, "exit_controller", failure.rank < 0 ? "the job" : "this rank",
+              " is hung (", failure.message, "); the stack of this rank's training thread follows");
           if (cfg.dump_stacks) cfg.dump_stacks();
           self->delayed_send(self, cfg.hung_exit_delay, watchdog_atom::value, failure_exit_code);
           return;

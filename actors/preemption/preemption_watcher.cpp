@@ -25,6 +25,8 @@ constexpr auto service_ask_timeout = std::chrono::seconds{5};
 constexpr auto row_ask_timeout = std::chrono::milliseconds{400};
 
 std::string describe_failure(const membership_event& e) {
+  // Rank -1: the job's, whose message says what it is.
+  if (e.rank < 0) return e.message;
   auto who = "rank " + std::to_string(e.rank);
   if (e.kind == membership_event::lost) return who + " was lost: " + e.message;
   return e.message.empty() ? who + " failed" : who + " failed: " + e.message;
@@ -88,8 +90,9 @@ caf::behavior follow_membership(caf::event_based_actor* self,
   return {
       [=](const membership_event& event) {
         std::lock_guard<std::mutex> guard{view->mtx};
-        view->present[event.rank] =
-            event.kind == membership_event::joined || event.kind == membership_event::error;
+        if (event.rank >= 0)
+          view->present[event.rank] =
+              event.kind == membership_event::joined || event.kind == membership_event::error;
         // Every failure after the first of a generation is its consequence:
         // peers that learnt of it and gave up.
         auto failure =

@@ -139,6 +139,40 @@ class PythonBindingTest(scratch_case.ScratchCase):
         self.assertIn("in hang_forever", hung, cluster.transcript())
         self.assertIn("native stack of the training thread", hung, cluster.transcript())
 
+    def test_a_rank_stuck_between_steps_while_the_others_wait_in_theirs_is_named_hung(self):
+        # The peers wait in step 5's closing barrier (as DDP's do in their
+        # all-reduce) for rank 1, stuck before its step 5 (as in a data loader):
+        # no rank completes step 5, and only rank 1 is outside its step.
+        cluster = Cluster(3, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10",
+                                         "--lockstep-end", "--hang-rank", "1", "--hang-step", "5",
+                                         "--hang-outside", "--hang-timeout", "1.5"])
+        codes = cluster.finish()
+        self.assertEqual(codes, [FAILURE_EXIT_CODE] * 3, cluster.transcript())
+        for rank in (0, 2):
+            line = cluster.workers[rank].wait_line("error=", timeout=0)
+            self.assertIsNotNone(line, cluster.transcript())
+            self.assertIn("rank 1: hang: no rank completed a step for", line)
+            self.assertIn("this rank was between steps while the others waited in theirs", line)
+            self.assertTrue(line.endswith(" origin=1"), line)
+        self.assertIn("in hang_forever", "\n".join(cluster.workers[1].lines),
+                      cluster.transcript())
+
+    def test_every_rank_stuck_in_its_step_fails_the_job_as_hung_with_every_stack_logged(self):
+        # Rank 1 hangs inside step 5 before its closing barrier; its peers wait
+        # in theirs: every rank is in its step, and none can be told apart.
+        cluster = Cluster(3, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10",
+                                         "--lockstep-end", "--hang-rank", "1", "--hang-step", "5",
+                                         "--hang-timeout", "1.5"])
+        codes = cluster.finish()
+        self.assertEqual(codes, [FAILURE_EXIT_CODE] * 3, cluster.transcript())
+        for rank in range(3):
+            out = "\n".join(cluster.workers[rank].lines)
+            self.assertIn("hang: no rank completed a step for", out, cluster.transcript())
+            self.assertIn("while every rank was in its next step", out, cluster.transcript())
+            self.assertIn("native stack of the training thread", out, cluster.transcript())
+        self.assertIn("in hang_forever", "\n".join(cluster.workers[1].lines),
+                      cluster.transcript())
+
     def test_a_save_fn_saves_instead_of_lifeboat_once_per_worker(self):
         os.makedirs(self.ckpt)
         cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10", "--save-fn"])

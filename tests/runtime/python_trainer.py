@@ -27,7 +27,7 @@ import lifeboat
 
 CONFIG_EXIT_CODE = 2
 FAILURE_EXIT_CODE = 3
-# --lockstep's barrier per step; a failed or hung peer ends it long before.
+# --lockstep's barriers per step; a failed or hung peer ends them long before.
 LOCKSTEP_BARRIER_TIMEOUT = 60.0
 
 
@@ -56,9 +56,14 @@ def main():
     parser.add_argument("--grace-period", type=float, default=None)
     parser.add_argument("--save-fn", action="store_true")
     parser.add_argument("--lockstep", action="store_true")
+    parser.add_argument("--lockstep-end", action="store_true",
+                        help="the barrier at the end of each step, as DDP's all-reduce in "
+                             "its backward: a rank stuck before it holds the others in it")
     parser.add_argument("--hang-rank", type=int, default=-1)
     parser.add_argument("--hang-step", type=int, default=-1)
     parser.add_argument("--hang-timeout", type=float, default=None)
+    parser.add_argument("--hang-outside", action="store_true",
+                        help="the hang comes between steps, before run (a stuck data loader)")
     parser.add_argument("--exit-step", type=int, default=-1,
                         help="every rank's step N calls sys.exit(0), as early stopping would")
     opts = parser.parse_args()
@@ -99,7 +104,7 @@ def main():
         n = handler.total_run_calls + 1
         if opts.lockstep:
             handler.barrier(f"step/{n}", LOCKSTEP_BARRIER_TIMEOUT)
-        if handler.rank == opts.hang_rank and n == opts.hang_step:
+        if handler.rank == opts.hang_rank and n == opts.hang_step and not opts.hang_outside:
             hang_forever()
         if handler.rank == opts.fail_rank and n == opts.fail_step:
             raise ValueError(f"injected failure at step {n}")
@@ -110,6 +115,8 @@ def main():
             model[0] += 1
         model[1] = n
         time.sleep(opts.step_ms / 1000)
+        if opts.lockstep_end:
+            handler.barrier(f"step-end/{n}", LOCKSTEP_BARRIER_TIMEOUT)
         say(f"step={n}")
         if n == opts.self_signal_step:
             os.kill(os.getpid(), signal.SIGTERM)
@@ -119,6 +126,9 @@ def main():
             with handler.watch_preemption_scope():
                 try:
                     while handler.total_run_calls < opts.steps:
+                        if (handler.rank == opts.hang_rank and opts.hang_outside
+                                and handler.total_run_calls + 1 == opts.hang_step):
+                            hang_forever()
                         handler.run(step)
                 except Exception as e:
                     say(f"error={e} origin={getattr(e, 'origin_rank', handler.rank)}")

@@ -286,6 +286,19 @@ class TorchTrainerTest(scratch_case.ScratchCase):
                 self.assertIn(f"giving up: rank 1 failed: {error} ", text)
                 self.assertEqual(self.committed_steps(), [])
 
+    def test_a_rank_stuck_before_its_all_reduce_fails_the_job_as_hung_within_the_timeout(self):
+        # Rank 1 stops before its backward; its peers wait in DDP's all-reduce
+        # (gloo's own timeout: 60 s here, 30 minutes by default). No rank
+        # completes a step and every one is in its step: the job is hung.
+        run = launch(self.ckpt, ["--hang-rank", "1", "--hang-step", "8", "--hang-timeout", "2"])
+        self.assertEqual(run.finish(RUN_TIMEOUT), FAILURE_EXIT_CODE, run.transcript())
+        text = run.transcript()
+        self.assertIn("giving up: hang: no rank completed a step for ", text)
+        self.assertIn("(every rank's last step 7) while every rank was in its next step", text)
+        self.assertEqual(text.count("native stack of the training thread"), WORLD, text)
+        self.assertIn("in hang_forever", text)
+        self.assertEqual(self.committed_steps(), [])
+
     def test_a_foreign_listener_on_lifeboats_port_under_torchrun_ends_every_worker(self):
         # Another job's server holds MASTER_PORT + 1, lifeboat's port under
         # torchrun: rank 0 cannot host the service and says so; the others,

@@ -78,6 +78,12 @@ class Model(nn.Module):
         return self.head(torch.tanh(self.body(x)))
 
 
+def hang_forever():
+    """A step stuck before its backward, its runtime alive (a hang)."""
+    while True:
+        time.sleep(3600)
+
+
 def batch(rank, step):
     generator = torch.Generator().manual_seed(rank * 1_000_003 + step)
     x = torch.randn(32, FEATURES, generator=generator)
@@ -111,6 +117,9 @@ def main():
     parser.add_argument("--step-ms", type=int, default=0)
     parser.add_argument("--fail-rank", type=int, default=-1)
     parser.add_argument("--fail-step", type=int, default=-1)
+    parser.add_argument("--hang-rank", type=int, default=-1)
+    parser.add_argument("--hang-step", type=int, default=-1)
+    parser.add_argument("--hang-timeout", type=float, default=None)
     parser.add_argument("--no-warm-up", action="store_true")
     parser.add_argument("--loader-workers", type=int, default=0,
                         help="batches from a DataLoader with this many forked workers")
@@ -142,7 +151,8 @@ def main():
         t for s in optimizer.state.values() for t in s.values()]
     # SIGUSR1 too, as under SLURM: the notice a scheduler may send to every
     # process of the job, DataLoader workers included.
-    config = lifeboat.TerminationConfig(notice_sources=[], signals=["SIGTERM", "SIGUSR1"])
+    config = lifeboat.TerminationConfig(notice_sources=[], signals=["SIGTERM", "SIGUSR1"],
+                                        hang_timeout=opts.hang_timeout)
 
     handler = lifeboat.PreemptionCheckpointHandler(state, opts.checkpoint_dir, config)
     say(f"rank={rank} restored={handler.total_run_calls} pid={os.getpid()}")
@@ -163,6 +173,8 @@ def main():
         if rank == opts.fail_rank and n == opts.fail_step:
             # Before the backward: the peers wait for this rank in its all-reduce.
             raise ValueError(f"injected failure at step {n}")
+        if rank == opts.hang_rank and n == opts.hang_step:
+            hang_forever()
         loss.backward()
         optimizer.step()
         time.sleep(opts.step_ms / 1000)

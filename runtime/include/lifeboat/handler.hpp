@@ -51,6 +51,7 @@ class preemption_checkpoint_handler {
   template <class F, class... Ts>
   decltype(auto) run(F&& fn, Ts&&... xs) {
     check_alert();
+    in_step guard{in_step_};
     try {
       if constexpr (std::is_void_v<std::invoke_result_t<F, Ts...>>) {
         std::forward<F>(fn)(std::forward<Ts>(xs)...);
@@ -124,6 +125,22 @@ class preemption_checkpoint_handler {
   }
   void on_action_step(int64_t step);
   [[noreturn]] void refuse_step(int64_t step) const;
+
+  // Marks the training thread inside run() for its lifetime: the heartbeats
+  // say so, and the coordination service tells a rank stuck between steps
+  // from the ranks that wait for it inside theirs (in a collective).
+  class in_step {
+   public:
+    explicit in_step(std::atomic<bool>& flag) : flag_(flag) {
+      flag_.store(true, std::memory_order_relaxed);
+    }
+    ~in_step() { flag_.store(false, std::memory_order_relaxed); }
+    in_step(const in_step&) = delete;
+    in_step& operator=(const in_step&) = delete;
+
+   private:
+    std::atomic<bool>& flag_;
+  };
   // Throws peer_error for a peer's failure, else reports `error` and returns.
   void on_step_failed(std::exception_ptr error);
 
@@ -133,6 +150,8 @@ class preemption_checkpoint_handler {
   // the new target or the resolver sees that the trainer already passed it.
   alignas(64) std::atomic<int64_t> completed_step_{0};
   alignas(64) std::atomic<int64_t> action_step_{std::numeric_limits<int64_t>::max()};
+  // Written by the training thread only, read by the heartbeats.
+  std::atomic<bool> in_step_{false};
   std::unique_ptr<worker_runtime> runtime_;
 };
 

@@ -2,6 +2,9 @@
 // timeout, leaves, the ranks present.
 #include "actors/coordination/coordination_state.hpp"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "tests/actors/coordination/state_fixture.hpp"
@@ -108,6 +111,56 @@ TEST_F(state_test, a_paused_worker_is_not_hung_and_an_unpaused_one_is) {
   beat(2, 5, 6000, false);
   EXPECT_GT(failures(), 0u);
   EXPECT_EQ(state_of(1), "error");
+}
+
+// Every rank's step stopped at once. The ranks between steps hold the ones
+// in theirs (in a collective): they are the hung ones. With every rank in
+// its step none can be named: the job fails as hung, as rank -1, once.
+struct job_hang_test : state_test {
+  bool rank_2_outside = false;
+  std::vector<wire::PeerFailure> failures;
+
+  void beat_all(int64_t step, int64_t age_ms) {
+    for (conn_id c = 1; c <= 4; ++c) {
+      wire::Envelope hb;
+      hb.mutable_heartbeat()->set_step(step);
+      hb.mutable_heartbeat()->set_step_age_ms(age_ms);
+      hb.mutable_heartbeat()->set_in_step(!(rank_2_outside && c == 3));
+      request(c, hb);
+      for (auto& [to, e] : out.frames)
+        if (e.has_failure()) failures.push_back(e.failure());
+    }
+  }
+
+  void stop_together(int32_t named, const std::string& why) {
+    join_hang_timeout_ms = 1000;
+    join_all();
+    beat_all(5, 0);
+    beat_all(6, 0);
+    beat_all(6, 999);
+    EXPECT_TRUE(failures.empty());
+    beat_all(6, 1000);
+    ASSERT_EQ(failures.size(), 4u);
+    for (auto& f : failures) {
+      EXPECT_EQ(f.code(), static_cast<int32_t>(errc::hung));
+      EXPECT_NE(f.message().find("hang: no rank completed a step for 1.0 s"), std::string::npos)
+          << f.message();
+      EXPECT_NE(f.message().find(why), std::string::npos) << f.message();
+      EXPECT_EQ(f.rank(), named);
+    }
+    // Told once: later heartbeats of the stuck ranks fail nothing more.
+    beat_all(6, 5000);
+    EXPECT_EQ(failures.size(), 4u);
+  }
+};
+
+TEST_F(job_hang_test, a_rank_between_steps_while_the_others_wait_in_theirs_is_named_hung) {
+  rank_2_outside = true;
+  stop_together(2, "this rank was between steps while the others waited in theirs");
+}
+
+TEST_F(job_hang_test, every_rank_in_its_step_fails_the_job_as_hung_with_none_named) {
+  stop_together(-1, "while every rank was in its next step");
 }
 
 TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {

@@ -1,5 +1,8 @@
 #include "actors/coordination/progress_tracker.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace lifeboat {
@@ -64,6 +67,80 @@ TEST(progress_tracker, time_in_a_save_is_no_hang) {
   EXPECT_FALSE(t.find_hang(1));
   t.on_heartbeat(1, 9, 0, false, 300 + 11 * hang_timeout_ms, 11 * hang_timeout_ms + 100);
   EXPECT_TRUE(t.find_hang(1));
+}
+
+// After train(t, ranks, 10): every rank's heartbeat says it completed step 9
+// `age_ms` ago; the ranks in `inside` are in step 10 (in a collective).
+void stall(progress_tracker& t, int ranks, const std::vector<int>& inside, int64_t age_ms,
+           int64_t step = 9) {
+  for (int r = 0; r < ranks; ++r) {
+    bool in_step = std::find(inside.begin(), inside.end(), r) != inside.end();
+    t.on_heartbeat(r, step, 0, false, 9 * step_ms + age_ms, age_ms, in_step);
+  }
+}
+
+TEST(progress_tracker, ranks_between_steps_while_the_others_wait_in_theirs_are_hung_together) {
+  progress_tracker t{3, hang_timeout_ms};
+  train(t, 3, 10);
+  // Ranks 0 and 2 wait in step 10's all-reduce for rank 1, stuck before its step.
+  stall(t, 3, {0, 2}, hang_timeout_ms - 1);
+  for (int r = 0; r < 3; ++r) EXPECT_FALSE(t.find_job_hang(r)) << r;
+  stall(t, 3, {0, 2}, hang_timeout_ms);
+  for (int r = 0; r < 3; ++r) {
+    auto hang = t.find_job_hang(r);
+    ASSERT_TRUE(hang) << r;
+    EXPECT_EQ(hang->step, 9);
+    EXPECT_EQ(hang->stuck_ms, hang_timeout_ms);
+    EXPECT_EQ(hang->outside, std::vector<int32_t>{1});
+    // No peer is past any rank: the rule for one rank sees nothing.
+    EXPECT_FALSE(t.find_hang(r)) << r;
+  }
+}
+
+TEST(progress_tracker, every_rank_in_its_step_is_hung_together_with_none_named) {
+  progress_tracker t{4, hang_timeout_ms};
+  train(t, 4, 10);
+  stall(t, 4, {0, 1, 2, 3}, hang_timeout_ms);
+  auto hang = t.find_job_hang(3);
+  ASSERT_TRUE(hang);
+  EXPECT_TRUE(hang->outside.empty());
+}
+
+TEST(progress_tracker, ranks_between_steps_saving_or_in_their_first_step_are_not_hung_together) {
+  // All between steps: the user's own pause (an evaluation outside run).
+  progress_tracker paused{2, hang_timeout_ms};
+  train(paused, 2, 10);
+  stall(paused, 2, {}, 100 * hang_timeout_ms);
+  EXPECT_FALSE(paused.find_job_hang(0));
+  // Two ranks stalled in step 10 for long, then one saving.
+  auto stalled_pair = [] {
+    progress_tracker t{2, hang_timeout_ms};
+    train(t, 2, 10);
+    stall(t, 2, {0, 1}, 100 * hang_timeout_ms);
+    return t;
+  };
+  auto saving = stalled_pair();
+  saving.on_heartbeat(1, 9, 0, true, 200 * hang_timeout_ms, 200 * hang_timeout_ms, true);
+  EXPECT_FALSE(saving.find_job_hang(0));
+  // Every rank still in its first step since it started (a compilation).
+  progress_tracker first{2, hang_timeout_ms};
+  stall(first, 2, {0, 1}, 0, 4);
+  stall(first, 2, {0, 1}, 100 * hang_timeout_ms, 4);
+  EXPECT_FALSE(first.find_job_hang(0));
+  // Ranks at different steps: the one behind is find_hang's.
+  auto apart = stalled_pair();
+  apart.on_heartbeat(1, 10, 0, false, 200 * hang_timeout_ms, 100 * hang_timeout_ms, true);
+  EXPECT_FALSE(apart.find_job_hang(0));
+  EXPECT_TRUE(apart.find_hang(0));
+}
+
+TEST(progress_tracker, only_a_configured_timeout_hangs_the_ranks_together) {
+  for (auto timeout : {int64_t{0}, progress_tracker::adaptive_hang_timeout}) {
+    progress_tracker t{2, timeout};
+    train(t, 2, 10);
+    stall(t, 2, {0}, 1'000'000);
+    EXPECT_FALSE(t.find_job_hang(0)) << timeout;
+  }
 }
 
 TEST(progress_tracker, zero_turns_detection_off_and_unset_adapts_with_a_floor) {
