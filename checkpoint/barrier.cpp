@@ -10,8 +10,7 @@
 namespace lifeboat::checkpoint {
 
 caf::error nccl_barrier_usable() {
-  if (auto err = device::available())
-    return make_error(errc::unavailable, "NCCL barrier: " + describe(err));
+  if (auto err = device::available()) return wrap_error(errc::unavailable, "NCCL barrier", err);
   return {};
 }
 

@@ -63,8 +63,7 @@ caf::expected<snapshot> take_snapshot(const state_registry& registry, staging_po
         break;
       case buffer_kind::device:
         if (auto err = device::copy_to_host(dst, buf.data, entry.size))
-          return make_error(errc::unavailable,
-                            "snapshot of device buffer '" + buf.name + "': " + describe(err));
+          return wrap_error(errc::unavailable, "snapshot of device buffer '" + buf.name + "'", err);
         break;
       case buffer_kind::callbacks:
         if (entry.size > 0) std::memcpy(dst, saved_iter->data(), entry.size);

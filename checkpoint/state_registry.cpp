@@ -61,8 +61,8 @@ caf::error state_registry::add_device_buffer(std::string name, void* device_data
                                              std::size_t bytes) {
   if (auto err = check_new_name(name)) return err;
   if (auto err = device::available())
-    return make_error(errc::unavailable,
-                      "device buffer '" + name + "' cannot be checkpointed: " + describe(err));
+    return wrap_error(errc::unavailable, "device buffer '" + name + "' cannot be checkpointed",
+                      err);
   return add_memory(std::move(name), buffer_kind::device, device_data, bytes);
 }
 

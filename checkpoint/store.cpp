@@ -84,9 +84,9 @@ caf::expected<store> store::open(store_config cfg) {
         "checkpoint store: max_to_keep must be at least 1, not " + std::to_string(cfg.max_to_keep));
   if (!cfg.files) return make_error(errc::invalid_config, "checkpoint store: no file system");
   if (auto err = make_dirs_durable(*cfg.files, cfg.dir, cfg.dir_mode))
-    return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
+    return wrap_error(errc::io_error, "unusable checkpoint directory", err);
   if (auto err = check_writable(*cfg.files, cfg.dir))
-    return make_error(errc::io_error, "unusable checkpoint directory: " + describe(err));
+    return wrap_error(errc::io_error, "unusable checkpoint directory", err);
   return store{std::move(cfg)};
 }
 

@@ -63,4 +63,12 @@ std::string describe(const caf::error& err) {
   return out;
 }
 
+caf::error wrap_error(errc x, const std::string& context, const caf::error& inner) {
+  bool same_code =
+      inner.category() == error_category_atom::value && inner.code() == static_cast<uint8_t>(x);
+  if (same_code && inner.context().match_elements<std::string>())
+    return make_error(x, context + ": " + inner.context().get_as<std::string>(0));
+  return make_error(x, context + ": " + describe(inner));
+}
+
 }  // namespace lifeboat

@@ -54,4 +54,9 @@ caf::error make_error(errc x, std::string context);
 /// Renders a CAF error readably, whichever category it belongs to.
 std::string describe(const caf::error& err);
 
+/// `inner` as code `x` with `context` in front: describes as "x: context:
+/// inner", the inner code left out where it is `x` ("io_error: unusable
+/// checkpoint directory: mkdir D: ...", not "...: io_error: mkdir D: ...").
+caf::error wrap_error(errc x, const std::string& context, const caf::error& inner);
+
 }  // namespace lifeboat

@@ -60,8 +60,7 @@ caf::expected<http_response> http_send(const http_request& request,
   auto where = endpoint{request.host, request.port}.to_string();
   auto addresses = resolve_host(request.host, timeout);
   if (!addresses)
-    return make_error(static_cast<errc>(addresses.error().code()),
-                      where + ": " + describe(addresses.error()));
+    return wrap_error(static_cast<errc>(addresses.error().code()), where, addresses.error());
   std::vector<tcp::endpoint> endpoints;
   for (auto& text : *addresses) {
     beast::error_code ec;

@@ -141,8 +141,7 @@ caf::expected<platform_defaults> detect_platform(const env_lookup& env,
   caf::expected<platform_defaults> result = make_error(errc::unavailable);
   if (auto* name = env_value(env, "LIFEBOAT_PLATFORM")) {
     result = platform_defaults_for(name, env);
-    if (!result)
-      return make_error(errc::invalid_config, "LIFEBOAT_PLATFORM: " + describe(result.error()));
+    if (!result) return wrap_error(errc::invalid_config, "LIFEBOAT_PLATFORM", result.error());
   } else if (env_value(env, "KUBERNETES_SERVICE_HOST")) {
     result = platform_defaults_for("kubernetes", env);
   } else if (env_value(env, "SLURM_JOB_ID")) {

@@ -19,5 +19,18 @@ TEST(errors, describe_names_the_code_and_the_context) {
   EXPECT_EQ(describe(caf::error{}), "ok");
 }
 
+TEST(errors, a_wrapped_error_names_its_code_once) {
+  auto inner = make_error(errc::io_error, "mkdir /d: No such file or directory");
+  EXPECT_EQ(describe(wrap_error(errc::io_error, "unusable checkpoint directory", inner)),
+            "io_error: unusable checkpoint directory: mkdir /d: No such file or directory");
+  // Another code stays in the text, as does a code without a message.
+  EXPECT_EQ(describe(wrap_error(errc::unavailable, "NCCL barrier", inner)),
+            "unavailable: NCCL barrier: io_error: mkdir /d: No such file or directory");
+  EXPECT_EQ(describe(wrap_error(errc::timeout, "join", make_error(errc::timeout))),
+            "timeout: join: timeout");
+  EXPECT_EQ(wrap_error(errc::unavailable, "NCCL barrier", inner).code(),
+            static_cast<uint8_t>(errc::unavailable));
+}
+
 }  // namespace
 }  // namespace lifeboat
