@@ -106,6 +106,7 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   agent.status_source = cfg.heartbeat.status;
   agent.paused_source = cfg.heartbeat.paused;
   agent.in_step_source = cfg.heartbeat.in_step;
+  agent.finished_source = cfg.heartbeat.finished;
   agent.blocked_source = cfg.heartbeat.blocked_ms;
   agent.hang_timeout_ms = cfg.hang_timeout_ms;
   agent.tls = cfg.tls;

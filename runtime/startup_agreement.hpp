@@ -31,6 +31,7 @@ struct heartbeat_sources {
   std::function<std::string()> status;  // opaque to the service (cluster_phase.hpp)
   std::function<bool()> paused;         // in a save: no step time, no hang
   std::function<bool()> in_step;        // inside run(): Heartbeat.in_step
+  std::function<bool()> finished;       // closing: Heartbeat.finished
   std::function<int64_t()> blocked_ms;
 };
 

@@ -141,6 +141,7 @@ void worker_runtime::start() {
   join.heartbeat.status = [this] { return heartbeat_status(phase_->get()); };
   join.heartbeat.paused = [this] { return pauses_steps(phase_->get()); };
   join.heartbeat.in_step = [this] { return in_step_.load(std::memory_order_relaxed); };
+  join.heartbeat.finished = [this] { return finished_.load(std::memory_order_relaxed); };
   join.heartbeat.blocked_ms = [this] { return blocked_ms_.load(std::memory_order_relaxed); };
   join.tls = settings_.tls;
   join_cluster(*actors_, settings_.cluster, join);
@@ -381,6 +382,7 @@ void worker_runtime::barrier(const std::string& name, std::chrono::milliseconds 
 
 void worker_runtime::shutdown() {
   if (!actors_) return;
+  finished_.store(true, std::memory_order_relaxed);
   bool ok = !failed();
   if (saver_) {
     if (auto err = saver_->wait(final_commit_bound))

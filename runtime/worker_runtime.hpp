@@ -105,6 +105,8 @@ class worker_runtime {
   bool failure_reported_ = false;
   // Time the training thread spent in barrier(), for the service's step times.
   std::atomic<int64_t> blocked_ms_{0};
+  // Set as the handler closes: the training loop ended, for the heartbeats.
+  std::atomic<bool> finished_{false};
   std::unique_ptr<stack_dumper> stack_dumper_;
 
   std::optional<checkpoint::store> store_;

@@ -50,6 +50,9 @@ struct agent_config {
   /// Whether the worker is inside a training step (Heartbeat.in_step), read
   /// and sent like the step.
   std::function<bool()> in_step_source;
+  /// Whether the worker's training loop has ended (Heartbeat.finished), read
+  /// and sent like the step.
+  std::function<bool()> finished_source;
   /// Milliseconds the worker spent blocked in lifeboat's barriers so far,
   /// read and sent like the step (the service's step times leave it out).
   std::function<int64_t()> blocked_source;

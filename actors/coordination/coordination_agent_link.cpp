@@ -35,6 +35,7 @@ void send_heartbeat(agent_broker* self) {
   if (st.cfg.status_source) hb->set_status(st.cfg.status_source());
   if (st.cfg.paused_source) hb->set_paused(st.cfg.paused_source());
   if (st.cfg.in_step_source) hb->set_in_step(st.cfg.in_step_source());
+  if (st.cfg.finished_source) hb->set_finished(st.cfg.finished_source());
   if (st.cfg.blocked_source) hb->set_blocked_ms(st.cfg.blocked_source());
   send_envelope(self, env);
 }

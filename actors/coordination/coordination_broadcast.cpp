@@ -58,19 +58,28 @@ void coordination_state::declare_job_hung(const progress_tracker::job_hang& h) {
               " s (every rank's last step " + std::to_string(h.step) + ")";
   // 1. Ranks between steps while the others are in theirs: the others wait
   //    for them (in a collective), so they are the hung ones.
+  //    Ranks whose training loop ended come first: they run no step more
+  //    (ranks that run different numbers of steps).
   if (!h.outside.empty()) {
-    std::string who = "this rank was";
-    if (h.outside.size() > 1) {
+    auto& named = h.finished.empty() ? h.outside : h.finished;
+    std::string who = "this rank";
+    if (named.size() > 1) {
       who = "ranks";
-      for (size_t i = 0; i < h.outside.size(); ++i)
-        who += (i == 0 ? " " : ", ") + std::to_string(h.outside[i]);
-      who += " were";
+      for (size_t i = 0; i < named.size(); ++i)
+        who += (i == 0 ? " " : ", ") + std::to_string(named[i]);
     }
+    auto plural = named.size() > 1;
+    auto why =
+        h.finished.empty()
+            ? who + (plural ? " were" : " was") + " between steps while the others waited in theirs"
+            : who + (plural ? " ended their training loops" : " ended its training loop") +
+                  " while the others waited in their next step (do all ranks run as "
+                  "many steps?)";
     wire::ErrorReport report;
     report.set_code(static_cast<int32_t>(errc::hung));
-    report.set_message(what + "; " + who + " between steps while the others waited in theirs");
-    progress_.forget(h.outside.front());
-    on_error_report(h.outside.front(), report);
+    report.set_message(what + "; " + why);
+    progress_.forget(named.front());
+    on_error_report(named.front(), report);
     return;
   }
   // 2. Every rank in its step: one stuck before a collective holds the rest

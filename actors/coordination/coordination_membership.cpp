@@ -110,7 +110,7 @@ void coordination_state::on_heartbeat(int32_t rank, const wire::Heartbeat& hb, i
   send_frame(w.conn, std::move(answer));
   if (!hb.status().empty()) w.status = hb.status();
   progress_.on_heartbeat(rank, hb.step(), hb.blocked_ms(), hb.paused(), now_ms, hb.step_age_ms(),
-                         hb.in_step());
+                         hb.in_step(), hb.finished());
   if (w.state == rank_state::alive) {
     if (auto hang = progress_.find_hang(rank)) return declare_hung(*hang);
     if (auto hang = progress_.find_job_hang(rank)) return declare_job_hung(*hang);

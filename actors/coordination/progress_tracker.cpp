@@ -22,7 +22,8 @@ progress_tracker::progress_tracker(int32_t world_size, int64_t hang_timeout_ms)
     : configured_timeout_ms_(hang_timeout_ms), ranks_(static_cast<size_t>(world_size)) {}
 
 void progress_tracker::on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving,
-                                    int64_t now_ms, int64_t step_age_ms, bool in_step) {
+                                    int64_t now_ms, int64_t step_age_ms, bool in_step,
+                                    bool finished) {
   if (rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return;
   auto& p = ranks_[static_cast<size_t>(rank)];
   // When the step moved, as the worker saw it; never before the last move
@@ -31,9 +32,11 @@ void progress_tracker::on_heartbeat(int32_t rank, int64_t step, int64_t blocked_
   bool was_saving = p.saving;
   p.saving = saving;
   p.in_step = in_step;
+  p.finished = finished;
   if (!p.followed || step < p.step) {
-    p = rank_progress{true,   step,  now_ms, blocked_ms,           0,    0,
-                      saving, false, {},     p.straggler_reported, step, in_step};
+    p = rank_progress{true, step,    now_ms,  blocked_ms, 0,
+                      0,    saving,  false,   {},         p.straggler_reported,
+                      step, in_step, finished};
     return;
   }
   // A step's age counts from the end of the last save at it, if any: the
@@ -103,16 +106,18 @@ std::optional<progress_tracker::job_hang> progress_tracker::find_job_hang(int32_
   };
   auto& own = ranks_[static_cast<size_t>(rank)];
   if (!stuck(own)) return std::nullopt;
-  job_hang h{own.step, own.step_age_ms, {}};
+  job_hang h{own.step, own.step_age_ms, {}, {}};
   bool one_in_step = false;
   for (size_t q = 0; q < ranks_.size(); ++q) {
     auto& p = ranks_[q];
     if (!stuck(p) || p.step != own.step) return std::nullopt;
     h.stuck_ms = std::min(h.stuck_ms, p.step_age_ms);
-    if (p.in_step)
+    if (p.in_step) {
       one_in_step = true;
-    else
-      h.outside.push_back(static_cast<int32_t>(q));
+      continue;
+    }
+    h.outside.push_back(static_cast<int32_t>(q));
+    if (p.finished) h.finished.push_back(static_cast<int32_t>(q));
   }
   if (!one_in_step) return std::nullopt;
   return h;

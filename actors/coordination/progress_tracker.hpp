@@ -29,11 +29,11 @@ namespace lifeboat {
 /// pause, an evaluation say). The ranks between steps are the ones the
 /// others wait for; with none, every rank is in its step and none can be
 /// told from the others (one stuck before a collective holds the rest in
-/// it). Only with a configured timeout: under the adaptive one a long step
-/// of every rank (a recompilation) is no sign of a hang.
-/// The hang timeout is the configured one, or, unset, the larger of
-/// adaptive_hang_factor times the cluster's median step time and
-/// adaptive_hang_floor_ms. Zero turns detection off.
+/// it). A rank whose training loop ended (finished) counts as between steps,
+/// and is named first: it runs no step more. Only with a configured timeout: under the adaptive one
+/// a long step of every rank (a recompilation) is no sign of a hang. The hang timeout is the
+/// configured one, or, unset, the larger of adaptive_hang_factor times the cluster's median step
+/// time and adaptive_hang_floor_ms. Zero turns detection off.
 ///
 /// Step time: each advance seen by a heartbeat gives one sample (the time
 /// since the previous advance, less the time the worker was blocked in
@@ -59,9 +59,10 @@ class progress_tracker {
   /// A heartbeat of `rank` said it completed `step` `step_age_ms` ago and
   /// was blocked in barriers for `blocked_ms` in all; `saving` when it said
   /// it is paused (Heartbeat.paused: in a save), whose time is no step time
-  /// and no hang; `in_step` when it is inside its next step (Heartbeat.in_step).
+  /// and no hang; `in_step` when it is inside its next step (Heartbeat.in_step),
+  /// `finished` when its training loop ended (Heartbeat.finished).
   void on_heartbeat(int32_t rank, int64_t step, int64_t blocked_ms, bool saving, int64_t now_ms,
-                    int64_t step_age_ms = 0, bool in_step = false);
+                    int64_t step_age_ms = 0, bool in_step = false, bool finished = false);
 
   /// `rank` is no longer followed (it left, was lost or failed).
   void forget(int32_t rank);
@@ -79,9 +80,10 @@ class progress_tracker {
   std::optional<hang> find_hang(int32_t rank) const;
 
   struct job_hang {
-    int64_t step = 0;              // every rank's last completed step
-    int64_t stuck_ms = 0;          // the youngest rank's step age
-    std::vector<int32_t> outside;  // the ranks between steps (none: all in one)
+    int64_t step = 0;               // every rank's last completed step
+    int64_t stuck_ms = 0;           // the youngest rank's step age
+    std::vector<int32_t> outside;   // the ranks between steps (none: all in one)
+    std::vector<int32_t> finished;  // of those, the ones whose training loop ended
   };
   /// Whether the ranks, after `rank`'s latest heartbeat, are hung together.
   /// A pass over every rank, once `rank`'s own step is old enough.
@@ -122,6 +124,7 @@ class progress_tracker {
     bool straggler_reported = false;
     int64_t first_step = -1;  // its step when it was first followed
     bool in_step = false;
+    bool finished = false;
   };
 
   double median_ms(const rank_progress& p) const;

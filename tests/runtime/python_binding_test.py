@@ -157,6 +157,20 @@ class PythonBindingTest(scratch_case.ScratchCase):
         self.assertIn("in hang_forever", "\n".join(cluster.workers[1].lines),
                       cluster.transcript())
 
+    def test_a_rank_whose_loop_ended_while_a_peer_waits_for_its_next_step_is_named(self):
+        # Rank 1 runs one step more than rank 0 and waits in that step's
+        # closing barrier for rank 0, whose training loop has ended.
+        cluster = Cluster(2, self.ckpt, ["--steps", "6", "--step-ms", "10", "--lockstep-end",
+                                         "--uneven-rank", "1", "--hang-timeout", "1.5"])
+        codes = cluster.finish()
+        self.assertEqual(codes[1], FAILURE_EXIT_CODE, cluster.transcript())
+        line = cluster.workers[1].wait_line("error=", timeout=0)
+        self.assertIsNotNone(line, cluster.transcript())
+        self.assertIn("rank 0: hang: no rank completed a step for", line)
+        self.assertIn("(every rank's last step 6); this rank ended its training loop while the "
+                      "others waited in their next step", line)
+        self.assertTrue(line.endswith(" origin=0"), line)
+
     def test_every_rank_stuck_in_its_step_fails_the_job_as_hung_with_every_stack_logged(self):
         # Rank 1 hangs inside step 5 before its closing barrier; its peers wait
         # in theirs: every rank is in its step, and none can be told apart.

@@ -62,6 +62,8 @@ def main():
     parser.add_argument("--hang-rank", type=int, default=-1)
     parser.add_argument("--hang-step", type=int, default=-1)
     parser.add_argument("--hang-timeout", type=float, default=None)
+    parser.add_argument("--uneven-rank", type=int, default=-1,
+                        help="this rank runs one step more than --steps (uneven data shards)")
     parser.add_argument("--hang-outside", action="store_true",
                         help="the hang comes between steps, before run (a stuck data loader)")
     parser.add_argument("--exit-step", type=int, default=-1,
@@ -121,11 +123,12 @@ def main():
         if n == opts.self_signal_step:
             os.kill(os.getpid(), signal.SIGTERM)
 
+    steps = opts.steps + (1 if handler.rank == opts.uneven_rank else 0)
     with handler:
         try:
             with handler.watch_preemption_scope():
                 try:
-                    while handler.total_run_calls < opts.steps:
+                    while handler.total_run_calls < steps:
                         if (handler.rank == opts.hang_rank and opts.hang_outside
                                 and handler.total_run_calls + 1 == opts.hang_step):
                             hang_forever()

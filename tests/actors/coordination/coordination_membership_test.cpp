@@ -118,6 +118,7 @@ TEST_F(state_test, a_paused_worker_is_not_hung_and_an_unpaused_one_is) {
 // its step none can be named: the job fails as hung, as rank -1, once.
 struct job_hang_test : state_test {
   bool rank_2_outside = false;
+  bool rank_2_finished = false;
   std::vector<wire::PeerFailure> failures;
 
   void beat_all(int64_t step, int64_t age_ms) {
@@ -125,7 +126,8 @@ struct job_hang_test : state_test {
       wire::Envelope hb;
       hb.mutable_heartbeat()->set_step(step);
       hb.mutable_heartbeat()->set_step_age_ms(age_ms);
-      hb.mutable_heartbeat()->set_in_step(!(rank_2_outside && c == 3));
+      hb.mutable_heartbeat()->set_in_step(!((rank_2_outside || rank_2_finished) && c == 3));
+      hb.mutable_heartbeat()->set_finished(rank_2_finished && c == 3);
       request(c, hb);
       for (auto& [to, e] : out.frames)
         if (e.has_failure()) failures.push_back(e.failure());
@@ -157,6 +159,11 @@ struct job_hang_test : state_test {
 TEST_F(job_hang_test, a_rank_between_steps_while_the_others_wait_in_theirs_is_named_hung) {
   rank_2_outside = true;
   stop_together(2, "this rank was between steps while the others waited in theirs");
+}
+
+TEST_F(job_hang_test, a_rank_whose_loop_ended_while_the_others_wait_in_a_step_is_named) {
+  rank_2_finished = true;
+  stop_together(2, "this rank ended its training loop while the others waited in their next step");
 }
 
 TEST_F(job_hang_test, every_rank_in_its_step_fails_the_job_as_hung_with_none_named) {

@@ -97,6 +97,18 @@ TEST(progress_tracker, ranks_between_steps_while_the_others_wait_in_theirs_are_h
   }
 }
 
+TEST(progress_tracker, ranks_whose_loop_ended_are_among_those_between_steps) {
+  progress_tracker t{3, hang_timeout_ms};
+  train(t, 3, 10);
+  // Rank 0's loop ended at step 9, rank 1 is between steps, rank 2 in step 10.
+  for (int r = 0; r < 3; ++r)
+    t.on_heartbeat(r, 9, 0, false, 9 * step_ms + hang_timeout_ms, hang_timeout_ms, r == 2, r == 0);
+  auto hang = t.find_job_hang(2);
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->outside, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(hang->finished, std::vector<int32_t>{0});
+}
+
 TEST(progress_tracker, every_rank_in_its_step_is_hung_together_with_none_named) {
   progress_tracker t{4, hang_timeout_ms};
   train(t, 4, 10);
