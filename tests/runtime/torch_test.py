@@ -296,7 +296,9 @@ class TorchTrainerTest(scratch_case.ScratchCase):
         self.assertIn("giving up: hang: no rank completed a step for ", text)
         self.assertIn("(every rank's last step 7) while every rank was in its next step", text)
         self.assertEqual(text.count("native stack of the training thread"), WORLD, text)
-        self.assertIn("in hang_forever", text)
+        # The three ranks' stacks share the launcher's output, and faulthandler
+        # writes a frame's parts one by one: only the function's name is whole.
+        self.assertIn("hang_forever", text)
         self.assertEqual(self.committed_steps(), [])
 
     def test_a_foreign_listener_on_lifeboats_port_under_torchrun_ends_every_worker(self):
