@@ -62,17 +62,14 @@ void coordination_state::declare_job_hung(const progress_tracker::job_hang& h) {
   //    (ranks that run different numbers of steps).
   if (!h.outside.empty()) {
     auto& named = h.finished.empty() ? h.outside : h.finished;
-    std::string who = "this rank";
-    if (named.size() > 1) {
-      who = "ranks";
-      for (size_t i = 0; i < named.size(); ++i)
-        who += (i == 0 ? " " : ", ") + std::to_string(named[i]);
-    }
-    auto plural = named.size() > 1;
+    bool one = named.size() == 1;
+    std::string who = one ? "this rank" : "ranks";
+    for (size_t i = 0; !one && i < named.size(); ++i)
+      who += (i == 0 ? " " : ", ") + std::to_string(named[i]);
     auto why =
         h.finished.empty()
-            ? who + (plural ? " were" : " was") + " between steps while the others waited in theirs"
-            : who + (plural ? " ended their training loops" : " ended its training loop") +
+            ? who + (one ? " was" : " were") + " between steps while the others waited in theirs"
+            : who + (one ? " ended its training loop" : " ended their training loops") +
                   " while the others waited in their next step (do all ranks run as "
                   "many steps?)";
     wire::ErrorReport report;
