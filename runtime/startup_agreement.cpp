@@ -110,11 +110,13 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
   agent.blocked_source = cfg.heartbeat.blocked_ms;
   agent.hang_timeout_ms = cfg.hang_timeout_ms;
   agent.tls = cfg.tls;
+  if (!cluster.coordinator_external) agent.service_rank = 0;
   auto client = coordination_client::connect(sys, agent);
-  // A service lost during the start is a lost peer (exit 3 by the contract),
-  // anything else that keeps a worker from joining is its configuration.
+  // A service lost during the start is a lost peer (exit 3 by the contract):
+  // rank 0 where its process hosted the service. Anything else that keeps a
+  // worker from joining is its configuration.
   if (!client && client.error() == make_error(errc::peer_lost))
-    throw peer_error(-1, describe(client.error()), true);
+    throw peer_error(agent.service_rank, describe(client.error()), true);
   if (!client)
     fail_config("cannot join the coordination service at " +
                 endpoint{agent.host, agent.port}.to_string() + ": " + describe(client.error()));

@@ -58,6 +58,11 @@ struct agent_config {
   std::function<int64_t()> blocked_source;
   /// The hang timeout the service should apply: -1 adaptive, 0 off, else ms.
   int64_t hang_timeout_ms = 0;
+  /// The rank whose process hosts the service (rank 0 without an external
+  /// coordinator), -1 when no worker's does. The service goes with that
+  /// process, so its loss is that rank's: the failure names it as a lost
+  /// peer, as the contract's "rank N" asks, not a service no rank owns.
+  int service_rank = -1;
   /// Bound on requests that do not carry their own timeout (insert, try-get, ...).
   std::chrono::milliseconds request_timeout{30000};
   /// Set to true when the agent has ended, before any actor monitoring it
@@ -86,8 +91,10 @@ std::string bounded_error_message(const std::string& message);
 /// with backoff until cfg.join_timeout), answers the challenge, joins, sends
 /// heartbeats and relays requests. A lost connection after the join is
 /// reported to subscribers as peer_failure{-1, unavailable,
-/// "coordination service lost: <why>", lost = true}; requests then fail at
-/// once.
+/// "coordination service lost: <why>", lost = true}, or, where another
+/// rank's process hosts the service (cfg.service_rank), as peer_failure{
+/// service_rank, peer_lost, "its coordination service is gone: <why>",
+/// lost = true}; requests then fail at once.
 ///
 /// Message interface (every reply error is a lifeboat errc):
 ///   (join_wait_atom) -> void                 once joined, or the join's error

@@ -257,9 +257,16 @@ void on_connection_lost(agent_broker* self, const std::string& why) {
     return;
   }
   st.joined = false;
+  fail_pending(self, make_error(errc::unavailable, service_lost_message));
+  if (st.cfg.service_rank >= 0 && st.cfg.service_rank != st.cfg.rank) {
+    auto what = std::string{host_lost_message} + ": " + why;
+    log(log_level::error, component, "rank ", st.cfg.service_rank, " lost: ", what);
+    notify(self, caf::make_message(peer_failure{
+                     st.cfg.service_rank, static_cast<int32_t>(errc::peer_lost), what, true}));
+    return;
+  }
   auto what = std::string{service_lost_message} + ": " + why;
   log(log_level::error, component, what);
-  fail_pending(self, make_error(errc::unavailable, service_lost_message));
   notify(self,
          caf::make_message(peer_failure{-1, static_cast<int32_t>(errc::unavailable), what, true}));
 }

@@ -24,6 +24,8 @@ inline constexpr const char* component = "coordination_agent";
 inline constexpr std::chrono::milliseconds first_backoff{20};
 inline constexpr std::chrono::milliseconds max_backoff{1000};
 inline constexpr const char* service_lost_message = "coordination service lost";
+// The same loss where a rank's process hosts the service: "rank N lost: ...".
+inline constexpr const char* host_lost_message = "its coordination service is gone";
 using join_deadline_atom = caf::atom_constant<caf::atom("joindead")>;
 using handshake_deadline_atom = caf::atom_constant<caf::atom("handdead")>;
 using step_sample_atom = caf::atom_constant<caf::atom("stepsample")>;

@@ -162,5 +162,28 @@ TEST(error_propagation_test, a_peer_lost_while_agreeing_on_the_restore_step_ends
   EXPECT_TRUE(c.values(0, "restored").empty()) << c.transcript();
 }
 
+// Without a launcher rank 0's process hosts the coordination service (as
+// under torchrun), so killing rank 0 takes the service with it. The others
+// must name rank 0 as lost, as the exit code's contract asks ("rank N"), not
+// a lost service that names no rank.
+TEST(error_propagation_test, rank_0_killed_with_the_service_it_hosts_is_named_lost) {
+  constexpr int world = 3;
+  temp_dir dir{"service-host-lost"};
+  worker_cluster c{make_options(world, dir.str(),
+                                {"--steps", std::to_string(endless_steps), "--step-ms", "10"})};
+  ASSERT_TRUE(c.wait_step(world - 1, first_fail_step)) << c.transcript();
+  c.worker(0).kill(SIGKILL);
+  auto codes = c.finish(failure_exit_bound);
+  ASSERT_EQ(codes, (std::vector<int>{128 + SIGKILL, failure_exit_code, failure_exit_code}))
+      << c.transcript();
+  for (int r = 1; r < world; ++r) {
+    auto errors = c.lines_containing(r, "error=");
+    ASSERT_EQ(errors.size(), 1u) << c.transcript();
+    EXPECT_EQ(errors.front(),
+              "error=rank 0 lost: its coordination service is gone: connection closed origin=0")
+        << c.transcript();
+  }
+}
+
 }  // namespace
 }  // namespace lifeboat::test

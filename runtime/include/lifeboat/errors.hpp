@@ -15,7 +15,9 @@ class config_error : public std::invalid_argument {
 /// Raised by `run` on every worker when any worker (this one included) failed
 /// or was lost; `what()` names the origin as "rank N". An origin of -1 means
 /// the service reported the failure (a failed barrier) and `message`, from
-/// the service, names the rank.
+/// the service, names the rank, or that a coordination service outside every
+/// worker was lost. Where rank 0's process hosts the service, losing the
+/// service is losing rank 0, the origin.
 class peer_error : public std::runtime_error {
  public:
   peer_error(int origin_rank, const std::string& message, bool lost)

@@ -193,6 +193,27 @@ TEST_F(client_test, blocking_calls_fail_fast_when_the_service_is_gone) {
   EXPECT_TRUE(a->barrier("b", short_timeout));
 }
 
+// Where rank 0's process hosts the service, the service goes when rank 0
+// does: the others' failure names rank 0, which the exit line must.
+TEST_F(client_test, a_lost_service_that_a_rank_hosted_is_that_ranks_loss) {
+  auto cfg = agent_cfg(1);
+  cfg.service_rank = 0;
+  auto b = coordination_client::connect(sys, cfg);
+  ASSERT_TRUE(b) << describe(b.error());
+  caf::scoped_actor self{sys};
+  (*b)->subscribe(self);
+  caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+  self->receive(
+      [](const peer_failure& f) {
+        EXPECT_EQ(f.rank, 0);
+        EXPECT_EQ(f.code, static_cast<int32_t>(errc::peer_lost));
+        EXPECT_TRUE(f.lost);
+        EXPECT_EQ(f.message, "its coordination service is gone: connection closed");
+      },
+      caf::after(wait_bound) >> [] { FAIL() << "no failure after the service ended"; });
+  EXPECT_EQ((*b)->insert("k", "v"), make_error(errc::unavailable));
+}
+
 TEST_F(client_test, calls_fail_at_once_when_the_agent_has_ended) {
   auto cfg = agent_cfg(0);
   // A call that waited for the ended agent would come back after this with
