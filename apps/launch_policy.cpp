@@ -34,9 +34,11 @@ generation_result classify_generation(const std::vector<worker_exit>& exits, int
   order_by_cause(out.failures);
   if (out.failures.empty()) return out;
   // Workers that only followed a failure exit 3 in any order; the service
-  // saw which worker it began with.
-  out.cause = out.failures.front().describe();
-  if (followed_a_failure(out.failures.front())) {
+  // saw which worker it began with. A worker killed as lost was killed for
+  // what the service saw: its word says why.
+  auto& front = out.failures.front();
+  out.cause = front.describe();
+  if (followed_a_failure(front) || front.killed_as_lost) {
     auto origin = failure_origin();
     if (!origin.empty()) out.cause = origin;
   }

@@ -22,6 +22,9 @@ constexpr auto failed_group_exit_bound = 30s;
 /// any peer can, so the wait ends at once unless it never heard (a worker
 /// that failed before it joined).
 constexpr auto failure_origin_wait = 1s;
+/// How often a launcher looks for workers that the coordination service
+/// declared lost for their silence, to kill them (worker_group::kill_lost).
+constexpr auto silent_check_interval = 100ms;
 
 /// Whether `e` leaves the generation to end normally (finished, or saved
 /// with the restart code), which gives the others the longer bound.

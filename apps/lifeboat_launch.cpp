@@ -91,6 +91,7 @@ std::string random_token() {
 // Every exit of one generation of this launcher's workers.
 std::vector<lifeboat::apps::worker_exit> run_generation(lifeboat::apps::worker_group& group,
                                                         int restart_code, const caf::actor& service,
+                                                        const lifeboat::preemption_watcher& watcher,
                                                         int restart) {
   // The service hears of every exit: a worker that ended before it joined
   // has no connection whose end would tell its peers, which would otherwise
@@ -101,14 +102,28 @@ std::vector<lifeboat::apps::worker_exit> run_generation(lifeboat::apps::worker_g
                    "(pid " + std::to_string(e.pid) + ") " + e.how());
   };
   std::vector<lifeboat::apps::worker_exit> exits;
-  if (auto first = group.wait_any(clock_type::time_point::max())) {
-    tell_service(*first);
-    exits.push_back(*first);
-  }
+  // Reaps exits until `until` (with first_only, until one came), and kills
+  // every worker the service declares lost for its silence on the way: its
+  // peers give up on it and end, but a process that is stopped or frozen
+  // never ends by itself, and held the generation, and its restart, until
+  // the deadline below. (A worker lost with its connection is ending.)
+  auto reap_until = [&](clock_type::time_point until, bool first_only) {
+    while (!group.empty() && clock_type::now() < until) {
+      while (auto e = group.wait_any(
+                 std::min(until, clock_type::now() + lifeboat::apps::silent_check_interval))) {
+        tell_service(*e);
+        exits.push_back(*e);
+      }
+      if (first_only && !exits.empty()) return;
+      group.kill_lost(watcher.silent_ranks(static_cast<uint32_t>(restart)));
+    }
+  };
+  reap_until(clock_type::time_point::max(), true);
   auto first_ok = !exits.empty() && lifeboat::apps::ended_normally(exits[0], restart_code);
   auto bound = first_ok ? lifeboat::apps::preempted_group_exit_bound
                         : lifeboat::apps::failed_group_exit_bound;
-  for (auto& e : group.wait_all(clock_type::now() + bound)) {
+  reap_until(clock_type::now() + bound, false);
+  for (auto& e : group.wait_all(clock_type::now())) {
     tell_service(e);
     exits.push_back(e);
   }
@@ -132,7 +147,7 @@ int run_single_node(const lifeboat::apps::launch_options& opts, lifeboat::apps::
     // (The forwarder stores the signal before it sends it, so a signal that
     // this check misses is sent after start, to every worker.)
     if (received_signal != 0) group.signal_all(received_signal);
-    auto exits = run_generation(group, opts.restart_code, service, restart);
+    auto exits = run_generation(group, opts.restart_code, service, watcher, restart);
     auto result = lifeboat::apps::classify_generation(exits, opts.restart_code, [&] {
       return watcher.failure_message(static_cast<uint32_t>(restart),
                                      lifeboat::apps::failure_origin_wait);

@@ -59,20 +59,26 @@ class child_events {
 std::string encode(const worker_exit& e) {
   return "exit " + std::to_string(e.rank) + " " + std::to_string(e.pid) + " " +
          std::to_string(e.code) + " " + std::to_string(e.signal) + " " +
-         std::to_string(e.killed_at_deadline ? 1 : 0);
+         std::to_string(e.killed_at_deadline ? 1 : 0) + " " +
+         std::to_string(e.killed_as_lost ? 1 : 0);
 }
 
 std::optional<worker_exit> decode_exit(const std::string& line) {
   worker_exit e;
   int pid = 0;
   int killed = 0;
-  if (std::sscanf(line.c_str(), "exit %d %d %d %d %d", &e.rank, &pid, &e.code, &e.signal,
-                  &killed) != 5)
+  int lost = 0;
+  if (std::sscanf(line.c_str(), "exit %d %d %d %d %d %d", &e.rank, &pid, &e.code, &e.signal,
+                  &killed, &lost) != 6)
     return std::nullopt;
   e.pid = static_cast<pid_t>(pid);
   e.killed_at_deadline = killed != 0;
+  e.killed_as_lost = lost != 0;
   return e;
 }
+
+// Node 0 tells the node that runs a rank lost for its silence to kill it.
+std::string fence_message(int rank) { return "fence " + std::to_string(rank); }
 
 std::string bound_message(bool ok) { return ok ? "bound ok" : "bound failed"; }
 
@@ -92,6 +98,7 @@ std::string ranks_of(int node, int nproc) {
 struct generation_state {
   std::vector<worker_exit> exits;
   time_point deadline = no_deadline;
+  std::set<int32_t> fenced;  // ranks lost for their silence, whose node was told to kill them
   std::set<int> done_nodes;
   int remote_signal = 0;
 };
@@ -162,11 +169,26 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
                  gen.done_nodes.begin(), gen.done_nodes.end(),
                  [&](int n) { return links[static_cast<size_t>(n)]->why().empty(); }));
     };
+    // A worker lost for its silence may be stopped or frozen and never end
+    // by itself: the node that runs it kills it (lifeboat_launch's
+    // run_generation says why).
+    auto fence_silent = [&] {
+      for (auto rank : watcher.silent_ranks(static_cast<uint32_t>(restart))) {
+        if (!gen.fenced.insert(rank).second) continue;
+        auto node = static_cast<size_t>(rank / opts.nproc);
+        if (node == 0)
+          ctx.group.kill_lost({rank});
+        else if (node < links.size() && links[node] && links[node]->why().empty())
+          links[node]->send(fence_message(rank));
+      }
+    };
     while (!ctx.group.empty() || nodes_pending() > 0) {
       // The deadline matters only while this node still has workers to end.
       auto until = ctx.group.empty() ? no_deadline : gen.deadline;
       for (auto* l : live_links()) until = std::min(until, l->next_keep_alive());
+      until = std::min(until, link_clock::now() + silent_check_interval);
       children.wait(live_links(), until);
+      fence_silent();
       while (auto e = ctx.group.wait_any(link_clock::now())) record_local(*e);
       if (link_clock::now() >= gen.deadline)
         for (auto& e : ctx.group.wait_all(link_clock::now())) record_local(e);
@@ -254,6 +276,8 @@ int run_other_node(const node_context& ctx, node_link& link) {
       } else if (std::sscanf(line.c_str(), "exit %d", &value) == 1) {
         ctx.group.wait_all(link_clock::now());
         return value;
+      } else if (std::sscanf(line.c_str(), "fence %d", &value) == 1) {
+        ctx.group.kill_lost({value});
       } else if (line == bound_message(true) || line == bound_message(false)) {
         if (deadline == no_deadline) deadline = bound_from_now(line == bound_message(true));
       } else if (std::sscanf(line.c_str(), "start %d", &value) == 1) {

@@ -19,6 +19,7 @@ namespace lifeboat::apps {
 
 std::string worker_exit::how() const {
   if (killed_at_deadline) return "did not exit in time and was killed";
+  if (killed_as_lost) return "was lost and killed";
   if (signal != 0) return "was killed by " + signal_name(signal);
   return "exited with code " + std::to_string(code);
 }
@@ -45,7 +46,9 @@ bool followed_a_failure(const worker_exit& e) {
 }
 
 bool ended_by_signal(const std::vector<worker_exit>& failures, int signo) {
-  auto killed_by = [&](const worker_exit& e) { return !e.killed_at_deadline && e.signal == signo; };
+  auto killed_by = [&](const worker_exit& e) {
+    return !e.killed_at_deadline && !e.killed_as_lost && e.signal == signo;
+  };
   return !failures.empty() && killed_by(failures.front()) &&
          std::all_of(failures.begin(), failures.end(),
                      [&](const worker_exit& e) { return killed_by(e) || followed_a_failure(e); });
@@ -132,6 +135,8 @@ std::optional<worker_exit> worker_group::reap(bool block_until_one,
       if (i == live_.end()) continue;
       worker_exit out{i->second, pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
                       WIFSIGNALED(status) ? WTERMSIG(status) : 0};
+      // A worker that ended on its own before the kill landed says how.
+      out.killed_as_lost = lost_.erase(pid) > 0 && out.signal == SIGKILL;
       live_.erase(i);
       return out;
     }
@@ -168,6 +173,13 @@ std::vector<worker_exit> worker_group::wait_all(std::chrono::steady_clock::time_
 void worker_group::signal_all(int signo) {
   std::lock_guard<std::mutex> guard{mtx_};
   for (auto& [pid, rank] : live_) ::kill(pid, signo);
+}
+
+void worker_group::kill_lost(const std::vector<int32_t>& ranks) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& [pid, rank] : live_)
+    if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end() && lost_.insert(pid).second)
+      ::kill(pid, SIGKILL);
 }
 
 void worker_group::kill_all() {

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct worker_exit {
   int code = -1;                    // exit code, or -1 when killed by a signal
   int signal = 0;                   // the signal that killed it, or 0
   bool killed_at_deadline = false;  // still running when wait_all's `until` passed
+  bool killed_as_lost = false;      // killed by kill_lost: the cluster had declared it lost
   /// "was killed by SIGTERM", "exited with code 3", ...
   std::string how() const;
   /// "rank R (pid P) " and how().
@@ -70,6 +72,12 @@ class worker_group {
   /// Sends `signo` to every live worker.
   void signal_all(int signo);
 
+  /// Kills the live workers of `ranks` with SIGKILL: the coordination service
+  /// declared them lost for their silence (stopped, frozen, cut off), their
+  /// peers are ending, and such a process would otherwise hold the generation
+  /// until wait_all's deadline. Their exits say killed_as_lost.
+  void kill_lost(const std::vector<int32_t>& ranks);
+
   /// Kills every live worker with SIGKILL, and from now on every worker as
   /// soon as start() has started it: a worker being started while this ran
   /// is never missed (a second SIGINT came while a generation started).
@@ -87,6 +95,7 @@ class worker_group {
   int node_rank_;
   mutable std::mutex mtx_;
   std::map<pid_t, int> live_;  // pid -> global rank
+  std::set<pid_t> lost_;       // live workers kill_lost killed
   bool killing_ = false;       // kill_all was called
 };
 

@@ -19,12 +19,15 @@ struct membership_event {
   int32_t code = 0;  // errc of an error report or of the loss
   std::string message;
   uint32_t generation = 0;
+  /// A loss for silence (no heartbeat for the timeout), not a closed
+  /// connection: the process may live on, stopped, frozen or cut off.
+  bool silent = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, membership_event& x) {
   return f(caf::meta::type_name("membership_event"), x.rank, x.kind, x.code, x.message,
-           x.generation);
+           x.generation, x.silent);
 }
 
 /// Where a rank-to-rank message goes when not to one rank: every worker

@@ -139,14 +139,15 @@ void coordination_state::expire_heartbeats(int64_t now_ms) {
     if (w.conn != 0 && now_ms - w.last_heartbeat_ms >= cfg_.heartbeat_timeout_ms)
       mark_lost(static_cast<int32_t>(r),
                 "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms",
-                report_due_ms);
+                report_due_ms, true);
   }
   heartbeat_due_.reset();
   for (auto& w : workers_)
     if (w.conn != 0) heartbeat_due_.lower_to(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
 }
 
-void coordination_state::mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms) {
+void coordination_state::mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms,
+                                   bool silent) {
   auto& w = workers_[static_cast<size_t>(rank)];
   auto conn = w.conn;
   w.state = rank_state::lost;
@@ -157,7 +158,8 @@ void coordination_state::mark_lost(int32_t rank, const std::string& why, int64_t
   progress_.forget(rank);
   if (!first_failure_rank_) first_failure_rank_ = rank;
   log(log_level::warning, component, rank_text(rank), " lost: ", why);
-  emit_event(rank, membership_event::lost, static_cast<int32_t>(errc::peer_lost), why);
+  emit_event(rank, membership_event::lost, static_cast<int32_t>(errc::peer_lost), why).silent =
+      silent;
   // The survivors hear of it a moment later, with the losses that come with
   // it: each reports the first failure it hears, and a node gone named by
   // one of its ranks hides that the whole node is gone.
@@ -183,8 +185,10 @@ void coordination_state::report_losses() {
   losses_due_.reset();
 }
 
-void coordination_state::emit_event(int32_t rank, int32_t kind, int32_t code, std::string message) {
+membership_event& coordination_state::emit_event(int32_t rank, int32_t kind, int32_t code,
+                                                 std::string message) {
   out_.events.push_back(membership_event{rank, kind, code, std::move(message), generation_});
+  return out_.events.back();
 }
 
 std::vector<wire::WorkerInfo> coordination_state::workers(int64_t now_ms) const {

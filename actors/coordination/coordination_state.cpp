@@ -112,7 +112,7 @@ void coordination_state::on_request(conn_id conn, int32_t rank, const wire::Enve
     default:
       log(log_level::warning, component, "closing connection of ", rank_text(rank),
           ": unexpected message ", static_cast<int>(env.body_case()));
-      mark_lost(rank, "sent an unexpected message", now_ms + closed_loss_window_ms);
+      mark_lost(rank, "sent an unexpected message", now_ms + closed_loss_window_ms, false);
       return;
   }
 }
@@ -122,7 +122,7 @@ void coordination_state::on_disconnect(conn_id conn, int64_t now_ms) {
   if (i == conns_.end()) return;
   auto rank = i->second.rank;
   if (rank >= 0) {
-    mark_lost(rank, "connection closed without leave", now_ms + closed_loss_window_ms);
+    mark_lost(rank, "connection closed without leave", now_ms + closed_loss_window_ms, false);
     return;
   }
   drop_requests_of(conn);
@@ -136,7 +136,8 @@ void coordination_state::on_process_exit(int32_t rank, uint32_t generation, cons
   if (generation > generation_) start_generation(generation);
   auto& w = workers_[static_cast<size_t>(rank)];
   if (w.state == rank_state::joining)
-    mark_lost(rank, "its process " + how + " before it joined", now_ms + closed_loss_window_ms);
+    mark_lost(rank, "its process " + how + " before it joined", now_ms + closed_loss_window_ms,
+              false);
 }
 
 void coordination_state::on_tick(int64_t now_ms) {

@@ -198,9 +198,11 @@ class coordination_state {
   void drop_unjoined(conn_id conn, const std::string& why);
   bool admit_blocking(conn_id conn, uint64_t id, const std::string& what);
   void start_generation(uint32_t generation);
-  void mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms);
+  // `silent`: lost for its silence (membership_event::silent).
+  void mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms, bool silent);
   void report_losses();
-  void emit_event(int32_t rank, int32_t kind, int32_t code = 0, std::string message = {});
+  membership_event& emit_event(int32_t rank, int32_t kind, int32_t code = 0,
+                               std::string message = {});
   void drop_requests_of(conn_id conn);
   // Fails every barrier `rank` takes part in; with `unless_loss_pending`, not
   // those with a participant whose loss report_losses will tell.

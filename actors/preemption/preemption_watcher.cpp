@@ -90,9 +90,13 @@ caf::behavior follow_membership(caf::event_based_actor* self,
   return {
       [=](const membership_event& event) {
         std::lock_guard<std::mutex> guard{view->mtx};
-        if (event.rank >= 0)
+        if (event.rank >= 0) {
           view->present[event.rank] =
               event.kind == membership_event::joined || event.kind == membership_event::error;
+          if (event.kind == membership_event::lost && event.silent)
+            view->silent[event.rank] = event.generation;
+          if (event.kind == membership_event::joined) view->silent.erase(event.rank);
+        }
         // Every failure after the first of a generation is its consequence:
         // peers that learnt of it and gave up.
         auto failure =
@@ -157,6 +161,14 @@ bool preemption_watcher::block_until_worker_exit(std::chrono::milliseconds timeo
       if (present) return false;
     return !view_->present.empty();
   });
+}
+
+std::vector<int32_t> preemption_watcher::silent_ranks(uint32_t generation) const {
+  std::lock_guard<std::mutex> guard{view_->mtx};
+  std::vector<int32_t> out;
+  for (auto& [rank, silent_in] : view_->silent)
+    if (silent_in == generation) out.push_back(rank);
+  return out;
 }
 
 std::string preemption_watcher::failure_message(uint32_t generation,

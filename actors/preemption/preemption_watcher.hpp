@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -56,6 +57,11 @@ class preemption_watcher {
   /// saw first. Waits up to `wait` for it; empty when none came.
   std::string failure_message(uint32_t generation, std::chrono::milliseconds wait) const;
 
+  /// The ranks of `generation` that the service declared lost for their
+  /// silence (membership_event::silent: their processes may live on) and
+  /// that have not joined again since.
+  std::vector<int32_t> silent_ranks(uint32_t generation) const;
+
   /// The watcher's actor, for the coordinator's status endpoint to observe:
   /// it answers (status_atom) -> wire::ActorStatus named preemption_watcher_name,
   /// whose state is one of the preemption_state names and whose `preemption`
@@ -68,6 +74,7 @@ class preemption_watcher {
     std::condition_variable cv;
     std::map<int32_t, bool> present;                // rank -> joined and not yet gone
     std::optional<membership_event> first_failure;  // of the latest generation that had one
+    std::map<int32_t, uint32_t> silent;             // rank -> the generation it fell silent in
     bool stopped = false;
   };
 

@@ -433,6 +433,36 @@ TEST(launch_demo_test, killed_workers_count_against_max_restarts_and_leave_no_or
     EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived it";
 }
 
+// A worker that stops answering (SIGSTOP here: a frozen process, a host
+// swapping) keeps its connection open: the service declares it lost after the
+// heartbeat timeout and its peers exit 3, but its process never ends by
+// itself. The launcher kills it as lost then, instead of waiting for it until
+// the failed group's deadline (30 s) and only then restarting or giving up.
+TEST(launch_demo_test, a_stopped_worker_is_killed_once_the_service_declares_it_lost) {
+  scratch_dir dir{"apps-stopped"};
+  constexpr int victim = 2;
+  auto run = launch(dir / "ckpt", {"--max-restarts", "0", "--status-port", "0"}, {}, endless_steps);
+  output_log log{*run};
+  ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
+  auto started = log.pids(0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(started[victim], SIGSTOP);
+  log.read_all();
+  EXPECT_EQ(exit_code(*run), failure_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: rank 2 (pid " + std::to_string(started[victim]) +
+                           ") was lost and killed"))
+      << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: giving up: rank 2 was lost: no heartbeat for "))
+      << log.text();
+  EXPECT_FALSE(log.contains("did not exit in time")) << log.text();
+  for (auto [rank, pid] : started) {
+    if (rank == victim) continue;
+    EXPECT_TRUE(log.contains("lifeboat-launch: rank " + std::to_string(rank) + " (pid " +
+                             std::to_string(pid) + ") exited with code 3"))
+        << log.text();
+  }
+}
+
 // A worker that ends before it joins (here rank 1 exits 7 before the demo
 // starts: a bad import, a missing file) has no connection whose end would tell
 // its peers; the launcher tells the coordination service, so the peers, which

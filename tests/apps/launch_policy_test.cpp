@@ -83,6 +83,19 @@ TEST(launch_policy, where_only_followers_exited_the_services_word_names_the_caus
   EXPECT_EQ(silent.cause, "rank 0 (pid 100) exited with code 3");
 }
 
+// A worker that the launcher killed because the service declared it lost is
+// the cause, and the service's word says why (its silence), not the kill.
+TEST(launch_policy, a_worker_killed_as_lost_is_the_cause_in_the_services_words) {
+  auto origin = [] { return std::string{"rank 1 was lost: no heartbeat for 10000 ms"}; };
+  auto result =
+      classify_generation({exited(0, failed_code), test::killed_as_lost(1), exited(2, failed_code)},
+                          restart_code, origin);
+  ASSERT_EQ(result.failures.size(), 3u);
+  EXPECT_EQ(result.failures.front().rank, 1);
+  EXPECT_EQ(result.failures.front().describe(), "rank 1 (pid 101) was lost and killed");
+  EXPECT_EQ(result.cause, "rank 1 was lost: no heartbeat for 10000 ms");
+}
+
 TEST(launch_policy, failures_restart_the_job_until_max_restarts_then_it_gives_up) {
   auto result = classify_generation({exited(1, 1)}, restart_code, not_asked);
   int failures = 0;

@@ -139,4 +139,29 @@ TEST(multi_node_demo_test, a_launcher_killed_outright_takes_its_workers_and_node
   EXPECT_EQ(errors_naming_node_1, per_node) << job.text();
 }
 
+// A worker of node 1 that stops answering (SIGSTOP: a frozen process) keeps
+// its connection open; once the service declares it lost, node 0 tells node
+// 1's launcher to kill it, instead of both waiting for it until the failed
+// group's deadline (30 s).
+TEST(multi_node_demo_test, a_stopped_worker_on_node_1_is_killed_once_declared_lost) {
+  scratch_dir dir{"multi-node-stopped"};
+  two_nodes job{endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt")};
+  ASSERT_TRUE(job.log0->read_until_count(" joined (generation 0)", workers)) << job.text();
+  ASSERT_TRUE(job.log1->read_until_count("lifeboat-launch: rank=", per_node)) << job.text();
+  auto victim = job.log1->pids(0).at(3);
+  ::kill(victim, SIGSTOP);
+  job.log0->read_all();
+  job.log1->read_all();
+  EXPECT_EQ(exit_code(*job.zero), failure_exit_code) << job.text();
+  EXPECT_EQ(exit_code(*job.one), failure_exit_code) << job.text();
+  for (auto* log : {job.log0.get(), job.log1.get()}) {
+    EXPECT_TRUE(log->contains("lifeboat-launch: rank 3 (pid " + std::to_string(victim) +
+                              ") was lost and killed"))
+        << job.text();
+    EXPECT_TRUE(log->contains("lifeboat-launch: giving up: rank 3 was lost: no heartbeat for "))
+        << job.text();
+    EXPECT_FALSE(log->contains("did not exit in time")) << job.text();
+  }
+}
+
 }  // namespace

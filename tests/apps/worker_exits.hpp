@@ -1,5 +1,7 @@
 #pragma once
 
+#include <csignal>
+
 #include "apps/worker_group.hpp"
 
 namespace lifeboat::test {
@@ -10,6 +12,13 @@ inline apps::worker_exit exited(int rank, int code) { return {rank, 100 + rank, 
 /// Rank `rank` killed by `signo`; `at_deadline`: by wait_all's deadline.
 inline apps::worker_exit killed(int rank, int signo, bool at_deadline = false) {
   return {rank, 100 + rank, -1, signo, at_deadline};
+}
+
+/// Rank `rank` killed by the launcher because the service declared it lost.
+inline apps::worker_exit killed_as_lost(int rank) {
+  apps::worker_exit e{rank, 100 + rank, -1, SIGKILL, false};
+  e.killed_as_lost = true;
+  return e;
 }
 
 }  // namespace lifeboat::test

@@ -81,6 +81,30 @@ TEST(worker_group, workers_past_the_deadline_are_killed_and_say_so) {
   ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &chld, nullptr), 0);
 }
 
+// A worker the service declared lost may be stopped or frozen: kill_lost
+// kills it at once and its exit says so; the other workers are left alone.
+TEST(worker_group, kill_lost_kills_only_the_lost_ranks_and_they_say_so) {
+  auto chld = signal_set({SIGCHLD});
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &chld, nullptr), 0);
+  worker_group group{{"/bin/sh", "-c", "trap '' INT TERM; exec sleep 60"}, {}};
+  ASSERT_FALSE(group.start(3, 0));
+  group.kill_lost({1, 7});
+  auto lost = group.wait_any(std::chrono::steady_clock::now() + 30s);
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->rank, 1);
+  EXPECT_TRUE(lost->killed_as_lost);
+  EXPECT_FALSE(lost->killed_at_deadline);
+  EXPECT_EQ(lost->describe(), "rank 1 (pid " + std::to_string(lost->pid) + ") was lost and killed");
+  // The others are still running: only the deadline ends them.
+  auto rest = group.wait_all(std::chrono::steady_clock::now() + 100ms);
+  EXPECT_EQ(ranks(rest), (std::vector<int>{0, 2}));
+  for (auto& e : rest) {
+    EXPECT_TRUE(e.killed_at_deadline) << e.describe();
+    EXPECT_FALSE(e.killed_as_lost) << e.describe();
+  }
+  ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &chld, nullptr), 0);
+}
+
 // A second SIGINT to the launcher while it starts a generation: the workers
 // started after it are killed as well, or the launcher waits for them forever.
 TEST(worker_group, workers_started_after_kill_all_are_killed_at_once) {

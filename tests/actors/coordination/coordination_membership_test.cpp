@@ -192,6 +192,27 @@ TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   EXPECT_EQ(lost, 3);
 }
 
+// A launcher kills the process of a rank lost for its silence (it may be
+// stopped or frozen), not one whose connection closed (it is ending).
+TEST_F(state_test, a_loss_says_whether_the_rank_fell_silent_or_closed_its_connection) {
+  join_all();
+  st.on_disconnect(4, now);  // rank 3
+  auto closed = st.take_output();
+  now += heartbeat_timeout_ms - 1;
+  wire::Envelope hb;
+  hb.mutable_heartbeat()->set_step(1);
+  request(1, hb);
+  request(2, hb);  // ranks 0 and 1 beat, rank 2 is silent
+  now += 1;
+  st.on_tick(now);
+  auto silence = st.take_output();
+  std::vector<std::pair<int32_t, bool>> lost;
+  for (auto* o : {&closed, &silence})
+    for (auto& e : o->events)
+      if (e.kind == membership_event::lost) lost.emplace_back(e.rank, e.silent);
+  EXPECT_EQ(lost, (std::vector<std::pair<int32_t, bool>>{{3, false}, {2, true}}));
+}
+
 // A host cut off: its ranks fall silent within one heartbeat interval of each
 // other. Every survivor reports the first failure it hears, so each failure
 // names every rank lost with it.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <caf/scoped_actor.hpp>
 
@@ -107,6 +108,30 @@ TEST_F(watcher_test, a_lost_worker_counts_as_gone) {
   // Gone without a leave: its agent ends, and with it the connection.
   caf::anon_send_exit(b->agent(), caf::exit_reason::kill);
   EXPECT_TRUE(watcher.block_until_worker_exit(exit_bound));
+}
+
+// The launcher kills the process of a worker lost for its silence (it may
+// be stopped or frozen): the ranks of a generation that fell silent, not
+// those whose connection closed, that left or that joined again since.
+TEST_F(watcher_test, silent_ranks_are_those_lost_for_their_silence_in_that_generation) {
+  preemption_watcher watcher{sys, service};
+  auto lost = [](int32_t rank, uint32_t generation, bool silent) {
+    membership_event e{rank, membership_event::lost, static_cast<int32_t>(errc::peer_lost), "gone",
+                       generation};
+    e.silent = silent;
+    return e;
+  };
+  caf::anon_send(watcher.actor(), lost(1, 0, true));
+  caf::anon_send(watcher.actor(), lost(2, 0, false));
+  caf::anon_send(watcher.actor(), lost(3, 0, true));
+  caf::anon_send(watcher.actor(), membership_event{3, membership_event::joined, 0, {}, 1});
+  caf::anon_send(watcher.actor(), lost(0, 1, true));
+  // The watcher's events are handled in order: once the last one named the
+  // first failure of generation 1, every one before it was handled.
+  ASSERT_EQ(watcher.failure_message(1, exit_bound), "rank 0 was lost: gone");
+  EXPECT_EQ(watcher.silent_ranks(0), std::vector<int32_t>{1});
+  EXPECT_EQ(watcher.silent_ranks(1), std::vector<int32_t>{0});
+  EXPECT_EQ(watcher.silent_ranks(2), std::vector<int32_t>{});
 }
 
 // The launcher names where a failure began: the workers that learnt of it
