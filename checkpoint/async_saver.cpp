@@ -180,7 +180,7 @@ caf::expected<bool> async_saver::agree_memory_only(const job& next, bool in_memo
   auto mine = tier_vote(in_memory, directory_meter_, next.snap.size(), deadline, now);
   std::vector<std::string> votes{mine};
   if (tiers_.exchange) {
-    auto all = tiers_.exchange(next.step, mine);
+    auto all = tiers_.exchange(vote_round, next.step, mine, vote_timeout);
     if (!all) return std::move(all.error());
     votes = std::move(*all);
   }
@@ -198,6 +198,47 @@ caf::expected<bool> async_saver::agree_memory_only(const job& next, bool in_memo
         " committed in memory only: a peer's directory write would end after the deadline;"
         " the next start writes it to the directory");
   return true;
+}
+
+caf::expected<bool> async_saver::agree_directory_written(
+    const job& next, bool in_memory, const caf::expected<checkpoint_info>& written) {
+  directory_report mine{in_memory, written ? std::string{} : describe(written.error())};
+  std::vector<std::string> reports{encode(mine)};
+  // Every rank reports, whatever its write did: a rank whose write failed
+  // no longer leaves its peers waiting for it at the shards' barrier (for
+  // barrier_timeout_) when no failure report of its own ends that wait (the
+  // next start's write of a memory-only checkpoint: it reports none).
+  if (tiers_.exchange) {
+    auto all = tiers_.exchange(written_round, next.step, reports.front(), barrier_timeout_);
+    if (!all) return std::move(all.error());
+    reports = std::move(*all);
+  }
+  std::optional<size_t> failed;
+  std::string failure;
+  bool all_in_memory = true;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    auto report = decode_directory_report(reports[r]);
+    all_in_memory = all_in_memory && report.in_memory;
+    if (!report.error.empty() && !failed) {
+      failed = r;
+      failure = report.error;
+    }
+  }
+  if (!failed) return false;
+  auto who = "rank " + std::to_string(*failed);
+  if (all_in_memory && !next.options.directory_only) {
+    log(log_level::warning, component, "checkpoint of step ", next.step,
+        " committed in memory only: ", who, "'s directory write failed (", failure,
+        "); the next start writes it to the directory");
+    return true;
+  }
+  if (!written) return written.error();
+  // Where a peer's failure ends the save, its own report to the coordination
+  // service ends the shards' barrier for everyone, naming it; a write of
+  // the directory alone reports nothing.
+  if (next.options.directory_only)
+    return make_error(errc::peer_error, who + "'s directory write failed: " + failure);
+  return false;
 }
 
 caf::expected<checkpoint_info> async_saver::execute(job& next) {
@@ -239,22 +280,25 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
     if (!peer.valid())
       if (auto copied = replicate(copy)) tiers.push_back(*copied);
   }
-  // 3. A final save too slow for the directory commits in memory (and on
-  // the peer) only: it has a deadline, so its copy ended before the vote.
-  auto memory_only = agree_memory_only(next, memory.has_value());
-  if (!memory_only) return std::move(memory_only.error());
-  if (*memory_only) {
+  // A save committed in memory (and on the peer) only.
+  auto bytes = static_cast<int64_t>(next.snap.size());
+  auto in_memory_only = [&] {
     checkpoint_info info;
     info.step = next.step;
     info.total_run_calls = next.total_run_calls;
     info.path = join_path(tiers_.memory->path(), step_dir_name(next.step));
-    info.bytes = static_cast<int64_t>(next.snap.size());
+    info.bytes = bytes;
     info.tiers = std::move(tiers);
     info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log(log_level::info, component, "checkpoint of step ", next.step,
         " reached tiers: ", describe_tiers(info.tiers));
     return info;
-  }
+  };
+  // 3. A final save too slow for the directory commits in memory (and on
+  // the peer) only: it has a deadline, so its copy ended before the vote.
+  auto memory_only = agree_memory_only(next, memory.has_value());
+  if (!memory_only) return std::move(memory_only.error());
+  if (*memory_only) return in_memory_only();
   // 4. The directory: the shard, the barrier, the commit rank's manifest.
   auto info = store_.write_shard(next.snap, next.step);
   // The whole shard write (data, index, syncs) is what a final save waits for.
@@ -264,8 +308,13 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
   std::optional<tier_time> copied;
   if (peer.valid()) copied = peer.get();
   next.snap = snapshot{};
-  if (!info) return info;
   if (copied) tiers.push_back(*copied);
+  // 5. A directory write that failed somewhere (a full disk) commits the
+  // save in memory only where every rank holds its shard there.
+  auto written = agree_directory_written(next, memory.has_value(), info);
+  if (!written) return std::move(written.error());
+  if (*written) return in_memory_only();
+  if (!info) return info;
   auto step_text = std::to_string(next.step);
   if (ready_ != nullptr) {
     if (auto err = ready_->arrive_and_wait(shards_barrier_prefix + step_text, barrier_timeout_))

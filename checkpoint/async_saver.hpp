@@ -145,6 +145,13 @@ class async_saver {
   // Whether the ranks agreed to leave the directory out of `next` (a final
   // save whose directory write would end after the deadline somewhere).
   caf::expected<bool> agree_memory_only(const job& next, bool in_memory);
+  // After this rank's directory write (`written`): whether `next` commits in
+  // memory only (a rank's write failed and every rank holds its shard in
+  // memory); false when every write succeeded, and where a peer's failed
+  // but its report to the coordination service ends the save; this rank's
+  // own error, or in a directory-only save the first failed rank's.
+  caf::expected<bool> agree_directory_written(const job& next, bool in_memory,
+                                              const caf::expected<checkpoint_info>& written);
 
   store& store_;
   barrier* ready_;

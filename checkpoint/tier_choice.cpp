@@ -9,6 +9,13 @@ namespace {
 // The weight of the newest measurement in the moving average.
 constexpr double newest_weight = 0.5;
 
+// A directory report: "written" or "failed", " memory" when the rank holds
+// the shard in memory, then ": " and the error of a failed write.
+constexpr const char* report_written = "written";
+constexpr const char* report_failed = "failed";
+constexpr const char* report_in_memory = " memory";
+constexpr const char* report_error_separator = ": ";
+
 }  // namespace
 
 bool memory_only(const std::vector<std::string>& votes) {
@@ -17,6 +24,31 @@ bool memory_only(const std::vector<std::string>& votes) {
   bool one_too_slow = std::any_of(votes.begin(), votes.end(),
                                   [](const std::string& v) { return v == vote_directory_slow; });
   return all_in_memory && one_too_slow;
+}
+
+std::string encode(const directory_report& report) {
+  std::string out = report.error.empty() ? report_written : report_failed;
+  if (report.in_memory) out += report_in_memory;
+  if (!report.error.empty()) out += report_error_separator + report.error;
+  return out;
+}
+
+directory_report decode_directory_report(const std::string& text) {
+  auto starts = [&](const std::string& prefix) { return text.rfind(prefix, 0) == 0; };
+  directory_report out;
+  std::string head = starts(report_written) ? report_written : report_failed;
+  if (!starts(head)) {
+    out.error = text.empty() ? "no report" : "unreadable report '" + text + "'";
+    return out;
+  }
+  auto rest = text.substr(head.size());
+  out.in_memory = rest.rfind(report_in_memory, 0) == 0;
+  if (out.in_memory) rest = rest.substr(std::string{report_in_memory}.size());
+  if (head == report_failed)
+    out.error = rest.rfind(report_error_separator, 0) == 0
+                    ? rest.substr(std::string{report_error_separator}.size())
+                    : "failed";
+  return out;
 }
 
 void bandwidth_meter::record(uint64_t bytes, double seconds) {

@@ -79,6 +79,9 @@ caf::error persist_to_directory(async_saver& saver, const store& directory,
                       if (done)
                         log(log_level::info, component, "checkpoint of step ", step,
                             " persisted to the checkpoint directory ", done->path);
+                      else
+                        log(log_level::warning, component, "checkpoint of step ", step,
+                            " stays in memory only: ", describe(done.error()));
                     },
                     {0, true});
 }

@@ -40,10 +40,8 @@ constexpr const char* nccl_usable_key_prefix = "lifeboat/nccl/usable/";
 constexpr const char* nccl_split_key_prefix = "lifeboat/nccl/split/";
 constexpr const char* can_value = "ok";
 constexpr const char* no_communicator_value = "no NCCL communicator was handed over";
-// A final save's tier votes (checkpoint/tier_choice.hpp), per step; every
-// rank votes as soon as its shard is in memory, so this bounds a lost peer.
+// A save's tier agreement (checkpoint/tier_choice.hpp), per round and step.
 constexpr const char* tier_vote_key_prefix = "lifeboat/tiers/";
-constexpr auto tier_vote_timeout = 60s;
 // Every rank's peer tier listener ("host:port", empty: none).
 constexpr const char* peer_address_key_prefix = "lifeboat/peer-tier/";
 constexpr const char* peer_address_agreement = "publishing the peer tier's addresses";
@@ -245,16 +243,20 @@ std::vector<std::string> startup_agreement::publish_peer_addresses(const std::st
 
 checkpoint::tier_vote_exchange startup_agreement::make_tier_vote_exchange() {
   if (world_size_ == 1) return nullptr;
-  return [client = &client_, rank = rank_](
-             int64_t step, const std::string& vote) -> caf::expected<std::vector<std::string>> {
-    auto prefix = tier_vote_key_prefix + std::to_string(step) + "/";
-    if (auto err = client->insert(prefix + std::to_string(rank), vote)) return err;
-    if (auto err = client->barrier(prefix, tier_vote_timeout)) return err;
+  return [client = &client_, rank = rank_, world = world_size_](
+             const std::string& round, int64_t step, const std::string& said,
+             std::chrono::milliseconds timeout) -> caf::expected<std::vector<std::string>> {
+    auto prefix = tier_vote_key_prefix + round + "/" + std::to_string(step) + "/";
+    if (auto err = client->insert(prefix + std::to_string(rank), said)) return err;
+    if (auto err = client->barrier(prefix, timeout)) return err;
     auto published = client->get_prefix(prefix);
     if (!published) return std::move(published.error());
-    std::vector<std::string> votes;
-    for (auto& entry : *published) votes.push_back(std::move(entry.second));
-    return votes;
+    std::vector<std::string> by_rank(static_cast<size_t>(world));
+    for (auto& [key, value] : *published) {
+      auto r = parse_integer(std::string_view{key}.substr(prefix.size()), key, 0, world - 1);
+      if (r) by_rank[static_cast<size_t>(*r)] = std::move(value);
+    }
+    return by_rank;
   };
 }
 

@@ -5,10 +5,13 @@
 // reach it in time, so it commits in the memory and peer tiers only and the workers
 // exit with the restart code; the restarted job restores from memory, writes
 // that checkpoint to the directory while it trains, and ends with the digests
-// of an uninterrupted run.
+// of an uninterrupted run. A checkpoint directory that is full takes no
+// checkpoint at all: the save commits in memory as well, and the job goes on.
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -63,6 +66,58 @@ TEST(deadline_save_test, a_directory_too_slow_for_the_deadline_gets_the_checkpoi
       << slow.text();
   EXPECT_EQ(slow.count("from the memory tier"), tiered_job_workers) << slow.text();
   EXPECT_EQ(slow.count("persisted to the checkpoint directory"), tiered_job_workers) << slow.text();
+}
+
+// A command line that runs the rest of its arguments with a tmpfs of
+// `size` mounted at `dir`, in a mount namespace of its own: a full file
+// system only they see, gone with them.
+std::vector<std::string> with_tmpfs_at(const std::string& dir, const std::string& size) {
+  return {"/usr/bin/unshare",
+          "--mount",
+          "--propagation",
+          "private",
+          "sh",
+          "-c",
+          "mount -t tmpfs -o size=" + size + " lifeboat-full \"$0\" && exec \"$@\"",
+          dir};
+}
+
+// Every rank's directory write fails with ENOSPC (1 MiB of tmpfs for four 2
+// MiB shards): the preemption's save commits in memory on every rank and
+// the workers exit with the restart code (before, the job failed: exit 3,
+// counted against --max-restarts); the restart restores from memory, its
+// write of that checkpoint to the directory fails on every rank at once,
+// and training ends as an uninterrupted run does.
+TEST(deadline_save_test, a_full_checkpoint_directory_leaves_the_checkpoint_in_memory) {
+  scratch_dir dir{"apps-full-directory"};
+  auto full = dir / "full";
+  fs::create_directories(full);
+  auto probe = with_tmpfs_at(full, "1m");
+  std::string probe_command;
+  for (auto& arg : probe) probe_command += "'" + arg + "' ";
+  if (std::system((probe_command + "true >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs in a mount namespace of its own (needs root)";
+  tiered_job_options o;
+  o.steps = 300;
+  o.demo_args = {"--state-mb", state_mb, "--step-ms", "3"};
+  o.env = {{"LIFEBOAT_LOCAL_DIR", dir / "reference-local"}};
+  auto reference = run_tiered_job(dir / "reference", o);
+  ASSERT_EQ(reference.code, 0) << reference.text();
+  ASSERT_EQ(reference.digests.size(), static_cast<size_t>(tiered_job_workers)) << reference.text();
+  o.launcher_wrapper = with_tmpfs_at(full, "1m");
+  o.env = {{"LIFEBOAT_LOCAL_DIR", dir / "full-local"}};
+  o.preempt = true;
+  auto run = run_tiered_job(full, o);
+  ASSERT_EQ(run.code, 0) << run.text();
+  EXPECT_EQ(run.digests, reference.digests) << run.text();
+  EXPECT_EQ(run.count("restarting after failure"), 0) << run.text();
+  EXPECT_EQ(run.count("workers saved a checkpoint and exited with the restart code"), 1)
+      << run.text();
+  EXPECT_EQ(run.count("committed in memory only: rank ", "directory write failed ("),
+            tiered_job_workers)
+      << run.text();
+  EXPECT_EQ(run.count("from the memory tier"), tiered_job_workers) << run.text();
+  EXPECT_EQ(run.count("stays in memory only"), tiered_job_workers) << run.text();
 }
 
 }  // namespace

@@ -21,8 +21,9 @@ constexpr int tiered_job_workers = 4;
 
 struct tiered_job_options {
   int64_t steps = 0;
-  std::vector<std::string> wrapper;    // before the demo's command line
-  std::vector<std::string> demo_args;  // after --checkpoint-dir and --steps
+  std::vector<std::string> launcher_wrapper;  // before the launcher's command line
+  std::vector<std::string> wrapper;           // before the demo's command line
+  std::vector<std::string> demo_args;         // after --checkpoint-dir and --steps
   std::map<std::string, std::string> env;
   bool preempt = false;
 };
@@ -49,14 +50,10 @@ struct tiered_job_result {
 };
 
 inline tiered_job_result run_tiered_job(const std::string& ckpt, const tiered_job_options& o) {
-  std::vector<std::string> argv{lifeboat::test::built(LIFEBOAT_LAUNCH),
-                                "--nproc",
-                                std::to_string(tiered_job_workers),
-                                "--max-restarts",
-                                "1",
-                                "--status-port",
-                                "0",
-                                "--"};
+  std::vector<std::string> argv = o.launcher_wrapper;
+  argv.insert(argv.end(), {lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                           std::to_string(tiered_job_workers), "--max-restarts", "1",
+                           "--status-port", "0", "--"});
   argv.insert(argv.end(), o.wrapper.begin(), o.wrapper.end());
   argv.insert(argv.end(), {lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", ckpt,
                            "--steps", std::to_string(o.steps)});

@@ -6,7 +6,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -455,6 +458,149 @@ TEST_F(async_saver_deadline_test, a_final_save_copies_to_the_peer_only_when_the_
       log.find("peer tier: checkpoint of step 3 not replicated: the copy would take about 5 s"),
       std::string::npos)
       << log;
+}
+
+// Two ranks in this process meet here, as the coordination service lets
+// workers meet: the checkpoint-ready barrier and the tier agreement.
+class meeting {
+ public:
+  caf::expected<std::vector<std::string>> meet(const std::string& key, int rank, std::string said,
+                                               std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock{mtx_};
+    auto& slots = said_[key];
+    slots.resize(2);
+    slots[static_cast<size_t>(rank)] = std::move(said);
+    ++arrived_[key];
+    cv_.notify_all();
+    if (!cv_.wait_for(lock, timeout, [&] { return arrived_[key] == 2; }))
+      return make_error(errc::timeout, key);
+    return said_[key];
+  }
+
+ private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::map<std::string, std::vector<std::string>> said_;
+  std::map<std::string, int> arrived_;
+};
+
+class meeting_barrier : public barrier {
+ public:
+  meeting_barrier(meeting& m, int rank) : meeting_(m), rank_(rank) {}
+
+  caf::error arrive_and_wait(const std::string& name, std::chrono::milliseconds timeout) override {
+    auto met = meeting_.meet(name, rank_, {}, timeout);
+    return met ? caf::error{} : met.error();
+  }
+
+ private:
+  meeting& meeting_;
+  int rank_;
+};
+
+// Two ranks of one job saving together; rank 1's checkpoint directory is
+// full (every write fails with ENOSPC, through the file-system seam).
+class async_saver_full_disk_test : public async_saver_test {
+ protected:
+  // Far below long_wait: a rank left waiting for its peer fails with
+  // errc::timeout, not with what the test expects.
+  static constexpr auto barrier_timeout = std::chrono::seconds{5};
+
+  struct rank_parts {
+    std::optional<store> directory;
+    testing::temp_dir memory_dir;
+    std::optional<memory_tier> memory;
+    worker_state state{state_bytes};
+    outcomes done;
+  };
+
+  void SetUp() override {
+    for (int r = 0; r < 2; ++r) {
+      store_config cfg{dir_.path(), r, 2};
+      if (r == 1) {
+        auto files = std::make_shared<testing::faulty_file_system>();
+        files->fail(testing::faulty_file_system::call::pwrite, dir_.path() + "/*", ENOSPC);
+        cfg.files = files;
+      }
+      auto st = store::open(cfg);
+      ASSERT_TRUE(st);
+      ranks_[r].directory.emplace(std::move(*st));
+      auto tier = memory_tier::open(ranks_[r].memory_dir.path(), r, 2);
+      ASSERT_TRUE(tier);
+      ranks_[r].memory.emplace(std::move(*tier));
+    }
+  }
+
+  // Both ranks save `step` (directory only: `persist`) and wait for it.
+  void save_both(int64_t step, bool persist) {
+    meeting met;
+    std::vector<std::unique_ptr<meeting_barrier>> barriers;
+    std::vector<std::unique_ptr<async_saver>> savers;
+    for (int r = 0; r < 2; ++r) {
+      auto& part = ranks_[r];
+      barriers.push_back(std::make_unique<meeting_barrier>(met, r));
+      tier_vote_exchange exchange = [&met, r](const std::string& round, int64_t s,
+                                              const std::string& said,
+                                              std::chrono::milliseconds timeout) {
+        return met.meet(round + "/" + std::to_string(s), r, said, timeout);
+      };
+      savers.push_back(
+          std::make_unique<async_saver>(*part.directory, barriers.back().get(), barrier_timeout,
+                                        saver_tiers{&*part.memory, exchange, nullptr, nullptr}));
+      part.state.set(testing::worker_seed(r, step));
+      save_options options;
+      options.directory_only = persist;
+      ASSERT_FALSE(
+          savers.back()->save(part.state.registry, step, step, part.done.callback(), options));
+    }
+    for (auto& saver : savers) ASSERT_FALSE(saver->wait(long_wait));
+  }
+
+  rank_parts ranks_[2];
+};
+
+// A full disk on one rank no longer fails the job's save: every rank holds
+// its shard in memory, so the save commits there on every rank, as a final
+// save too slow for the directory does.
+TEST_F(async_saver_full_disk_test, a_write_failed_on_one_rank_commits_in_memory_on_every_rank) {
+  ::testing::internal::CaptureStderr();
+  save_both(1, false);
+  auto log = ::testing::internal::GetCapturedStderr();
+  for (auto& part : ranks_) {
+    ASSERT_EQ(part.done.results.size(), 1u);
+    auto& result = part.done.results[0];
+    ASSERT_TRUE(result) << describe(result.error()) << log;
+    ASSERT_EQ(result->tiers.size(), 1u);
+    EXPECT_EQ(result->tiers[0].name, tier_memory);
+    EXPECT_EQ(part.memory->newest_step(std::nullopt), 1);
+    EXPECT_FALSE(part.directory->newest_committed_step(std::nullopt));
+  }
+  EXPECT_NE(log.find("checkpoint of step 1 committed in memory only: rank 1's directory write "
+                     "failed (io_error: "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("No space left on device"), std::string::npos) << log;
+}
+
+// The next start's write of a checkpoint held in memory only reports no
+// failure to the coordination service: rank 0 must not wait for rank 1 at
+// the shards' barrier, but learn at once that rank 1's write failed.
+TEST_F(async_saver_full_disk_test, a_directory_only_write_failed_on_one_rank_fails_on_every_rank) {
+  ::testing::internal::CaptureStderr();
+  save_both(1, true);
+  auto log = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(ranks_[0].done.results.size(), 1u);
+  ASSERT_EQ(ranks_[1].done.results.size(), 1u);
+  auto& peer = ranks_[0].done.results[0];
+  auto& own = ranks_[1].done.results[0];
+  ASSERT_FALSE(own);
+  EXPECT_EQ(own.error(), make_error(errc::io_error)) << describe(own.error());
+  ASSERT_FALSE(peer);
+  EXPECT_EQ(peer.error(), make_error(errc::peer_error)) << describe(peer.error());
+  EXPECT_NE(describe(peer.error()).find("rank 1's directory write failed: io_error: "),
+            std::string::npos)
+      << describe(peer.error());
+  EXPECT_FALSE(ranks_[0].directory->newest_committed_step(std::nullopt));
 }
 
 }  // namespace

@@ -43,5 +43,24 @@ TEST(tier_choice_test, a_vote_weighs_the_write_against_the_time_left) {
   EXPECT_EQ(tier_vote(false, meter, two_seconds, now_ms + 1500, now_ms), vote_no_memory);
 }
 
+// What a rank says after its directory write reads back the same; a rank
+// that said nothing readable counts as a failed write without the shard in
+// memory, so that no save commits in memory on its word.
+TEST(tier_choice, a_directory_report_reads_back_and_silence_is_a_failure) {
+  for (auto& report : {directory_report{true, ""}, directory_report{false, ""},
+                       directory_report{true, "io_error: write x: No space left on device"},
+                       directory_report{false, "io_error: y"}}) {
+    auto read = decode_directory_report(encode(report));
+    EXPECT_EQ(read.in_memory, report.in_memory) << encode(report);
+    EXPECT_EQ(read.error, report.error) << encode(report);
+  }
+  auto none = decode_directory_report("");
+  EXPECT_FALSE(none.in_memory);
+  EXPECT_EQ(none.error, "no report");
+  auto garbled = decode_directory_report("fits");
+  EXPECT_FALSE(garbled.in_memory);
+  EXPECT_EQ(garbled.error, "unreadable report 'fits'");
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint
