@@ -1,6 +1,8 @@
 #include "runtime/worker_runtime.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -390,11 +392,25 @@ void worker_runtime::shutdown() {
           "a checkpoint was still being written at exit: ", describe(err));
   }
   auto& client = *actors_->client();
+  bool failure_is_ours = false;
   if (ok && world_size() > 1)
-    if (auto err = client.barrier("lifeboat/shutdown", shutdown_barrier_timeout))
+    if (auto err = client.barrier("lifeboat/shutdown", shutdown_barrier_timeout)) {
       log(log_level::warning, "runtime", "not every worker reached the end: ", describe(err));
+      gate_->await_exit(failure_arrival_bound);
+      failure_is_ours = failed() && gate_->failure().origin_rank == rank();
+    }
   client.leave();
   actors_->wait_for_peers_to_leave();
+  // A rank named as the failure itself (hung: its loop ended while the
+  // others waited in a step it never runs) exits with the failure code, as
+  // every rank of a failed job does. Its training loop is over: the exit
+  // controller's own exit raced the process's normal end (exit 0).
+  if (failure_is_ours) {
+    log(log_level::error, "runtime", "this rank is where the job's failure began (",
+        gate_->failure().message, "): exiting with code ", failure_exit_code);
+    std::fflush(nullptr);
+    std::_Exit(failure_exit_code);
+  }
   saver_ = nullptr;
   actors_.reset();
   // Training ended: no restart will read this rank's memory tier, and what

@@ -96,15 +96,19 @@ std::optional<progress_tracker::hang> progress_tracker::find_hang(int32_t rank) 
 }
 
 std::optional<progress_tracker::job_hang> progress_tracker::find_job_hang(int32_t rank) const {
-  if (configured_timeout_ms_ <= 0 || rank < 0 || static_cast<size_t>(rank) >= ranks_.size())
+  if (configured_timeout_ms_ == 0 || rank < 0 || static_cast<size_t>(rank) >= ranks_.size())
     return std::nullopt;
   // Every heartbeat of a stuck job gets here: its own rank first, which
-  // ends the pass for all but the rank whose step is old enough.
+  // ends the pass for all but the rank whose step is old enough (the
+  // adaptive timeout's pass over every rank's step times waits for that).
+  bool adaptive = configured_timeout_ms_ == adaptive_hang_timeout;
+  auto timeout = adaptive ? adaptive_hang_floor_ms : configured_timeout_ms_;
   auto stuck = [&](const rank_progress& p) {
-    return p.followed && !p.saving && p.step > p.first_step &&
-           p.step_age_ms >= configured_timeout_ms_;
+    return p.followed && !p.saving && p.step > p.first_step && p.step_age_ms >= timeout;
   };
   auto& own = ranks_[static_cast<size_t>(rank)];
+  if (!stuck(own)) return std::nullopt;
+  if (adaptive) timeout = hang_timeout_ms();
   if (!stuck(own)) return std::nullopt;
   job_hang h{own.step, own.step_age_ms, {}, {}};
   bool one_in_step = false;
@@ -120,6 +124,9 @@ std::optional<progress_tracker::job_hang> progress_tracker::find_job_hang(int32_
     if (p.finished) h.finished.push_back(static_cast<int32_t>(q));
   }
   if (!one_in_step) return std::nullopt;
+  // Under the adaptive timeout, only a rank whose loop ended tells a hang
+  // from a long step of every rank: the others wait in a step it never runs.
+  if (adaptive && h.finished.empty()) return std::nullopt;
   return h;
 }
 

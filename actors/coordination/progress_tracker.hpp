@@ -30,9 +30,9 @@ namespace lifeboat {
 /// others wait for; with none, every rank is in its step and none can be
 /// told from the others (one stuck before a collective holds the rest in
 /// it). A rank whose training loop ended (finished) counts as between steps,
-/// and is named first: it runs no step more. Only with a configured timeout:
-/// under the adaptive one a long step of every rank (a recompilation) is no
-/// sign of a hang.
+/// and is named first: it runs no step more. Under the adaptive timeout only
+/// where a rank's loop ended (ranks that run uneven numbers of steps): a long
+/// step of every rank alone (a recompilation) is no sign of a hang.
 ///
 /// The hang timeout is the configured one, or, unset, the larger of
 /// adaptive_hang_factor times the cluster's median step time and

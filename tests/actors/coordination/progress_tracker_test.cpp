@@ -146,13 +146,44 @@ TEST(progress_tracker, ranks_between_steps_saving_or_in_their_first_step_are_not
   EXPECT_TRUE(apart.find_hang(0));
 }
 
-TEST(progress_tracker, only_a_configured_timeout_hangs_the_ranks_together) {
+// Without a configured timeout, a long step of every rank (a recompilation)
+// is no hang; a rank whose loop ended while the others wait in their next
+// step (ranks that run uneven numbers of steps) is, after the adaptive one.
+TEST(progress_tracker, the_adaptive_timeout_hangs_the_ranks_together_only_where_a_loop_ended) {
   for (auto timeout : {int64_t{0}, progress_tracker::adaptive_hang_timeout}) {
     progress_tracker t{2, timeout};
     train(t, 2, 10);
     stall(t, 2, {0}, 1'000'000);
     EXPECT_FALSE(t.find_job_hang(0)) << timeout;
   }
+  auto ended_at = [](progress_tracker& t, int64_t age_ms) {
+    t.on_heartbeat(0, 9, 0, false, 9 * step_ms + age_ms, age_ms, false, true);
+    t.on_heartbeat(1, 9, 0, false, 9 * step_ms + age_ms, age_ms, true, false);
+  };
+  progress_tracker off{2, 0};
+  train(off, 2, 10);
+  ended_at(off, 1'000'000);
+  EXPECT_FALSE(off.find_job_hang(1));
+  progress_tracker adaptive{2, progress_tracker::adaptive_hang_timeout};
+  train(adaptive, 2, 10);
+  ended_at(adaptive, progress_tracker::adaptive_hang_floor_ms - 1);
+  EXPECT_FALSE(adaptive.find_job_hang(1));
+  ended_at(adaptive, progress_tracker::adaptive_hang_floor_ms);
+  auto hang = adaptive.find_job_hang(1);
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->finished, std::vector<int32_t>{0});
+  // Steps of 10 s: the adaptive timeout is ten of them, past the floor.
+  progress_tracker slow{2, progress_tracker::adaptive_hang_timeout};
+  for (int64_t step = 0; step < 10; ++step)
+    for (int r = 0; r < 2; ++r) slow.on_heartbeat(r, step, 0, false, step * 10'000);
+  auto long_ago = [&](int64_t age_ms) {
+    slow.on_heartbeat(0, 9, 0, false, 90'000 + age_ms, age_ms, false, true);
+    slow.on_heartbeat(1, 9, 0, false, 90'000 + age_ms, age_ms, true, false);
+  };
+  long_ago(progress_tracker::adaptive_hang_factor * 10'000 - 1);
+  EXPECT_FALSE(slow.find_job_hang(1));
+  long_ago(progress_tracker::adaptive_hang_factor * 10'000);
+  EXPECT_TRUE(slow.find_job_hang(1));
 }
 
 TEST(progress_tracker, zero_turns_detection_off_and_unset_adapts_with_a_floor) {
