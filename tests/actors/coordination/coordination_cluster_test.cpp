@@ -92,6 +92,13 @@ TEST_F(cluster_test, kv_barrier_messages_errors_and_losses_across_processes) {
   for (auto& answer : all(ranks_except({5, 6}), "failure 5 5000"))
     EXPECT_EQ(answer.substr(0, 11 + lost.size()), "failure 5 " + lost + " ");
   EXPECT_LE(std::chrono::steady_clock::now() - start, 2 * heartbeat_timeout);
+  // Running again, it learns that it was lost, and why: not merely that its
+  // connection to the service closed.
+  workers[5]->kill(SIGCONT);
+  workers[5]->send_line("failure 5 5000");
+  auto told = workers[5]->read_line(line_deadline);
+  ASSERT_TRUE(told);
+  EXPECT_EQ(told->substr(0, 13 + lost.size()), "failure 5 " + lost + " 1 ") << *told;
   workers[5]->kill(SIGKILL);
 
   for (auto& answer : all(ranks_except({5, 6}), "barrier after 5000"))

@@ -185,6 +185,14 @@ TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   EXPECT_EQ(state_of(0), "alive");
   EXPECT_EQ(st.workers(now)[0].step(), 17);
   EXPECT_EQ(out.closes, std::vector<conn_id>{4});
+  // The silent rank itself is told why, before its connection closes: it
+  // may run again (it was stopped) and must name itself, not the service.
+  std::vector<std::string> told_rank_3;
+  for (auto& [c, e] : out.frames)
+    if (c == 4 && e.has_failure())
+      told_rank_3.push_back(std::to_string(e.failure().rank()) + " " + e.failure().message());
+  EXPECT_EQ(told_rank_3, std::vector<std::string>{"3 no heartbeat for " +
+                                                  std::to_string(heartbeat_timeout_ms) + " ms"});
   pass_loss_window(heartbeat_timeout_ms / heartbeats_per_timeout);
   int lost = 0;
   for (auto& [c, e] : out.frames)
