@@ -105,6 +105,17 @@ caf::expected<int> signal_pipe::open_reader() const {
   return fd;
 }
 
+std::vector<int> signal_pipe::replaced(const std::vector<int>& signals) {
+  std::vector<int> out;
+  for (auto signo : signals) {
+    struct sigaction current {};
+    if (::sigaction(signo, nullptr, &current) != 0) continue;
+    if ((current.sa_flags & SA_SIGINFO) == 0 || current.sa_sigaction != on_os_signal)
+      out.push_back(signo);
+  }
+  return out;
+}
+
 signal_pipe::~signal_pipe() {
   for (auto signo : signals_) ::sigaction(signo, &previous_actions[signo], nullptr);
   ::close(signal_write_fd.exchange(-1));

@@ -31,6 +31,12 @@ class signal_pipe {
   /// once every byte written before is read).
   caf::expected<int> open_reader() const;
 
+  /// Those of `signals` whose action is no longer a signal pipe's handler:
+  /// the process installed another one after it (Python's signal.signal in a
+  /// trainer or a library), and such a signal no longer reaches any pipe.
+  /// Thread-safe; needs no pipe.
+  static std::vector<int> replaced(const std::vector<int>& signals);
+
  private:
   signal_pipe() = default;
 

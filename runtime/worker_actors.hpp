@@ -35,6 +35,7 @@ struct worker_actors_config {
   /// A reading end from signal_pipe::open_reader, which the signal watcher
   /// owns from then on; -1: no signals are watched.
   int signal_reader = -1;
+  std::vector<int> signals;  // the signal pipe's, whose handler the watcher checks
   int64_t grace_period_ms = 0;
   /// What this worker restored at start, for the status (empty: fresh start).
   wire::CheckpointInfo restored;

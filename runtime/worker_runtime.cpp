@@ -224,9 +224,10 @@ void worker_runtime::spawn_actors() {
   // between the guard's end and the watcher's start waits in the pipe.
   startup_guard_.reset();
   if (signal_pipe_) {
-    if (auto fd = signal_pipe_->open_reader())
+    if (auto fd = signal_pipe_->open_reader()) {
       cfg.signal_reader = *fd;
-    else
+      cfg.signals = settings_.signals;
+    } else
       log(log_level::error, "runtime", "signals not watched: ", describe(fd.error()));
   }
   cfg.grace_period_ms = settings_.grace_period.count();

@@ -1,5 +1,8 @@
 #include "actors/preemption/signal_watcher.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include <caf/io/middleman.hpp>
 
 #include "actors/atoms.hpp"
@@ -10,6 +13,7 @@
 #include "messages/wire.hpp"
 #include "platform/clock.hpp"
 #include "platform/signal_names.hpp"
+#include "platform/signal_pipe.hpp"
 
 namespace lifeboat {
 
@@ -39,42 +43,70 @@ void on_signal(self_ptr self, int signo) {
   self->send(st.resolver, notice_atom::value, notice);
 }
 
+// Says once per signal that another handler took its place.
+void check_handlers(self_ptr self) {
+  auto& st = self->state;
+  for (auto signo : signal_pipe::replaced(st.signals)) {
+    if (std::find(st.replaced.begin(), st.replaced.end(), signo) != st.replaced.end()) continue;
+    st.replaced.push_back(signo);
+    log(log_level::warning, "signal_watcher", "another handler replaced lifeboat's for ",
+        signal_name(signo), " (the trainer's or a library's: Python's signal.signal, say): a ",
+        signal_name(signo), " is no longer a termination notice");
+  }
+  self->delayed_send(self, st.check_interval, tick_atom::value);
+}
+
+std::string watcher_state(const signal_watcher_state& st) {
+  if (!st.watching) return "inactive";
+  if (st.received > 0) return "notified";
+  if (st.replaced.empty()) return "watching";
+  std::string out = "handler replaced:";
+  for (auto signo : st.replaced) out += " " + signal_name(signo);
+  return out;
+}
+
 }  // namespace
 
 caf::behavior signal_watcher(self_ptr self, int reader_fd, int64_t grace_period_ms,
-                             caf::actor resolver) {
+                             caf::actor resolver, std::vector<int> signals,
+                             std::chrono::milliseconds check_interval) {
   auto& st = self->state;
   st.resolver = std::move(resolver);
   st.grace_period_ms = grace_period_ms;
   st.watching = reader_fd >= 0;
+  st.check_interval = check_interval;
   if (reader_fd >= 0) {
     auto hdl = self->add_scribe(reader_fd);
     self->configure_read(hdl, caf::io::receive_policy::at_most(max_signals_per_read));
+    st.signals = std::move(signals);
+    if (!st.signals.empty()) self->delayed_send(self, check_interval, tick_atom::value);
   }
   return {
       [=](const caf::io::new_data_msg& msg) {
         for (auto byte : msg.buf) on_signal(self, static_cast<unsigned char>(byte));
       },
+      [=](tick_atom) { check_handlers(self); },
       // The pipe is gone: the process is shutting down.
       [=](const caf::io::connection_closed_msg&) {},
       [=](status_atom) {
         wire::ActorStatus st;
         st.set_name(signal_watcher_state::name);
-        st.set_state(!self->state.watching      ? "inactive"
-                     : self->state.received > 0 ? "notified"
-                                                : "watching");
+        st.set_state(watcher_state(self->state));
         st.set_mailbox(static_cast<int64_t>(self->mailbox().size()));
         (*st.mutable_metrics())["signals_received_total"] =
             static_cast<double>(self->state.received);
+        (*st.mutable_metrics())["signal_handlers_replaced"] =
+            static_cast<double>(self->state.replaced.size());
         return st;
       },
   };
 }
 
 caf::actor spawn_signal_watcher(caf::actor_system& sys, int reader_fd, int64_t grace_period_ms,
-                                caf::actor resolver) {
+                                caf::actor resolver, std::vector<int> signals,
+                                std::chrono::milliseconds check_interval) {
   return sys.middleman().spawn_broker(signal_watcher, reader_fd, grace_period_ms,
-                                      std::move(resolver));
+                                      std::move(resolver), std::move(signals), check_interval);
 }
 
 }  // namespace lifeboat

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -12,27 +14,40 @@ namespace lifeboat {
 /// a deadline (now + grace period) for the step resolver. The first signal is
 /// acted on; later ones are counted and logged. It reads the pipe's socket
 /// itself, on the middleman's I/O thread, so a signal reaches the resolver
-/// after one thread wake-up. Messages:
+/// after one thread wake-up. Every check_interval it checks that the
+/// signals it watches still have the pipe's handler: one that another
+/// handler replaced (Python's signal.signal in the trainer or a library)
+/// never comes as a notice, which it says once per signal in a warning and
+/// in its status. Messages:
 ///   (status_atom) -> wire::ActorStatus
 /// Lifetime: owns the reading end it is given; worker_actors spawns and
 /// stops it. Thread-safety: an actor on the middleman's I/O thread.
+/// How often the watcher checks that its signals still have the pipe's handler.
+constexpr std::chrono::milliseconds handler_check_interval{1000};
+
 struct signal_watcher_state {
   static const char* name;
   caf::actor resolver;
   int64_t grace_period_ms = 0;
   int64_t received = 0;
   bool watching = false;
+  std::vector<int> signals;   // the pipe's, checked for a replaced handler
+  std::vector<int> replaced;  // those found with another handler, told once
+  std::chrono::milliseconds check_interval{handler_check_interval};
 };
 
 /// `reader_fd`: a reading end from signal_pipe::open_reader, which the
 /// watcher owns from here on; -1 when no signal pipe is installed.
+/// `signals`: the pipe's signals, whose handler it checks.
 caf::behavior signal_watcher(caf::io::stateful_broker<signal_watcher_state>* self, int reader_fd,
-                             int64_t grace_period_ms, caf::actor resolver);
+                             int64_t grace_period_ms, caf::actor resolver, std::vector<int> signals,
+                             std::chrono::milliseconds check_interval);
 
 /// Spawns the signal watcher on the middleman's I/O thread, the step
 /// resolver's (see spawn_step_resolver): the notice reaches the resolver
 /// without waking a scheduler thread on the way.
 caf::actor spawn_signal_watcher(caf::actor_system& sys, int reader_fd, int64_t grace_period_ms,
-                                caf::actor resolver);
+                                caf::actor resolver, std::vector<int> signals = {},
+                                std::chrono::milliseconds check_interval = handler_check_interval);
 
 }  // namespace lifeboat

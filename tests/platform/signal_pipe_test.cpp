@@ -9,6 +9,7 @@
 #include <csignal>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -128,6 +129,21 @@ TEST(signal_pipe, destroying_it_restores_the_previous_handler) {
   }
   std::raise(SIGUSR1);
   EXPECT_EQ(previous_handler_calls, 1);
+}
+
+// A handler installed after the pipe's (a trainer's signal.signal) takes
+// its signal away from the pipe: replaced() names it, and only it.
+TEST(signal_pipe, replaced_names_the_signals_another_handler_took) {
+  EXPECT_EQ(signal_pipe::replaced({SIGUSR1}), std::vector<int>{SIGUSR1});
+  auto pipe = signal_pipe::install({SIGUSR1, SIGUSR2});
+  ASSERT_TRUE(pipe) << describe(pipe.error());
+  EXPECT_EQ(signal_pipe::replaced({SIGUSR1, SIGUSR2}), std::vector<int>{});
+  {
+    counting_handler counting;
+    ASSERT_TRUE(counting.installed());
+    EXPECT_EQ(signal_pipe::replaced({SIGUSR1, SIGUSR2}), std::vector<int>{SIGUSR1});
+  }
+  EXPECT_EQ(signal_pipe::replaced({SIGUSR1, SIGUSR2}), std::vector<int>{});
 }
 
 int wait_status(pid_t child) {

@@ -259,6 +259,16 @@ class PythonBindingTest(scratch_case.ScratchCase):
         with self.assertRaisesRegex(TypeError, "^restore must be callable, got NoneType"):
             state.add_callbacks("c", lambda: b"", None)
 
+    def test_a_sigterm_handler_installed_after_lifeboats_is_reported(self):
+        # A framework that installs its own SIGTERM handler takes the notice
+        # away from lifeboat: a job would then never save. The worker says so.
+        cluster = Cluster(0, self.ckpt, ["--steps", "200", "--step-ms", "10",
+                                         "--replace-sigterm"])
+        self.assertEqual(cluster.finish(), [0], cluster.transcript())
+        self.assertIn("another handler replaced lifeboat's for SIGTERM (the trainer's or a "
+                      "library's: Python's signal.signal, say): a SIGTERM is no longer a "
+                      "termination notice", cluster.transcript())
+
     def test_a_forked_child_ends_on_its_sigterm_without_a_notice_to_the_worker(self):
         # multiprocessing.Pool's and DataLoader's terminate(): the child of a
         # fork inherits lifeboat's handler, and its SIGTERM is its own.

@@ -68,6 +68,8 @@ def main():
                         help="the hang comes between steps, before run (a stuck data loader)")
     parser.add_argument("--exit-step", type=int, default=-1,
                         help="every rank's step N calls sys.exit(0), as early stopping would")
+    parser.add_argument("--replace-sigterm", action="store_true",
+                        help="install a SIGTERM handler of its own once lifeboat's is in place")
     opts = parser.parse_args()
 
     # The model: [steps applied, last step]; a step is applied only when it
@@ -101,6 +103,9 @@ def main():
         say(f"config_error={e}")
         return CONFIG_EXIT_CODE
     say(f"restored={handler.total_run_calls} rank={handler.rank}")
+    if opts.replace_sigterm:
+        # What a framework's own signal handling does behind lifeboat's back.
+        signal.signal(signal.SIGTERM, lambda signo, frame: say("own_sigterm"))
 
     def step():
         n = handler.total_run_calls + 1

@@ -96,6 +96,29 @@ TEST_F(signal_watcher_test, later_signals_are_counted_and_not_acted_on) {
   EXPECT_EQ(test::take_held(resolver_, [](notice_atom, const wire::Notice&) {}), 1);
 }
 
+// A handler the trainer installs after lifeboat's takes its signal away:
+// the watcher says so in its status (and once in a warning) at its next check.
+TEST_F(signal_watcher_test, a_handler_that_replaced_the_pipes_is_reported) {
+  driver_->send_exit(watcher_, caf::exit_reason::user_shutdown);
+  auto fd = pipe_->open_reader();
+  ASSERT_TRUE(fd) << describe(fd.error());
+  watcher_ = spawn_signal_watcher(sys_, *fd, grace_period_ms, caf::actor{resolver_},
+                                  {SIGUSR1, SIGUSR2}, std::chrono::milliseconds{10});
+  EXPECT_EQ(status().metrics().at("signal_handlers_replaced"), 0);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction before {};
+  ASSERT_EQ(::sigaction(SIGUSR2, &ignore, &before), 0);
+  auto deadline = std::chrono::steady_clock::now() + wait_bound;
+  while (std::chrono::steady_clock::now() < deadline &&
+         status().metrics().at("signal_handlers_replaced") < 1) {
+  }
+  ::sigaction(SIGUSR2, &before, nullptr);
+  auto st = status();
+  EXPECT_EQ(st.state(), "handler replaced: SIGUSR2");
+  EXPECT_EQ(st.metrics().at("signal_handlers_replaced"), 1);
+}
+
 TEST(signal_watcher_without_pipe, is_inactive_and_still_answers) {
   system_config cfg;
   caf::actor_system sys{cfg};
