@@ -261,8 +261,9 @@ class PythonBindingTest(scratch_case.ScratchCase):
 
     def test_a_sigterm_handler_installed_after_lifeboats_is_reported(self):
         # A framework that installs its own SIGTERM handler takes the notice
-        # away from lifeboat: a job would then never save. The worker says so.
-        cluster = Cluster(0, self.ckpt, ["--steps", "200", "--step-ms", "10",
+        # away from lifeboat: a job would then never save. The worker says so
+        # at its next check, once a second: the run lasts five at least.
+        cluster = Cluster(0, self.ckpt, ["--steps", "500", "--step-ms", "10",
                                          "--replace-sigterm"])
         self.assertEqual(cluster.finish(), [0], cluster.transcript())
         self.assertIn("another handler replaced lifeboat's for SIGTERM (the trainer's or a "
