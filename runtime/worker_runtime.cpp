@@ -1,8 +1,6 @@
 #include "runtime/worker_runtime.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -405,12 +403,12 @@ void worker_runtime::shutdown() {
   // A rank named as the failure itself (hung: its loop ended while the
   // others waited in a step it never runs) exits with the failure code, as
   // every rank of a failed job does. Its training loop is over: the exit
-  // controller's own exit raced the process's normal end (exit 0).
+  // controller's own delayed exit raced the process's normal end (exit 0),
+  // so the runtime asks it to end the process now.
   if (failure_is_ours) {
     log(log_level::error, "runtime", "this rank is where the job's failure began (",
         gate_->failure().message, "): exiting with code ", failure_exit_code);
-    std::fflush(nullptr);
-    std::_Exit(failure_exit_code);
+    actors_->request_exit(true);
   }
   saver_ = nullptr;
   actors_.reset();

@@ -105,15 +105,20 @@ void coordination_state::send_to_ranks(const wire::Envelope& env, Pred to) {
     out_.broadcasts.push_back({first, out_.frames.size() - first});
 }
 
-void coordination_state::broadcast_failure(int32_t rank, int32_t code, const std::string& message,
-                                           bool lost) {
+wire::Envelope coordination_state::failure_frame(int32_t rank, int32_t code,
+                                                 const std::string& message, bool lost) {
   wire::Envelope env;
   auto* f = env.mutable_failure();
   f->set_rank(rank);
   f->set_code(code);
   f->set_message(message);
   f->set_lost(lost);
-  send_to_ranks(env, [](int32_t) { return true; });
+  return env;
+}
+
+void coordination_state::broadcast_failure(int32_t rank, int32_t code, const std::string& message,
+                                           bool lost) {
+  send_to_ranks(failure_frame(rank, code, message, lost), [](int32_t) { return true; });
 }
 
 void coordination_state::on_send(int32_t rank, const wire::PeerSend& req) {

@@ -156,15 +156,8 @@ void coordination_state::mark_lost(int32_t rank, const std::string& why, int64_t
   // A rank lost for its silence may live on (stopped, frozen): told why
   // before its connection closes, it names itself when it runs again, not a
   // service that went away (rank 0's, under torchrun).
-  if (silent) {
-    wire::Envelope env;
-    auto* f = env.mutable_failure();
-    f->set_rank(rank);
-    f->set_code(static_cast<int32_t>(errc::peer_lost));
-    f->set_message(why);
-    f->set_lost(true);
-    send_frame(conn, std::move(env));
-  }
+  if (silent)
+    send_frame(conn, failure_frame(rank, static_cast<int32_t>(errc::peer_lost), why, true));
   close(conn);
   conns_.erase(conn);
   progress_.forget(rank);

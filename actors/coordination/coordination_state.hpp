@@ -210,6 +210,9 @@ class coordination_state {
                           bool unless_loss_pending = false);
   bool loss_pending(const std::vector<int32_t>& participants) const;
   void broadcast_failure(int32_t rank, int32_t code, const std::string& message, bool lost);
+  // The frame that tells of `rank`'s failure (or loss).
+  static wire::Envelope failure_frame(int32_t rank, int32_t code, const std::string& message,
+                                      bool lost);
   void send_frame(conn_id conn, wire::Envelope env);
   // Queues `env` to every joined rank that `to` accepts, as one broadcast run.
   template <class Pred>
