@@ -67,6 +67,13 @@ struct two_nodes {
         log1(std::make_unique<output_log>(*one)) {}
 
   std::string text() const { return "node 0:\n" + log0->text() + "node 1:\n" + log1->text(); }
+
+  // Whether every worker of the first generation joined and node 1 has
+  // started its own. The service runs in node 0's launcher: it logs every join.
+  bool all_joined() {
+    return log0->read_until_count(" joined (generation 0)", workers) &&
+           log1->read_until_count("lifeboat-launch: rank=", per_node);
+  }
 };
 
 TEST(multi_node_demo_test, sigterm_to_a_worker_on_node_1_restarts_every_node_alike) {
@@ -83,9 +90,7 @@ TEST(multi_node_demo_test, sigterm_to_a_worker_on_node_1_restarts_every_node_ali
   ASSERT_EQ(expected.size(), static_cast<size_t>(workers)) << ref.text();
 
   two_nodes job{demo(dir / "ckpt", steps)};
-  // The service runs in node 0's launcher: it logs every join.
-  ASSERT_TRUE(job.log0->read_until_count(" joined (generation 0)", workers)) << job.text();
-  ASSERT_TRUE(job.log1->read_until_count("lifeboat-launch: rank=", per_node)) << job.text();
+  ASSERT_TRUE(job.all_joined()) << job.text();
   auto victim = job.log1->pids(0).at(3);
   ::kill(victim, SIGTERM);
   job.log0->read_all();
@@ -114,8 +119,7 @@ TEST(multi_node_demo_test, sigterm_to_a_worker_on_node_1_restarts_every_node_ali
 TEST(multi_node_demo_test, a_launcher_killed_outright_takes_its_workers_and_node_0_names_them) {
   scratch_dir dir{"multi-node-killed"};
   two_nodes job{endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt")};
-  ASSERT_TRUE(job.log0->read_until_count(" joined (generation 0)", workers)) << job.text();
-  ASSERT_TRUE(job.log1->read_until_count("lifeboat-launch: rank=", per_node)) << job.text();
+  ASSERT_TRUE(job.all_joined()) << job.text();
   auto node_1_workers = job.log1->pids(0);
   job.one->kill(SIGKILL);
   for (auto [rank, pid] : node_1_workers)
@@ -146,8 +150,7 @@ TEST(multi_node_demo_test, a_launcher_killed_outright_takes_its_workers_and_node
 TEST(multi_node_demo_test, a_stopped_worker_on_node_1_is_killed_once_declared_lost) {
   scratch_dir dir{"multi-node-stopped"};
   two_nodes job{endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt")};
-  ASSERT_TRUE(job.log0->read_until_count(" joined (generation 0)", workers)) << job.text();
-  ASSERT_TRUE(job.log1->read_until_count("lifeboat-launch: rank=", per_node)) << job.text();
+  ASSERT_TRUE(job.all_joined()) << job.text();
   auto victim = job.log1->pids(0).at(3);
   ::kill(victim, SIGSTOP);
   job.log0->read_all();
