@@ -27,8 +27,9 @@ class ScratchCase(unittest.TestCase):
         # directory it belongs to) for a start that never comes.
         for tier in glob.glob(os.path.join(MEMORY_ROOT, "lifeboat-*")):
             try:
-                with open(os.path.join(tier, "CHECKPOINT_DIR")) as record:
-                    owner = record.read().strip()
+                # Bytes, as a path is: another job's may be no UTF-8.
+                with open(os.path.join(tier, "CHECKPOINT_DIR"), "rb") as record:
+                    owner = os.fsdecode(record.read().strip())
             except OSError:
                 continue
             if owner.startswith(self.dir + os.sep):
