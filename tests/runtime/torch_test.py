@@ -8,6 +8,7 @@ LIFEBOAT_LAUNCH the launcher. Without torch it exits 77, which ctest reports
 as skipped.
 """
 
+import json
 import os
 import random
 import re
@@ -120,6 +121,27 @@ def pid_of(process, rank):
     return int(line.rsplit("pid=", 1)[1])
 
 
+class CallbackRecorder:
+    """Stands for a CheckpointState where lifeboat.torch registers state: it
+    keeps the callbacks, so a test saves and restores through them itself."""
+
+    def __init__(self):
+        self.callbacks = {}
+
+    def add_buffer(self, name, data):
+        pass
+
+    def add_callbacks(self, name, save, restore):
+        self.callbacks[name] = (save, restore)
+
+    def save(self):
+        return {name: save() for name, (save, _) in self.callbacks.items()}
+
+    def restore(self, saved):
+        for name, (_, restore) in self.callbacks.items():
+            restore(saved[name])
+
+
 class RegistrationTest(unittest.TestCase):
     """lifeboat.torch in this process: what it registers and what it refuses."""
 
@@ -169,6 +191,95 @@ class RegistrationTest(unittest.TestCase):
 
         with self.assertRaisesRegex(lifeboat.ConfigError, "'d' cannot be checkpointed"):
             lifeboat.CheckpointState().add_device_buffer("d", DeviceArray())
+
+    def schedules_from_step(self, kind, restore_from=None, first=7, steps=10):
+        """The rates and betas (or momentum) of `steps` steps of a schedule
+        of `kind`, from step `first` on, each after the schedule's step; and
+        what add_optimizer and add_scheduler saved at step `first`. With
+        `restore_from`, the schedule takes no steps before `first`: it is
+        restored from what was saved there."""
+        torch.manual_seed(0)
+        params = [torch.nn.Parameter(torch.ones(3))]
+        sched = torch.optim.lr_scheduler
+        if kind == "cyclic":
+            optimizer = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+            schedule = sched.CyclicLR(optimizer, 0.01, 0.1, step_size_up=4)
+        else:
+            optimizer = torch.optim.Adam(params, lr=0.1)
+            schedule = {
+                "step": lambda: sched.StepLR(optimizer, 3, 0.5),
+                "one-cycle": lambda: sched.OneCycleLR(optimizer, max_lr=0.1, total_steps=40),
+                "lambda": lambda: sched.LambdaLR(optimizer, lambda epoch: 0.9 ** epoch),
+                "sequential": lambda: sched.SequentialLR(optimizer, [
+                    sched.ConstantLR(optimizer, 0.5, 3), sched.ExponentialLR(optimizer, 0.9)],
+                    [3]),
+                "plateau": lambda: sched.ReduceLROnPlateau(optimizer, patience=1),
+            }[kind]()
+        state = CallbackRecorder()
+        lifeboat.torch.add_optimizer(state, optimizer)
+        lifeboat.torch.add_scheduler(state, schedule)
+
+        def step(n):
+            params[0].grad = torch.ones(3)
+            optimizer.step()
+            if kind == "plateau":
+                schedule.step(torch.tensor(float(n % 3)))  # a tensor, as a loss is
+            else:
+                schedule.step()
+            return [(g["lr"], g.get("betas"), g.get("momentum")) for g in optimizer.param_groups]
+
+        if restore_from is None:
+            for n in range(first):
+                step(n)
+        else:
+            # A new process: its schedule made as the saved one was, then restored.
+            state.restore(restore_from)
+        saved = state.save()
+        return [step(n) for n in range(first, first + steps)], saved
+
+    def test_a_schedule_and_its_optimizers_rates_resume_where_they_were_saved(self):
+        for kind in ["step", "one-cycle", "lambda", "sequential", "plateau", "cyclic"]:
+            with self.subTest(kind=kind):
+                expected, saved = self.schedules_from_step(kind)
+                # JSON, never a pickle: restoring runs no code from the file.
+                for name, data in saved.items():
+                    json.loads(data)
+                resumed, _ = self.schedules_from_step(kind, restore_from=saved)
+                self.assertEqual(resumed, expected)
+                fresh, _ = self.schedules_from_step(kind, first=0)
+                self.assertNotEqual(fresh, expected)
+
+    def test_the_random_generators_draw_after_a_restore_what_they_drew_after_the_save(self):
+        state = CallbackRecorder()
+        lifeboat.torch.add_rng(state)
+        torch.manual_seed(3)
+        random.seed(3)
+        saved = state.save()
+        expected = (torch.rand(4), random.random(), torch.nn.functional.dropout(torch.ones(8)))
+        torch.rand(100)
+        random.random()
+        state.restore(saved)
+        drawn = (torch.rand(4), random.random(), torch.nn.functional.dropout(torch.ones(8)))
+        self.assertTrue(torch.equal(drawn[0], expected[0]))
+        self.assertEqual(drawn[1], expected[1])
+        self.assertTrue(torch.equal(drawn[2], expected[2]))
+
+    def test_schedule_state_that_json_cannot_hold_is_refused_when_registered(self):
+        class Schedule:
+            def state_dict(self):
+                return {"last_epoch": 3, "history": {1, 2}}
+
+        with self.assertRaisesRegex(lifeboat.ConfigError, r"scheduler\.history is a set"):
+            lifeboat.torch.add_scheduler(lifeboat.CheckpointState(), Schedule())
+
+    def test_a_checkpoint_with_other_parameter_groups_is_refused_on_restore(self):
+        params = [torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))]
+        one, two = CallbackRecorder(), CallbackRecorder()
+        lifeboat.torch.add_optimizer(one, torch.optim.SGD([{"params": params}], lr=0.1))
+        lifeboat.torch.add_optimizer(two, torch.optim.SGD(
+            [{"params": params[:1]}, {"params": params[1:]}], lr=0.1))
+        with self.assertRaisesRegex(lifeboat.ConfigError, "1 parameter groups, the optimizer 2"):
+            two.restore(one.save())
 
     def test_optimizer_state_that_cannot_be_created_exactly_is_refused(self):
         params = [torch.nn.Parameter(torch.zeros(2))]

@@ -1,8 +1,10 @@
-"""A PyTorch worker for torch_test: gloo, DistributedDataParallel and Adam,
-checkpointed through lifeboat.torch, in the README's pattern.
+"""A PyTorch worker for torch_test: gloo, DistributedDataParallel, dropout,
+Adam and a OneCycleLR schedule (which moves Adam's learning rate and beta1
+every step), checkpointed through lifeboat.torch, in the README's pattern.
 
-Deterministic: the model starts from a fixed seed and the batch of step N on
-rank R is a pure function of (R, N), so a run preempted and resumed any number
+Deterministic: the model starts from a fixed seed, the batch of step N on
+rank R is a pure function of (R, N), and dropout draws from torch's generator,
+which lifeboat saves with the rest, so a run preempted and resumed any number
 of times ends with the same bits as one that was not. One line per event on
 stdout, each starting with this worker's rank (the test synchronises on them):
 
@@ -70,12 +72,13 @@ class Model(nn.Module):
         super().__init__()
         self.head = nn.Linear(16, 1)
         self.body = nn.Linear(FEATURES, 16)
+        self.dropout = nn.Dropout(0.25)
         self.register_buffer("batches", torch.zeros(1, dtype=torch.int64))
 
     def forward(self, x):
         with torch.no_grad():
             self.batches += 1
-        return self.head(torch.tanh(self.body(x)))
+        return self.head(self.dropout(torch.tanh(self.body(x))))
 
 
 def hang_forever():
@@ -143,10 +146,14 @@ def main():
         loss_fn(model(x), y).backward()
         model.zero_grad()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.05,
+                                                   total_steps=opts.steps)
 
     state = lifeboat.CheckpointState()
     lifeboat.torch.add_module(state, model.module)
     lifeboat.torch.add_optimizer(state, optimizer)
+    lifeboat.torch.add_scheduler(state, schedule)
+    lifeboat.torch.add_rng(state)
     tensors = list(model.module.state_dict().values()) + [
         t for s in optimizer.state.values() for t in s.values()]
     # SIGUSR1 too, as under SLURM: the notice a scheduler may send to every
@@ -159,9 +166,13 @@ def main():
     loaded = None
     if opts.loader_workers:
         # Forked after the handler, so the workers inherit its signal handler.
+        # A generator of its own for the workers' base seed: drawn from
+        # torch's, it would move the generator the restore just set, and
+        # dropout would draw other masks than the uninterrupted run.
         loader = torch.utils.data.DataLoader(
             Batches(rank, handler.total_run_calls + 1, opts.steps), batch_size=None,
-            num_workers=opts.loader_workers, multiprocessing_context="fork")
+            num_workers=opts.loader_workers, multiprocessing_context="fork",
+            generator=torch.Generator().manual_seed(rank))
         loaded = iter(loader)
         say(f"rank={rank} loader_pids={','.join(str(w.pid) for w in loaded._workers)}")
 
@@ -177,6 +188,7 @@ def main():
             hang_forever()
         loss.backward()
         optimizer.step()
+        schedule.step()
         time.sleep(opts.step_ms / 1000)
         say(f"rank={rank} step={n}")
 

@@ -3,6 +3,8 @@
     state = lifeboat.CheckpointState()
     lifeboat.torch.add_module(state, model)           # parameters and buffers
     lifeboat.torch.add_optimizer(state, optimizer)    # e.g. Adam's moments and steps
+    lifeboat.torch.add_scheduler(state, scheduler)    # a learning-rate schedule
+    lifeboat.torch.add_rng(state)                     # torch's and Python's generators
     handler = lifeboat.PreemptionCheckpointHandler(state, "ckpt", config)
 
 Every tensor is registered by its memory: lifeboat saves it from there and
@@ -10,7 +12,16 @@ restores the checkpoint into it in place, so the tensors the module and the
 optimizer hold must stay the same objects (assigning `param.data = ...`
 afterwards detaches it from the checkpoint). Tensors lifeboat cannot restore
 in place are refused with lifeboat.ConfigError.
+
+State that is no tensor (an optimizer's learning rate and betas, a schedule's
+counters, the random generators) is saved through callbacks, as JSON: a
+checkpoint restores numbers and strings, never Python objects, so a checkpoint
+file that someone else wrote cannot run code in the worker.
 """
+
+import base64
+import json
+import random
 
 import torch
 
@@ -35,6 +46,63 @@ def add_tensor(state, name, tensor):
     else:
         raise ConfigError(f"tensor '{name}' is on {data.device}: lifeboat saves CPU and CUDA "
                           "memory")
+
+
+def _plain(value, where):
+    """`value` as JSON can hold it: numbers, strings, booleans, None, and
+    lists and dicts of them (a tuple as a list, a one-element tensor as its
+    number); callables are left out (None), as the object that is restored
+    into already has its own. Anything else raises ConfigError."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {str(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
+    if callable(value):  # a function, a bound method, a weakref.WeakMethod
+        return None
+    raise ConfigError(f"{where} is a {type(value).__name__}: lifeboat.torch saves numbers, "
+                      "strings and lists of them")
+
+
+def _merged(current, saved):
+    """`current` with the values `saved` holds for it: what _plain left out
+    (None in `saved` where `current` holds a callable) stays as it is, and a
+    list becomes a tuple where `current` holds one."""
+    if isinstance(current, dict) and isinstance(saved, dict):
+        return {k: _merged(v, saved[k]) if k in saved else v for k, v in current.items()}
+    if isinstance(current, (list, tuple)) and isinstance(saved, list) and \
+            len(current) == len(saved):
+        merged = [_merged(c, s) for c, s in zip(current, saved)]
+        return tuple(merged) if isinstance(current, tuple) else merged
+    if saved is None and callable(current):
+        return current
+    if isinstance(current, torch.Tensor) and current.numel() == 1:
+        return torch.full_like(current, saved)
+    return saved
+
+
+def _add_plain(state, name, read, write):
+    """Registers the state `read()` returns, restored by `write(saved)`. It is
+    read once here, so that state JSON cannot hold fails now, not at a save."""
+    _plain(read(), name)
+    state.add_callbacks(name, lambda: json.dumps(_plain(read(), name)).encode(),
+                        lambda data: write(json.loads(data)))
+
+
+def _hyperparameters(optimizer):
+    return [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+
+
+def _set_hyperparameters(optimizer, saved):
+    if len(saved) != len(optimizer.param_groups):
+        raise ConfigError(f"the checkpoint has {len(saved)} parameter groups, the optimizer "
+                          f"{len(optimizer.param_groups)}")
+    for group, values in zip(optimizer.param_groups, saved):
+        current = {k: v for k, v in group.items() if k != "params"}
+        group.update(_merged(current, values))
 
 
 def add_module(state, module, prefix="model"):
@@ -80,7 +148,9 @@ _INITIAL_STATE = {torch.optim.Adam: _adam_state, torch.optim.AdamW: _adam_state,
 
 
 def add_optimizer(state, optimizer, prefix="optimizer"):
-    """Registers an optimizer's per-parameter state as `prefix/<group>/<index>/<key>`.
+    """Registers an optimizer's per-parameter state as `prefix/<group>/<index>/<key>`,
+    and its groups' hyperparameters (learning rate, betas, ...: what a
+    schedule or the trainer changes as it goes) as `prefix/param_groups`.
 
     State the optimizer creates at its first step is created here first, so
     that it exists when lifeboat restores into it; the optimizer then takes
@@ -102,3 +172,42 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
                     raise ConfigError(f"optimizer state '{key}' is a {type(value).__name__}, not a "
                                       "tensor: lifeboat restores tensors in place")
                 add_tensor(state, f"{prefix}/{g}/{i}/{key}", value)
+    _add_plain(state, f"{prefix}/param_groups", lambda: _hyperparameters(optimizer),
+               lambda saved: _set_hyperparameters(optimizer, saved))
+
+
+def add_scheduler(state, scheduler, prefix="scheduler"):
+    """Registers a learning-rate schedule's state (its state_dict: step
+    counts, base rates, ...) as `prefix`. The optimizer's own rates are its
+    optimizer's, which add_optimizer registers. The functions a schedule
+    holds (LambdaLR's, OneCycleLR's annealing) are not saved: the restore
+    keeps those of the schedule it restores into, made as the saved one was.
+    """
+    _add_plain(state, prefix, scheduler.state_dict,
+               lambda saved: scheduler.load_state_dict(_merged(scheduler.state_dict(), saved)))
+
+
+def _rng_state():
+    encode = lambda t: base64.b64encode(t.numpy().tobytes()).decode()  # noqa: E731
+    cuda = [encode(s) for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_initialized() \
+        else []
+    return {"torch": encode(torch.get_rng_state()), "cuda": cuda, "python": random.getstate()}
+
+
+def _set_rng_state(saved):
+    decode = lambda text: torch.frombuffer(bytearray(base64.b64decode(text)),  # noqa: E731
+                                           dtype=torch.uint8)
+    torch.set_rng_state(decode(saved["torch"]))
+    if saved["cuda"]:
+        torch.cuda.set_rng_state_all([decode(s) for s in saved["cuda"]])
+    version, internal, gauss_next = saved["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+
+
+def add_rng(state, prefix="rng"):
+    """Registers this process's random generators as `prefix`: torch's (the
+    CPU's, and each CUDA device's once CUDA is initialised) and Python's
+    `random`. Dropout and random augmentation draw from them, so a resumed
+    run draws what the uninterrupted one drew at the same step.
+    """
+    _add_plain(state, prefix, _rng_state, _set_rng_state)
