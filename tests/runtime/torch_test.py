@@ -28,6 +28,7 @@ except ImportError as error:
 import lifeboat
 import lifeboat.torch
 
+import network_hosts
 import output_lines
 import scratch_case
 
@@ -430,6 +431,73 @@ class TorchTrainerTest(scratch_case.ScratchCase):
         self.assertIn("cannot host the coordination service", text)
         self.assertNotIn("SIGKILL", text)
         self.assertEqual(digests(run), {}, text)
+
+
+# In hosts of their own, where nothing else listens: lifeboat's service on
+# host 0, gloo's rendezvous on the next port, the launchers' link two above.
+HOSTS_PORT = 29400
+HOSTS_PER_NODE = 2
+
+
+def launch_node(hosts, k, ckpt):
+    """Node k of a job across `hosts` (network_hosts.NetworkHosts), one
+    lifeboat-launch per host with HOSTS_PER_NODE trainers; gloo goes over the
+    hosts' network (GLOO_SOCKET_IFNAME), as lifeboat does."""
+    env = environment()
+    env["TMPDIR"] = os.path.dirname(ckpt)
+    env["LIFEBOAT_CLUSTER_TOKEN"] = "torch-test-across-hosts"
+    env["GLOO_SOCKET_IFNAME"] = network_hosts.INTERFACE
+    return output_lines.Process(hosts.command(k, [
+        os.environ["LIFEBOAT_LAUNCH"], "--nnodes", str(hosts.count), "--node-rank", str(k),
+        "--coordinator", f"{hosts.address(0)}:{HOSTS_PORT}", "--nproc", str(HOSTS_PER_NODE),
+        "--", sys.executable, *trainer_args(ckpt)]), env)
+
+
+class AcrossHostsTest(scratch_case.ScratchCase):
+    """torch trainers on two hosts (network namespaces), gloo and lifeboat
+    between them over the hosts' network only."""
+
+    prefix = "lifeboat-torch-hosts-test-"
+
+    def run_nodes(self, hosts, ckpt, signal_rank=None):
+        """Both nodes' launchers; with `signal_rank`, a SIGTERM to the launcher
+        of that rank's node once the rank completed step 5. The launchers'
+        exit codes, and {rank: (step, digest)} of every trainer that finished."""
+        nodes = [launch_node(hosts, k, ckpt) for k in range(hosts.count)]
+        if signal_rank is not None:
+            node = nodes[signal_rank // HOSTS_PER_NODE]
+            self.assertTrue(node.wait_line(f"rank={signal_rank} step=5", EVENT_TIMEOUT),
+                            node.transcript())
+            node.proc.send_signal(signal.SIGTERM)
+        codes = [node.finish(RUN_TIMEOUT) for node in nodes]
+        found = {}
+        for node in nodes:
+            found.update(digests(node))
+        return codes, found, "\n".join(n.transcript() for n in nodes)
+
+    def test_a_sigterm_to_one_hosts_launcher_saves_on_both_and_a_rerun_resumes_bit_exact(self):
+        with network_hosts.NetworkHosts(2) as hosts:
+            if not hosts.ok:
+                self.skipTest("cannot create network namespaces (needs root)")
+            world = hosts.count * HOSTS_PER_NODE
+            codes, reference, text = self.run_nodes(hosts, os.path.join(self.dir, "reference"))
+            self.assertEqual(codes, [0, 0], text)
+            self.assertEqual(len(reference), world, text)
+            (expected,) = set(reference.values())
+
+            # A preemption of host 1: every launcher saves with the job and
+            # exits with the restart code, for the scheduler to start again.
+            codes, found, text = self.run_nodes(hosts, self.ckpt, signal_rank=world - 1)
+            self.assertEqual(codes, [RESTART_EXIT_CODE] * 2, text)
+            self.assertEqual(found, {}, text)
+            (saved,) = self.committed_steps()
+            self.assertGreaterEqual(saved, 5)
+
+            codes, found, text = self.run_nodes(hosts, self.ckpt)
+            self.assertEqual(codes, [0, 0], text)
+            for rank in range(world):
+                self.assertIn(f"rank={rank} restored={saved} ", text)
+            self.assertEqual(found, {rank: expected for rank in range(world)}, text)
 
 
 if __name__ == "__main__":
