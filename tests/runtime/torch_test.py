@@ -333,6 +333,24 @@ class TorchTrainerTest(scratch_case.ScratchCase):
                 self.assertGreaterEqual(saved, step)
                 self.assert_resumed_bit_exact(run, saved)
 
+    def test_a_rank_killed_outright_resumes_every_rank_from_the_last_backup_bit_exact(self):
+        # No notice: the backups, saved every second while training goes on,
+        # hold what each step left (the schedule's and the generators' state
+        # too), and the launcher's restart resumes from the newest.
+        run = launch(self.ckpt, ["--step-ms", "50", "--save-every-s", "1"], max_restarts=1)
+        pid = pid_of(run, 1)
+        backup = run.wait_line("lifeboat[rank 1] checkpoint_writer: checkpoint at step ",
+                               EVENT_TIMEOUT)
+        self.assertTrue(backup, run.transcript())
+        os.kill(pid, signal.SIGKILL)
+        self.assertEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
+        self.assertIn(f"rank 1 (pid {pid}) was killed by SIGKILL", run.transcript())
+        resumed = [int(line.split()[1][len("restored="):]) for line in run.lines
+                   if line.startswith("rank=0 restored=") and " restored=0 " not in line]
+        self.assertEqual(len(resumed), 1, run.transcript())
+        self.assertGreaterEqual(resumed[0], int(backup.split("step ")[1].split()[0]))
+        self.assert_resumed_bit_exact(run, resumed[0])
+
     def test_a_sigterm_to_one_worker_under_torchrun_restarts_and_resumes_bit_exact(self):
         run = torchrun(self.dir, self.ckpt, max_restarts=1)
         pid = pid_of(run, 1)

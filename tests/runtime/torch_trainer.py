@@ -124,6 +124,8 @@ def main():
     parser.add_argument("--hang-step", type=int, default=-1)
     parser.add_argument("--hang-timeout", type=float, default=None)
     parser.add_argument("--no-warm-up", action="store_true")
+    parser.add_argument("--save-every-s", type=float, default=0,
+                        help="a backup save this often (TerminationConfig.save_every_seconds)")
     parser.add_argument("--loader-workers", type=int, default=0,
                         help="batches from a DataLoader with this many forked workers")
     opts = parser.parse_args()
@@ -159,7 +161,8 @@ def main():
     # SIGUSR1 too, as under SLURM: the notice a scheduler may send to every
     # process of the job, DataLoader workers included.
     config = lifeboat.TerminationConfig(notice_sources=[], signals=["SIGTERM", "SIGUSR1"],
-                                        hang_timeout=opts.hang_timeout)
+                                        hang_timeout=opts.hang_timeout,
+                                        save_every_seconds=opts.save_every_s)
 
     handler = lifeboat.PreemptionCheckpointHandler(state, opts.checkpoint_dir, config)
     say(f"rank={rank} restored={handler.total_run_calls} pid={os.getpid()}")
