@@ -116,6 +116,11 @@ lifeboat::termination_config make_config(
   c.safety_factor = safety_factor;
   c.max_to_keep = max_to_keep;
   c.save_every_steps = save_every_steps;
+  // The C++ field counts whole seconds: 0.5 would become 0, no backups at
+  // all, without a word.
+  if (std::isfinite(save_every_seconds) && save_every_seconds != std::floor(save_every_seconds))
+    throw lifeboat::config_error("save_every_seconds counts whole seconds, got " +
+                                 py::str(py::float_(save_every_seconds)).cast<std::string>());
   c.save_every_seconds =
       from_seconds<std::chrono::seconds>(save_every_seconds, "save_every_seconds");
   c.heartbeat_timeout =

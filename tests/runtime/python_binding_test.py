@@ -219,6 +219,12 @@ class PythonBindingTest(scratch_case.ScratchCase):
                 with self.assertRaisesRegex(lifeboat.ConfigError,
                                             f"^{name} must be a finite number of seconds, got "):
                     lifeboat.TerminationConfig(**{name: value})
+        # Whole seconds (the field's unit): 0.5 would have turned backups off.
+        for value in (0.5, 1.5):
+            with self.assertRaisesRegex(lifeboat.ConfigError,
+                                        f"^save_every_seconds counts whole seconds, got {value}"):
+                lifeboat.TerminationConfig(save_every_seconds=value)
+        lifeboat.TerminationConfig(save_every_seconds=2.0)
         with self.assertRaisesRegex(lifeboat.ConfigError, "safety_factor must be a finite number"):
             lifeboat.PreemptionCheckpointHandler(
                 lifeboat.CheckpointState(), self.ckpt,
