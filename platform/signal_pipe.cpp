@@ -74,7 +74,7 @@ caf::error system_error(const char* what) {
 
 caf::expected<std::unique_ptr<signal_pipe>> signal_pipe::install(std::vector<int> signals) {
   if (signal_write_fd.load() >= 0)
-    return make_error(errc::invalid_config, "a signal watcher is already installed");
+    return make_error(errc::already_exists, "a signal watcher is already installed");
   for (auto signo : signals)
     if (signo < 1 || signo >= NSIG)
       return make_error(errc::invalid_config, "no signal numbered " + std::to_string(signo));

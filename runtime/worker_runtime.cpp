@@ -90,9 +90,17 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
   // The signal handlers go in before anything slow (joining, restoring): a
   // notice during start-up is no longer fatal to the process, and the
   // start-up guard ends it with the restart code (nothing trained yet).
+  // Another handler's pipe means another handler open in this process (a
+  // notebook's cell run again, say): this one would join as the same rank,
+  // share the checkpoint directory, and never hear a signal, so a
+  // preemption would end the training loop it runs without a checkpoint.
   auto pipe = signal_pipe::install(settings_.signals);
   if (pipe)
     signal_pipe_ = std::move(*pipe);
+  else if (pipe.error() == make_error(errc::already_exists))
+    fail_config(
+        "another handler is open in this process, and one is all a process may have: "
+        "close it first (close(), or the end of its with block)");
   else
     log(log_level::error, "runtime", "signals not watched: ", describe(pipe.error()));
   if (signal_pipe_) {

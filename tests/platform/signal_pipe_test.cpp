@@ -83,6 +83,7 @@ TEST(signal_pipe, only_one_is_installed_at_a_time) {
   ASSERT_TRUE(first) << describe(first.error());
   auto second = signal_pipe::install({SIGUSR2});
   ASSERT_FALSE(second);
+  EXPECT_EQ(second.error(), make_error(errc::already_exists)) << describe(second.error());
   first->reset();
   auto third = signal_pipe::install({SIGUSR2});
   EXPECT_TRUE(third) << describe(third.error());

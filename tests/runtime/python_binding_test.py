@@ -339,6 +339,18 @@ class PythonBindingTest(scratch_case.ScratchCase):
                                         "'late' registered after the handler was constructed"):
                 state.add_buffer("late", bytearray(4))
 
+    def test_a_second_handler_while_one_is_open_is_a_config_error(self):
+        # A notebook's cell run again, the first handler still referenced: the
+        # second would have run the loop without hearing any signal.
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt):
+            with self.assertRaisesRegex(lifeboat.ConfigError,
+                                        "^another handler is open in this process"):
+                lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(),
+                                                     os.path.join(self.dir, "other"))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "other")))
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as again:
+            self.assertEqual(again.run(lambda: 7), 7)
+
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
             self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))
