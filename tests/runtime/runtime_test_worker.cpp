@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -310,7 +311,15 @@ int main(int argc, char** argv) {
         return std::to_string(model.last_step);
       },
       [](const std::string&) {});
-  if (auto* rank = std::getenv("LIFEBOAT_RANK"); rank && std::atoll(rank) == opts.late_rank) {
+  auto* own_rank = std::getenv("LIFEBOAT_RANK");
+  // Before the handler, whose start waits for every rank: a peer past its
+  // start finds the file. Written after it, a peer reached the failing step
+  // first once (under ThreadSanitizer), found no pid and failed at once.
+  if (opts.collective && own_rank && std::atoll(own_rank) == opts.fail_rank) {
+    std::filesystem::create_directories(opts.checkpoint_dir);
+    std::ofstream{pid_file(opts, opts.fail_rank)} << ::getpid() << "\n";
+  }
+  if (own_rank && std::atoll(own_rank) == opts.late_rank) {
     emit("late");
     wait_for_go();
   }
@@ -324,8 +333,6 @@ int main(int argc, char** argv) {
     emit("error=%s origin=%d", e.what(), e.origin_rank());
     return failure_exit_code;
   }
-  if (opts.collective && handler->rank() == opts.fail_rank)
-    std::ofstream{pid_file(opts, opts.fail_rank)} << ::getpid() << "\n";
   pub.restored = handler->total_run_calls();
   pub.handler = &*handler;
   emit("restored=%lld rank=%d", static_cast<long long>(pub.restored.load()), handler->rank());
