@@ -31,6 +31,8 @@ class posix_fs final : public file_system {
   int unlink(const std::string& path) override { return ::unlink(path.c_str()); }
 
   int fallocate(int fd, off_t length) override { return ::fallocate(fd, 0, 0, length); }
+
+  int ftruncate(int fd, off_t length) override { return ::ftruncate(fd, length); }
 };
 
 }  // namespace

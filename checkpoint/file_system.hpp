@@ -44,6 +44,9 @@ class file_system {
   /// fallocate(2) of [0, `length`) with no flags: the file's blocks (a
   /// tmpfs file's pages) allocated now, ahead of the writes.
   virtual int fallocate(int fd, off_t length) = 0;
+
+  /// ftruncate(2): the file cut (or grown, sparse) to `length` bytes.
+  virtual int ftruncate(int fd, off_t length) = 0;
 };
 
 /// The kernel's file system: every call is the system call itself. Stateless;

@@ -223,16 +223,18 @@ caf::error memory_tier::make_room(uint64_t bytes, int64_t step) {
 caf::error memory_tier::commit(int64_t step, int64_t total_run_calls, uint64_t data_bytes) {
   if (auto err = store_.write_manifest(step, total_run_calls)) return err;
   // The oldest step that retention drops now gives its data file to the
-  // next save, the spare, when it has this shard's size: its pages are not
-  // freed here only to be allocated again after the save. It is uncommitted
-  // first, as retention would: a crash on the way leaves a partial step.
+  // next save, the spare, when take_spare would take it for this shard's
+  // size (and resize it to the next one's): its pages are not freed here
+  // only to be allocated again after the save. It is uncommitted first, as retention
+  // would: a crash on the way leaves a partial step.
   auto steps = store_.committed_steps();
   if (steps && steps->size() > static_cast<size_t>(memory_tier_max_to_keep) &&
       !file_exists(spare_path())) {
     auto oldest = steps->front();
     auto data = files_of(oldest).data;
     auto manifest = join_path(store_.step_path(oldest), manifest_file_name);
-    if (auto size = file_size(data); size && *size == data_bytes && files().unlink(manifest) == 0)
+    if (auto size = file_size(data);
+        size && data_bytes <= *size + index_allowance && files().unlink(manifest) == 0)
       files().rename(data, spare_path());
   }
   return store_.apply_retention(step);
@@ -245,6 +247,21 @@ bool memory_tier::take_spare(uint64_t data_bytes) {
   auto size = file_size(spare);
   if (!size) return false;
   if (*size == data_bytes) return true;
+  // State saved through callbacks (an optimizer's rates, the generators, as
+  // JSON) changes the shard's size by a few bytes from save to save, and
+  // with an exact match alone no such job ever wrote into a spare. Cut, the
+  // spare keeps its pages and frees the tail; grown by at most the index
+  // allowance that make_room keeps anyway, it allocates only the difference.
+  // Another size is no spare: its room goes to the shard about to be written.
+  if (data_bytes <= *size + index_allowance) {
+    auto fd = open_file(files(), spare, O_WRONLY, store_.config().file_mode);
+    if (fd) {
+      auto length = static_cast<off_t>(data_bytes);
+      bool resized = (data_bytes < *size ? files().ftruncate(fd->get(), length)
+                                         : files().fallocate(fd->get(), length)) == 0;
+      if (!fd->close(spare) && resized) return true;
+    }
+  }
   files().unlink(spare);
   return false;
 }

@@ -62,7 +62,10 @@ caf::error remove_orphaned_memory_tiers_in(const std::string& root, const std::s
 /// fit") when it does not fit even then. A spare (prepare_spare) is never
 /// kept at the cost of a checkpoint: a save that cannot use it drops it
 /// first. A checkpoint that retention drops after a commit becomes the
-/// spare when none is there and its data file has the new shard's size.
+/// spare when none is there and its data file would be one for the new
+/// shard. A spare of another size is cut to the next shard's, or grown by at most
+/// 1 MiB (state saved through callbacks changes the size from save to
+/// save); one further off is dropped.
 /// Thread-safety: as store.
 class memory_tier {
  public:
@@ -76,7 +79,7 @@ class memory_tier {
                                          std::shared_ptr<file_system> files = posix_file_system());
 
   /// Writes `snap` as the checkpoint of `step` and commits it; into the
-  /// spare when it has the snapshot's size.
+  /// spare, resized to the snapshot's size (take_spare).
   caf::expected<checkpoint_info> save(const snapshot& snap, int64_t step, int64_t total_run_calls);
 
   /// Allocates a data file of `data_bytes` now (memory_tier_spare_name), so
@@ -141,8 +144,9 @@ class memory_tier {
 
   std::string spare_path() const;
 
-  // Whether the spare has `data_bytes`; if it has another size, it is
-  // removed (its room goes to the shard about to be written).
+  // Whether the spare has `data_bytes`, once resized to it where it was
+  // larger or at most the index allowance smaller; another one is removed
+  // (its room goes to the shard about to be written).
   bool take_spare(uint64_t data_bytes);
 
   store store_;

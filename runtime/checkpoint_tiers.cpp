@@ -38,11 +38,11 @@ std::optional<checkpoint::memory_tier> open_worker_memory_tier(
 
 void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,
                     const checkpoint::state_registry& registry) {
+  // State saved through callbacks has no size until it is saved: the save
+  // grows the spare by its bytes (memory_tier::take_spare).
   uint64_t bytes = 0;
-  for (auto& buf : registry.buffers()) {
-    if (buf.kind == checkpoint::buffer_kind::callbacks) return;
-    bytes += buf.size;
-  }
+  for (auto& buf : registry.buffers())
+    if (buf.kind != checkpoint::buffer_kind::callbacks) bytes += buf.size;
   if (memory == nullptr || bytes == 0) return;
   auto start = std::chrono::steady_clock::now();
   // Each host's room is its own: a holder may have room where this host has

@@ -40,9 +40,9 @@ struct worker_peer_tier {
 
 /// Allocates the files of this rank's next shard ahead of it: a spare in
 /// its memory tier (`memory`, null: none) and one at the rank that holds its
-/// replicas (`peer`), each of the size the registry's next snapshot will
-/// have; none when the registry holds callback state (its size is known only
-/// when it is saved). One log line says what was allocated; what could not
+/// replicas (`peer`), each of the size of the registry's buffers (callback
+/// state, whose size is known only when it is saved, is left to the save,
+/// which grows the spare by it). One log line says what was allocated; what could not
 /// be (no room on that host) is logged and left to the save, and does not
 /// keep the other from being made. For the saver's thread.
 void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,

@@ -233,6 +233,9 @@ class observed_file_system final : public file_system {
     return posix_file_system()->mkdir(path, mode);
   }
   int unlink(const std::string& path) override { return posix_file_system()->unlink(path); }
+  int ftruncate(int fd, off_t length) override {
+    return posix_file_system()->ftruncate(fd, length);
+  }
   int fallocate(int fd, off_t length) override {
     return posix_file_system()->fallocate(fd, length);
   }

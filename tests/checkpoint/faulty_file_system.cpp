@@ -129,4 +129,12 @@ int faulty_file_system::fallocate(int fd, off_t length) {
   return posix_file_system()->fallocate(fd, length);
 }
 
+int faulty_file_system::ftruncate(int fd, off_t length) {
+  if (auto err = armed_error(call::ftruncate, path_of(fd))) {
+    errno = err;
+    return -1;
+  }
+  return posix_file_system()->ftruncate(fd, length);
+}
+
 }  // namespace lifeboat::checkpoint::testing

@@ -19,7 +19,7 @@ namespace lifeboat::checkpoint::testing {
 /// Thread-safe: a store may write through it from its saver thread.
 class faulty_file_system final : public file_system {
  public:
-  enum class call { open, pwrite, fsync, rename, mkdir, fallocate };
+  enum class call { open, pwrite, fsync, rename, mkdir, fallocate, ftruncate };
 
   /// From now on `what` on a path that `pattern` matches fails with `err`.
   void fail(call what, const std::string& pattern, int err);
@@ -43,6 +43,7 @@ class faulty_file_system final : public file_system {
   int mkdir(const std::string& path, mode_t mode) override;
   int unlink(const std::string& path) override;
   int fallocate(int fd, off_t length) override;
+  int ftruncate(int fd, off_t length) override;
 
  private:
   struct failure {

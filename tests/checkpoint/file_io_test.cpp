@@ -53,6 +53,7 @@ class interleaving_file_system : public file_system {
   int mkdir(const std::string& path, mode_t mode) override { return posix().mkdir(path, mode); }
   int unlink(const std::string& path) override { return posix().unlink(path); }
   int fallocate(int fd, off_t length) override { return posix().fallocate(fd, length); }
+  int ftruncate(int fd, off_t length) override { return posix().ftruncate(fd, length); }
 
   const caf::error& other_error() const { return other_error_; }
 
