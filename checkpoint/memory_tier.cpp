@@ -46,6 +46,37 @@ std::string rank_dir_name(int rank, int world_size) {
   return buf;
 }
 
+caf::error not_private(const std::string& dir, const std::string& why) {
+  return make_error(errc::refused,
+                    dir + " " + why + ": another user could read or replace its checkpoints");
+}
+
+// The tier's directories live in a directory every user may write into
+// (/dev/shm), under a name another user can work out from the checkpoint
+// directory. One made there first by someone else would be written into and
+// restored from. `parent` (the job's directory, or LIFEBOAT_LOCAL_DIR) must
+// be this user's or root's, and writable by others only where it is sticky
+// (/dev/shm itself); the rank's own directory, a directory and no link, this
+// user's and writable by no one else. Either may not exist yet.
+caf::error check_private(const std::string& parent, const std::string& rank_dir) {
+  struct stat st {};
+  auto uid = ::geteuid();
+  if (::stat(parent.c_str(), &st) == 0) {
+    if (st.st_uid != uid && st.st_uid != 0)
+      return not_private(parent, "belongs to uid " + std::to_string(st.st_uid));
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
+      return not_private(parent, "is writable by other users");
+  }
+  if (::lstat(rank_dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return not_private(rank_dir, "is no directory");
+    if (st.st_uid != uid)
+      return not_private(rank_dir, "belongs to uid " + std::to_string(st.st_uid));
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+      return not_private(rank_dir, "is writable by other users");
+  }
+  return {};
+}
+
 caf::expected<uint64_t> free_bytes(const std::string& dir) {
   struct statvfs vfs {};
   if (::statvfs(dir.c_str(), &vfs) != 0) return io_error("statvfs", dir, errno);
@@ -120,6 +151,7 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
                                              std::shared_ptr<file_system> files) {
   store_config cfg;
   cfg.dir = join_path(dir, rank_dir_name(rank, world_size));
+  if (auto err = check_private(dir, cfg.dir)) return err;
   cfg.rank = 0;
   cfg.world_size = 1;
   cfg.max_to_keep = memory_tier_max_to_keep;

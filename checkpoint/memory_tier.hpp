@@ -72,8 +72,11 @@ class memory_tier {
   static constexpr uint64_t unbounded = ~uint64_t{0};
 
   /// Creates `<dir>/rank-RRRRR-of-WWWWW` (owner-only) and checks it is
-  /// writable. `max_bytes` bounds what this rank's tier holds, below the
-  /// file system's free space.
+  /// writable. errc::refused where another user could have made or could
+  /// change what it reads: `dir` neither this user's nor root's, or writable
+  /// by others without being sticky; the rank's directory there already and
+  /// a link, another user's, or writable by others. `max_bytes` bounds what
+  /// this rank's tier holds, below the file system's free space.
   static caf::expected<memory_tier> open(const std::string& dir, int rank, int world_size,
                                          uint64_t max_bytes = unbounded,
                                          std::shared_ptr<file_system> files = posix_file_system());

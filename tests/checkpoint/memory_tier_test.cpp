@@ -154,6 +154,43 @@ TEST_F(memory_tier_test, a_failed_adopt_leaves_no_step_and_replaces_none) {
   EXPECT_FALSE(testing::exists(tier.path() + "/" + step_dir_name(3)));
 }
 
+// The tier's directories are in /dev/shm under a name another user can work
+// out: one that another user made, or may change, is never used.
+TEST_F(memory_tier_test, directories_another_user_made_or_may_change_are_refused) {
+  auto job = dir_.sub("job");
+  auto refused = [&](const std::string& why) {
+    auto tier = memory_tier::open(job, rank, world_size);
+    if (tier) return ::testing::AssertionFailure() << "opened, expected: " << why;
+    if (tier.error() != make_error(errc::refused) ||
+        describe(tier.error()).find(why) == std::string::npos)
+      return ::testing::AssertionFailure() << describe(tier.error());
+    return ::testing::AssertionSuccess();
+  };
+  std::filesystem::create_directories(job);
+  ::chmod(job.c_str(), 0777);
+  EXPECT_TRUE(refused(job + " is writable by other users"));
+  // Sticky, as /dev/shm itself is: others cannot touch what this user made.
+  ::chmod(job.c_str(), 01777);
+  EXPECT_TRUE(memory_tier::open(job, rank, world_size));
+  std::filesystem::remove_all(job);
+
+  std::filesystem::create_directories(job);
+  auto elsewhere = dir_.sub("elsewhere");
+  std::filesystem::create_directories(elsewhere);
+  std::filesystem::create_directory_symlink(elsewhere, job + "/rank-00002-of-00004");
+  EXPECT_TRUE(refused(job + "/rank-00002-of-00004 is no directory"));
+  std::filesystem::remove(job + "/rank-00002-of-00004");
+
+  if (::geteuid() != 0) GTEST_SKIP() << "another user's directory needs root to make (chown)";
+  constexpr uid_t nobody = 65534;
+  ASSERT_EQ(::chown(job.c_str(), nobody, nobody), 0);
+  EXPECT_TRUE(refused(job + " belongs to uid 65534"));
+  ASSERT_EQ(::chown(job.c_str(), 0, 0), 0);
+  std::filesystem::create_directories(job + "/rank-00002-of-00004");
+  ASSERT_EQ(::chown((job + "/rank-00002-of-00004").c_str(), nobody, nobody), 0);
+  EXPECT_TRUE(refused("rank-00002-of-00004 belongs to uid 65534"));
+}
+
 TEST_F(memory_tier_test, a_crash_leftover_is_removed_at_open) {
   auto leftover = dir_.sub("job") + "/rank-00002-of-00004/" + step_dir_name(7);
   std::filesystem::create_directories(leftover);
