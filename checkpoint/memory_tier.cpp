@@ -77,6 +77,11 @@ caf::error check_private(const std::string& parent, const std::string& rank_dir)
   return {};
 }
 
+// Whether a file of `size` bytes serves as the spare of a shard of
+// `data_bytes`: cut to it, or grown by at most the index allowance that
+// make_room keeps anyway (see take_spare).
+bool spare_for(uint64_t size, uint64_t data_bytes) { return data_bytes <= size + index_allowance; }
+
 caf::expected<uint64_t> free_bytes(const std::string& dir) {
   struct statvfs vfs {};
   if (::statvfs(dir.c_str(), &vfs) != 0) return io_error("statvfs", dir, errno);
@@ -266,7 +271,7 @@ caf::error memory_tier::commit(int64_t step, int64_t total_run_calls, uint64_t d
     auto data = files_of(oldest).data;
     auto manifest = join_path(store_.step_path(oldest), manifest_file_name);
     if (auto size = file_size(data);
-        size && data_bytes <= *size + index_allowance && files().unlink(manifest) == 0)
+        size && spare_for(*size, data_bytes) && files().unlink(manifest) == 0)
       files().rename(data, spare_path());
   }
   return store_.apply_retention(step);
@@ -285,7 +290,7 @@ bool memory_tier::take_spare(uint64_t data_bytes) {
   // spare keeps its pages and frees the tail; grown by at most the index
   // allowance that make_room keeps anyway, it allocates only the difference.
   // Another size is no spare: its room goes to the shard about to be written.
-  if (data_bytes <= *size + index_allowance) {
+  if (spare_for(*size, data_bytes)) {
     auto fd = open_file(files(), spare, O_WRONLY, store_.config().file_mode);
     if (fd) {
       auto length = static_cast<off_t>(data_bytes);

@@ -14,8 +14,7 @@ namespace lifeboat {
 /// blocking (async-signal-safe); whoever watches the socket does the rest.
 /// A signal before anyone watches waits in the socket. One per process:
 /// installing a second one while the first lives fails (errc::already_exists).
-/// Restores the
-/// previous handlers when destroyed. In a child forked without exec, which
+/// Restores the previous handlers when destroyed. In a child forked without exec, which
 /// inherits the handler, a signal from the child itself or its parent takes
 /// the child's action from before the install, and any other is dropped:
 /// only the installing process writes bytes.

@@ -108,8 +108,10 @@ std::optional<progress_tracker::job_hang> progress_tracker::find_job_hang(int32_
   };
   auto& own = ranks_[static_cast<size_t>(rank)];
   if (!stuck(own)) return std::nullopt;
-  if (adaptive) timeout = hang_timeout_ms();
-  if (!stuck(own)) return std::nullopt;
+  if (adaptive) {
+    timeout = hang_timeout_ms();
+    if (!stuck(own)) return std::nullopt;
+  }
   job_hang h{own.step, own.step_age_ms, {}, {}};
   bool one_in_step = false;
   for (size_t q = 0; q < ranks_.size(); ++q) {
