@@ -163,10 +163,19 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
   cfg.files = std::move(files);
   auto opened = store::open(std::move(cfg));
   if (!opened) return std::move(opened.error());
+  auto lock = directory_lock::acquire(opened->config().dir);
+  if (!lock) {
+    if (lock.error() != make_error(errc::already_exists)) return std::move(lock.error());
+    return make_error(errc::already_exists,
+                      opened->config().dir +
+                          " is in use by another process: the same job (the same checkpoint "
+                          "directory) started twice on this host? Two jobs on one checkpoint "
+                          "directory remove and overwrite each other's checkpoints");
+  }
   // A crash during a save leaves a manifest-less step behind; nobody else
-  // writes into this rank's tier, so it can go now.
+  // writes into this rank's tier (the lock says so), so it can go now.
   if (auto err = opened->remove_partial()) return err;
-  memory_tier tier{std::move(*opened), max_bytes};
+  memory_tier tier{std::move(*opened), std::move(*lock), max_bytes};
   // So is a spare that was being allocated (a finished one stays for the
   // next save).
   tier.files().unlink(tier.spare_path() + temp_suffix);

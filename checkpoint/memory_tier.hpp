@@ -8,6 +8,7 @@
 
 #include <caf/expected.hpp>
 
+#include "checkpoint/directory_lock.hpp"
 #include "checkpoint/store.hpp"
 
 namespace lifeboat::checkpoint {
@@ -75,8 +76,12 @@ class memory_tier {
   /// writable. errc::refused where another user could have made or could
   /// change what it reads: `dir` neither this user's nor root's, or writable
   /// by others without being sticky; the rank's directory there already and
-  /// a link, another user's, or writable by others. `max_bytes` bounds what
-  /// this rank's tier holds, below the file system's free space.
+  /// a link, another user's, or writable by others. errc::already_exists
+  /// where another memory_tier holds the rank's directory (directory_lock),
+  /// in this process or another: the same job started twice on one host,
+  /// whose second start would remove the first's save in progress and
+  /// overwrite its checkpoints. `max_bytes` bounds what this rank's tier
+  /// holds, below the file system's free space.
   static caf::expected<memory_tier> open(const std::string& dir, int rank, int world_size,
                                          uint64_t max_bytes = unbounded,
                                          std::shared_ptr<file_system> files = posix_file_system());
@@ -133,7 +138,8 @@ class memory_tier {
   file_system& files() const { return *store_.config().files; }
 
  private:
-  memory_tier(store st, uint64_t max_bytes) : store_(std::move(st)), max_bytes_(max_bytes) {}
+  memory_tier(store st, directory_lock lock, uint64_t max_bytes)
+      : store_(std::move(st)), lock_(std::move(lock)), max_bytes_(max_bytes) {}
 
   // What the tier may still take: the free space, less what max_bytes_ leaves.
   caf::expected<uint64_t> room() const;
@@ -153,6 +159,7 @@ class memory_tier {
   bool take_spare(uint64_t data_bytes);
 
   store store_;
+  directory_lock lock_;
   uint64_t max_bytes_;
 };
 

@@ -12,7 +12,7 @@
 
 namespace lifeboat {
 
-std::optional<checkpoint::memory_tier> open_worker_memory_tier(
+caf::expected<std::optional<checkpoint::memory_tier>> open_worker_memory_tier(
     const std::optional<std::string>& local_dir, const std::string& checkpoint_dir, int rank,
     int world_size) {
   if (local_dir == std::string{checkpoint::memory_tier_off}) return std::nullopt;
@@ -20,6 +20,8 @@ std::optional<checkpoint::memory_tier> open_worker_memory_tier(
                        : checkpoint::default_memory_dir(checkpoint_dir);
   auto opened = dir ? checkpoint::memory_tier::open(*dir, rank, world_size)
                     : caf::expected<checkpoint::memory_tier>{dir.error()};
+  if (!opened && opened.error() == make_error(errc::already_exists))
+    return std::move(opened.error());
   if (!opened) {
     // The store's error speaks of a checkpoint directory: say which one.
     auto where = !dir        ? std::string{}
@@ -33,7 +35,7 @@ std::optional<checkpoint::memory_tier> open_worker_memory_tier(
   if (!local_dir)
     if (auto err = checkpoint::remove_orphaned_memory_tiers(*dir, checkpoint_dir))
       log(log_level::warning, "runtime", "removing orphaned memory tiers: ", describe(err));
-  return std::move(*opened);
+  return std::optional<checkpoint::memory_tier>{std::move(*opened)};
 }
 
 void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,

@@ -20,7 +20,10 @@ namespace lifeboat {
 /// `local_dir` (none: checkpoint::default_memory_dir of `checkpoint_dir`;
 /// checkpoint::memory_tier_off: none). A tier that cannot be made is logged
 /// and left out: the checkpoint directory alone still holds every checkpoint.
-std::optional<checkpoint::memory_tier> open_worker_memory_tier(
+/// The one error, errc::already_exists: another process holds this rank's
+/// tier (the job started twice on this host, memory_tier::open), and the
+/// worker must not go on.
+caf::expected<std::optional<checkpoint::memory_tier>> open_worker_memory_tier(
     const std::optional<std::string>& local_dir, const std::string& checkpoint_dir, int rank,
     int world_size);
 

@@ -122,8 +122,11 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
     if (!opened)
       fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(opened.error()));
     store_.emplace(std::move(*opened));
-    memory_ = open_worker_memory_tier(settings_.local_dir, checkpoint_dir_, cluster.rank,
-                                      cluster.world_size);
+    auto memory = open_worker_memory_tier(settings_.local_dir, checkpoint_dir_, cluster.rank,
+                                          cluster.world_size);
+    if (!memory)
+      fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(memory.error()));
+    memory_ = std::move(*memory);
   }
   log(log_level::info, "runtime", "rank ", cluster.rank, " of ", cluster.world_size, " (",
       cluster.origin, ", platform ", settings_.platform_name, ", restart ", cluster.restart_count,

@@ -161,6 +161,49 @@ TEST(launch_demo_test, sigterm_to_a_random_worker_never_changes_the_digests) {
   RecordProperty("restarted_rounds", restarted_rounds);
 }
 
+// The same job started twice on one host (one checkpoint directory): the
+// second start stops before it joins or touches a file, and the first goes
+// on, saves at a notice and restores from its memory tier (which the second
+// would have cleared of the save in progress), ending with the digests of an
+// uninterrupted run.
+TEST(launch_demo_test, the_same_job_started_twice_stops_the_second_and_spares_the_first) {
+  // Long enough that the first is still training when the second fails.
+  constexpr int64_t long_steps = 1000;
+  scratch_dir dir{"apps-twice"};
+  auto reference = launch(dir / "reference", {}, {}, long_steps);
+  output_log ref{*reference};
+  ref.read_all();
+  ASSERT_EQ(exit_code(*reference), 0) << ref.text();
+  auto expected = ref.digests(long_steps);
+  ASSERT_EQ(expected.size(), static_cast<size_t>(workers)) << ref.text();
+
+  auto port = [] { return std::to_string(unused_port()); };
+  auto first = launch(dir / "ckpt", {"--port", port()}, {}, long_steps);
+  output_log log{*first};
+  auto started = joined_workers(log, 0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  auto second = launch(dir / "ckpt", {"--port", port()}, {}, long_steps);
+  output_log again{*second};
+  again.read_all();
+  EXPECT_NE(exit_code(*second), 0) << again.text();
+  EXPECT_GE(again.count("is in use by another process: the same job (the same checkpoint "
+                        "directory) started twice on this host?"),
+            1)
+      << again.text();
+  EXPECT_EQ(again.count(" joined (generation "), 0) << again.text();
+
+  ::kill(started[1], SIGTERM);
+  log.read_all();
+  ASSERT_EQ(exit_code(*first), 0) << log.text();
+  EXPECT_EQ(log.digests(long_steps), expected) << log.text();
+  EXPECT_EQ(log.count_if([](const std::string& l) {
+    return l.find("checkpoint: restored step ") != std::string::npos &&
+           l.find(" from the memory tier ") != std::string::npos;
+  }),
+            workers)
+      << log.text();
+}
+
 // --tls: the job's coordination connections run TLS 1.3 (the service says
 // so, and the workers, told LIFEBOAT_TLS=1, join through it); a notice still
 // saves at one agreed step and the restarted job ends with the digests of a

@@ -198,6 +198,23 @@ TEST_F(memory_tier_test, a_crash_leftover_is_removed_at_open) {
   EXPECT_FALSE(testing::exists(leftover));
 }
 
+// The same job started twice on one host: the second start would take the
+// first's save in progress for a crash's leftover and remove it.
+TEST_F(memory_tier_test, a_tier_in_use_is_refused_and_left_as_it_is) {
+  auto tier = open();
+  auto in_progress = tier.path() + "/" + step_dir_name(7);
+  std::filesystem::create_directories(in_progress);
+  auto second = memory_tier::open(dir_.sub("job"), rank, world_size);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error(), make_error(errc::already_exists));
+  EXPECT_NE(describe(second.error()).find(tier.path() + " is in use by another process"),
+            std::string::npos)
+      << describe(second.error());
+  EXPECT_TRUE(testing::exists(in_progress));
+  // Another rank's tier is another directory.
+  EXPECT_TRUE(memory_tier::open(dir_.sub("job"), rank + 1, world_size));
+}
+
 TEST_F(memory_tier_test, a_save_writes_into_the_spare_allocated_for_it) {
   auto tier = open();
   auto bytes = shard_bytes(3);
@@ -303,10 +320,13 @@ TEST_F(memory_tier_test, adopt_writes_a_peers_shard_over_the_spare) {
 }
 
 TEST_F(memory_tier_test, a_spare_left_half_made_goes_at_open_and_a_whole_one_stays) {
-  auto tier = open();
-  ASSERT_FALSE(tier.prepare_spare(shard_bytes(3)));
-  auto spare = tier.path() + "/" + memory_tier_spare_name;
-  testing::write_file(spare + ".tmp", "half");
+  std::string spare;
+  {
+    auto tier = open();
+    ASSERT_FALSE(tier.prepare_spare(shard_bytes(3)));
+    spare = tier.path() + "/" + memory_tier_spare_name;
+    testing::write_file(spare + ".tmp", "half");
+  }
   auto again = open();
   EXPECT_FALSE(testing::exists(spare + ".tmp"));
   EXPECT_EQ(std::filesystem::file_size(spare), shard_bytes(3));

@@ -22,21 +22,24 @@ namespace fs = std::filesystem;
 TEST(checkpoint_tiers_test, local_dir_names_the_memory_tier) {
   auto dir = fs::temp_directory_path() / ("lifeboat-tiers-test-" + std::to_string(::getpid()));
   auto tier = open_worker_memory_tier(dir.string(), "unused", 1, 2);
-  ASSERT_TRUE(tier);
-  EXPECT_EQ(tier->path(), (dir / "rank-00001-of-00002").string());
-  EXPECT_FALSE(tier->remove());
+  ASSERT_TRUE(tier && *tier);
+  EXPECT_EQ((*tier)->path(), (dir / "rank-00001-of-00002").string());
+  EXPECT_FALSE((*tier)->remove());
   EXPECT_FALSE(fs::exists(dir));
 }
 
 TEST(checkpoint_tiers_test, off_means_no_memory_tier) {
-  EXPECT_FALSE(open_worker_memory_tier(std::string{checkpoint::memory_tier_off}, "unused", 0, 1));
+  auto tier = open_worker_memory_tier(std::string{checkpoint::memory_tier_off}, "unused", 0, 1);
+  ASSERT_TRUE(tier);
+  EXPECT_FALSE(*tier);
 }
 
 TEST(checkpoint_tiers_test, a_tier_that_cannot_be_made_is_left_out_with_a_warning) {
   ::testing::internal::CaptureStderr();
   auto tier = open_worker_memory_tier(std::string{"/proc/lifeboat-no-such-dir"}, "unused", 0, 1);
   auto log = ::testing::internal::GetCapturedStderr();
-  EXPECT_FALSE(tier);
+  ASSERT_TRUE(tier);
+  EXPECT_FALSE(*tier);
   EXPECT_NE(log.find("no memory tier in /proc/lifeboat-no-such-dir (LIFEBOAT_LOCAL_DIR), "
                      "checkpoints go to the directory only"),
             std::string::npos)
@@ -47,8 +50,9 @@ TEST(checkpoint_tiers_test, a_tier_that_cannot_be_made_is_left_out_with_a_warnin
 class checkpoint_tiers_spare_test : public ::testing::Test {
  protected:
   void SetUp() override {
-    memory_ = open_worker_memory_tier(dir_.string() + "/own", "unused", 1, 4);
-    ASSERT_TRUE(memory_);
+    auto memory = open_worker_memory_tier(dir_.string() + "/own", "unused", 1, 4);
+    ASSERT_TRUE(memory && *memory);
+    memory_ = std::move(*memory);
     replica_server::config cfg;
     cfg.host = "127.0.0.1";
     cfg.token = token;

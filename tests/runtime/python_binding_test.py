@@ -12,6 +12,7 @@ import secrets
 import select
 import signal
 import socket
+import subprocess
 import sys
 import time
 import unittest
@@ -348,6 +349,29 @@ class PythonBindingTest(scratch_case.ScratchCase):
                 lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(),
                                                      os.path.join(self.dir, "other"))
         self.assertFalse(os.path.exists(os.path.join(self.dir, "other")))
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as again:
+            self.assertEqual(again.run(lambda: 7), 7)
+
+    def test_a_checkpoint_directory_in_use_by_another_process_is_a_config_error(self):
+        # The same job started twice on one host: the second must stop before
+        # it touches the first's checkpoints.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LIFEBOAT_")}
+        holder = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys, lifeboat\n"
+             f"with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), {self.ckpt!r}):\n"
+             "    print('open', flush=True)\n"
+             "    sys.stdin.readline()\n"],
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        try:
+            self.assertEqual(holder.stdout.readline().strip(), "open")
+            with self.assertRaisesRegex(lifeboat.ConfigError,
+                                        "is in use by another process: the same job"):
+                lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt)
+        finally:
+            holder.communicate("\n", timeout=RUN_TIMEOUT)
+        self.assertEqual(holder.returncode, 0)
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as again:
             self.assertEqual(again.run(lambda: 7), 7)
 
