@@ -47,7 +47,8 @@ caf::expected<directory_lock> directory_lock::acquire(const std::string& dir) {
   std::lock_guard<std::mutex> guard{locks.mutex};
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return make_error(errc::io_error, "cannot open " + dir + " to lock it: " + std::strerror(errno));
+    return make_error(errc::io_error,
+                      "cannot open " + dir + " to lock it: " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     ::close(fd);
@@ -58,9 +59,7 @@ caf::expected<directory_lock> directory_lock::acquire(const std::string& dir) {
   return directory_lock{fd};
 }
 
-directory_lock::directory_lock(directory_lock&& other) noexcept : fd_(other.fd_) {
-  other.fd_ = -1;
-}
+directory_lock::directory_lock(directory_lock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
 
 directory_lock& directory_lock::operator=(directory_lock&& other) noexcept {
   if (this != &other) {

@@ -199,6 +199,16 @@ caf::expected<checkpoint_info> store::write_shard(const snapshot& snap, int64_t 
   if (file_exists(join_path(path, manifest_file_name)))
     return make_error(errc::already_exists,
                       "step " + std::to_string(step) + " is already committed in " + path);
+  // A checkpoint directory removed while the job runs (a clean-up of /tmp, a
+  // mistaken rm) is made again: the save goes where the job was told to
+  // save. Kept only in the memory tier, it would be lost at the next start,
+  // which looks for the memory tier of the directory made then (its name
+  // follows from the directory's inode).
+  if (!file_exists(cfg_.dir)) {
+    log(log_level::warning, component, "checkpoint directory ", cfg_.dir,
+        " was removed while the job ran: making it again");
+    if (auto err = make_dirs_durable(*cfg_.files, cfg_.dir, cfg_.dir_mode)) return err;
+  }
   if (auto err = make_dir_durable(*cfg_.files, path, cfg_.dir_mode)) return err;
   auto written = write_shard_files(
       path, step, cfg_.rank, cfg_.world_size, snap,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -61,6 +62,26 @@ TEST_F(store_test, restores_the_newest_committed_checkpoint) {
   EXPECT_EQ((*restored)->step, 2);
   EXPECT_EQ((*restored)->total_run_calls, 20);
   EXPECT_EQ((*restored)->path, st.step_path(2));
+  EXPECT_TRUE(fresh.holds(2));
+}
+
+// A clean-up of /tmp, a mistaken rm: the next save makes the directory again
+// and goes there, and says so.
+TEST_F(store_test, a_checkpoint_directory_removed_while_the_job_runs_is_made_again) {
+  auto st = open();
+  save(st, 1);
+  std::filesystem::remove_all(dir_.path());
+  ::testing::internal::CaptureStderr();
+  save(st, 2);
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("checkpoint directory " + dir_.path() +
+                     " was removed while the job ran: making it again"),
+            std::string::npos)
+      << log;
+  worker_state fresh{state_bytes};
+  auto restored = st.restore_latest(fresh.registry);
+  ASSERT_TRUE(restored && *restored);
+  EXPECT_EQ((*restored)->step, 2);
   EXPECT_TRUE(fresh.holds(2));
 }
 
