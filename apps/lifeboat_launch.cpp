@@ -22,8 +22,9 @@
 // coordination connection runs TLS 1.3; the workers get LIFEBOAT_TLS.
 // SIGTERM/SIGINT are forwarded to every worker; the launcher then exits with
 // the group's outcome: the restart code after a save, and also when the
-// SIGTERM ended workers before they could save (nothing was torn). Exits 0
-// when every worker exited 0.
+// SIGTERM ended workers before they could save (nothing was torn). A SIGHUP
+// (a terminal that hung up) is taken as a SIGTERM, unless it is ignored
+// (nohup). Exits 0 when every worker exited 0.
 
 #include <fcntl.h>
 #include <sys/signalfd.h>
@@ -168,7 +169,13 @@ int main(int argc, char** argv) {
   const auto& opts = *parsed.options;
   // Block the signals we wait for before any thread exists, so every thread
   // (CAF's included) inherits the mask and only our waiters see them.
-  auto waited = lifeboat::signal_set({SIGTERM, SIGINT, SIGCHLD, SIGUSR2});
+  // SIGHUP (the terminal hung up) is a SIGTERM to the workers, unless the
+  // launcher runs under nohup: then every worker ignores it as well.
+  std::vector<int> stops{SIGTERM, SIGINT};
+  if (lifeboat::hangup_is_a_notice()) stops.push_back(SIGHUP);
+  auto waited_signals = stops;
+  waited_signals.insert(waited_signals.end(), {SIGCHLD, SIGUSR2});
+  auto waited = lifeboat::signal_set(waited_signals);
   ::pthread_sigmask(SIG_BLOCK, &waited, nullptr);
 
   std::string token;
@@ -257,7 +264,7 @@ int main(int argc, char** argv) {
     // A SIGTERM or SIGINT (blocked, so pending) ends the wait: a job cancelled
     // while one node never came would otherwise wait out the bound, and be
     // killed by its scheduler in the middle of it.
-    auto stop_signals = lifeboat::signal_set({SIGTERM, SIGINT});
+    auto stop_signals = lifeboat::signal_set(stops);
     int stop_fd = ::signalfd(-1, &stop_signals, SFD_CLOEXEC);
     lifeboat::apps::node_wait wait{clock_type::now() + node_wait_bound, stop_fd};
     lifeboat::apps::job_shape shape{opts.nnodes, opts.nproc, opts.restart_code};
@@ -286,7 +293,8 @@ int main(int argc, char** argv) {
     std::optional<int> code;
     if (error == lifeboat::apps::wait_interrupted) {
       signalfd_siginfo info{};
-      auto signo = ::read(stop_fd, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))
+      auto signo = ::read(stop_fd, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info)) &&
+                           info.ssi_signo != SIGHUP
                        ? static_cast<int>(info.ssi_signo)
                        : SIGTERM;
       code = lifeboat::apps::stopped_before_the_start(signo, opts.restart_code);
@@ -325,12 +333,21 @@ int main(int argc, char** argv) {
   // restart code, and the launcher then exits with the group's outcome.
   std::atomic<int> received_signal{0};
   std::thread forwarder{[&] {
-    auto set = lifeboat::signal_set({SIGTERM, SIGINT, SIGUSR2});
+    auto forwarded = stops;
+    forwarded.push_back(SIGUSR2);
+    auto set = lifeboat::signal_set(forwarded);
     bool interrupted = false;
     for (;;) {
       int signo = 0;
       if (::sigwait(&set, &signo) != 0) continue;
       if (signo == SIGUSR2) return;  // our own stop request, never from outside
+      if (signo == SIGHUP) {
+        lifeboat::log(lifeboat::log_level::info, "launch",
+                      "SIGHUP received (the terminal hung up?); sending SIGTERM to every worker");
+        received_signal = SIGTERM;
+        group.signal_all(SIGTERM);
+        continue;
+      }
       // A second SIGINT (Ctrl-C again) is a person who will not wait for a
       // worker that ignores SIGINT or is stuck where no signal reaches its
       // code (a hung collective). A repeated SIGTERM is only forwarded: a

@@ -129,6 +129,13 @@ sigset_t signal_set(const std::vector<int>& signals) {
   return set;
 }
 
+bool signal_ignored(int signo) {
+  struct sigaction current {};
+  return ::sigaction(signo, nullptr, &current) == 0 && current.sa_handler == SIG_IGN;
+}
+
+bool hangup_is_a_notice() { return !signal_ignored(SIGHUP); }
+
 scoped_signal_block::scoped_signal_block(const std::vector<int>& signals) {
   auto block = signal_set(signals);
   ::pthread_sigmask(SIG_BLOCK, &block, &previous_);

@@ -47,6 +47,16 @@ class signal_pipe {
 /// The set holding exactly `signals`, for sigwait and pthread_sigmask.
 sigset_t signal_set(const std::vector<int>& signals);
 
+/// Whether `signo`'s action is to ignore it: an ignored signal stays ignored
+/// across exec, which is how `nohup` keeps a job alive when its terminal
+/// hangs up (SIGHUP).
+bool signal_ignored(int signo);
+
+/// SIGHUP, the signal of a terminal that hung up (an SSH session lost), is a
+/// termination notice where it is not ignored (nohup): without a handler it
+/// would end the job without a checkpoint.
+bool hangup_is_a_notice();
+
 /// Blocks `signals` in the calling thread while it lives, then gives the
 /// thread its previous mask back. Threads started meanwhile keep the block:
 /// a process-directed signal never lands on them.

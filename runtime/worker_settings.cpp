@@ -1,6 +1,7 @@
 #include "runtime/worker_settings.hpp"
 
 #include <algorithm>
+#include <csignal>
 
 #include "actors/coordination/progress_tracker.hpp"
 #include "messages/errors.hpp"
@@ -8,6 +9,7 @@
 #include "platform/host_resolver.hpp"
 #include "platform/notice_source.hpp"
 #include "platform/signal_names.hpp"
+#include "platform/signal_pipe.hpp"
 #include "platform/text_parse.hpp"
 #include "runtime/config_check.hpp"
 
@@ -92,6 +94,7 @@ caf::expected<worker_settings> resolve_worker_settings(const termination_config&
   out.grace_period = config.grace_period.value_or(
       std::chrono::duration_cast<std::chrono::milliseconds>(platform->grace_period));
   out.signals = platform->signals;
+  if (hangup_is_a_notice()) out.signals.push_back(SIGHUP);
   // check_config refused every unknown signal name.
   for (auto& name : config.signals) out.signals.push_back(*signal_number(name));
   std::sort(out.signals.begin(), out.signals.end());

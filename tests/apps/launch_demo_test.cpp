@@ -372,6 +372,66 @@ TEST(launch_demo_test, sigint_ends_the_workers_of_a_launcher_started_with_sigint
   EXPECT_TRUE(none_outlived(second));
 }
 
+// The launcher and its workers, in a process group of their own (setsid), as
+// a terminal's job is: `prefix` runs before the launcher. SIGHUP's action is
+// the default here for the start, whatever this test's runner set (nohup).
+std::unique_ptr<child_process> launch_in_own_group(const fs::path& ckpt,
+                                                   const std::vector<std::string>& prefix) {
+  std::vector<std::string> argv{"/usr/bin/setsid"};
+  argv.insert(argv.end(), prefix.begin(), prefix.end());
+  argv.insert(argv.end(), {lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc",
+                           std::to_string(workers), "--port", std::to_string(unused_port()), "--"});
+  auto demo = demo_command(lifeboat::test::built(LIFEBOAT_DEMO), ckpt, steps, 5);
+  argv.insert(argv.end(), demo.begin(), demo.end());
+  auto previous = std::signal(SIGHUP, SIG_DFL);
+  auto run = std::make_unique<child_process>(argv, true, environment_with(hermetic_env));
+  std::signal(SIGHUP, previous);
+  return run;
+}
+
+// A terminal that hangs up (an SSH session lost) sends SIGHUP to its job's
+// process group: every worker takes it as a notice (the launcher sends them a
+// SIGTERM too), saves at one step, and the launcher exits with the restart
+// code; a rerun ends with an uninterrupted run's digests.
+TEST(launch_demo_test, a_hangup_saves_and_exits_with_the_restart_code) {
+  scratch_dir dir{"apps-hangup"};
+  auto expected = reference_digests(dir / "reference");
+  auto run = launch_in_own_group(dir / "ckpt", {});
+  output_log log{*run};
+  auto started = joined_workers(log, 0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(-run->pid(), SIGHUP);
+  log.read_all();
+  ASSERT_EQ(exit_code(*run), restart_exit_code) << log.text();
+  EXPECT_TRUE(
+      log.contains("SIGHUP received (the terminal hung up?); sending SIGTERM to every "
+                   "worker"))
+      << log.text();
+  auto agreed = log.agreed_steps();
+  ASSERT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
+  EXPECT_EQ(std::set<long long>(agreed.begin(), agreed.end()).size(), 1u) << log.text();
+  auto rerun = launch(dir / "ckpt");
+  output_log after{*rerun};
+  after.read_all();
+  ASSERT_EQ(exit_code(*rerun), 0) << after.text();
+  EXPECT_EQ(after.digests(steps), expected) << after.text();
+}
+
+// Under nohup the job outlives its terminal: the hang-up changes nothing.
+TEST(launch_demo_test, under_nohup_a_hangup_changes_nothing) {
+  scratch_dir dir{"apps-nohup"};
+  auto run = launch_in_own_group(dir / "ckpt", {"/usr/bin/nohup"});
+  output_log log{*run};
+  auto started = joined_workers(log, 0);
+  ASSERT_EQ(started.size(), static_cast<size_t>(workers)) << log.text();
+  ::kill(-run->pid(), SIGHUP);
+  log.read_all();
+  ASSERT_EQ(exit_code(*run), 0) << log.text();
+  EXPECT_EQ(log.digests(steps).size(), static_cast<size_t>(workers)) << log.text();
+  EXPECT_TRUE(log.agreed_steps().empty()) << log.text();
+  EXPECT_FALSE(log.contains("SIGHUP")) << log.text();
+}
+
 // A notice after the last step finds nothing to save, and the worker still
 // exits 0: SIGTERMs come every millisecond from its digest line until it is
 // gone, so some land after its handler has ended too.

@@ -79,14 +79,41 @@ TEST_F(worker_settings_test, the_config_overrides_the_platform) {
   EXPECT_TRUE(settings->notice_sources.empty());
 }
 
+// SIGHUP's action in this process while it lives (the test's own runner may
+// ignore it, as nohup does), then the one before.
+class hangup_action {
+ public:
+  explicit hangup_action(void (*handler)(int)) { previous_ = std::signal(SIGHUP, handler); }
+  ~hangup_action() { std::signal(SIGHUP, previous_); }
+
+ private:
+  void (*previous_)(int) = SIG_DFL;
+};
+
 TEST_F(worker_settings_test, signals_of_the_platform_and_the_config_are_merged_once_each) {
+  hangup_action hangup{SIG_DFL};
   platform_.signals = {SIGUSR1, SIGTERM};
-  config_.signals = {"SIGTERM", "SIGUSR2", "SIGUSR1"};
+  config_.signals = {"SIGTERM", "SIGUSR2", "SIGUSR1", "SIGHUP"};
   auto settings = resolve();
   ASSERT_TRUE(settings) << describe(settings.error());
-  std::vector<int> expected{SIGTERM, SIGUSR1, SIGUSR2};
+  std::vector<int> expected{SIGTERM, SIGUSR1, SIGUSR2, SIGHUP};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(settings->signals, expected);
+}
+
+// A terminal that hangs up (an SSH session lost) signals SIGHUP: a notice,
+// unless the job was started to outlive its terminal (nohup ignores it).
+TEST_F(worker_settings_test, sighup_is_a_notice_unless_it_is_ignored) {
+  {
+    hangup_action hangup{SIG_DFL};
+    auto settings = resolve();
+    ASSERT_TRUE(settings) << describe(settings.error());
+    EXPECT_EQ(settings->signals, (std::vector<int>{SIGHUP, SIGTERM}));
+  }
+  hangup_action nohup{SIG_IGN};
+  auto settings = resolve();
+  ASSERT_TRUE(settings) << describe(settings.error());
+  EXPECT_EQ(settings->signals, std::vector<int>{SIGTERM});
 }
 
 TEST_F(worker_settings_test, the_platform_is_looked_up_for_the_discovered_rank) {
