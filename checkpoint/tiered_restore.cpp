@@ -21,6 +21,10 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
   auto in_directory = directory.newest_committed_step(max_step);
   // A corrupt copy that overwrote registered buffers in part.
   std::optional<std::string> partly_loaded;
+  // A copy that does not fit the registered state (another model, other
+  // buffers) is refused (errc::invalid_config) without reading the next
+  // tier: every tier holds the same bytes, and a peer's replica of a large
+  // shard would cross the network only to be refused again.
   // An older step in memory than in the directory is a stale copy (a save
   // that did not reach this host's tier): the directory's is the newest.
   if (in_memory && (!in_directory || *in_memory >= *in_directory)) {
@@ -32,6 +36,11 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
           info->path, " (", info->bytes, " bytes in ", info->seconds, " s)");
       return std::optional<checkpoint_info>{std::move(*info)};
     }
+    if (info.error() == make_error(errc::invalid_config))
+      return wrap_error(
+          errc::invalid_config,
+          "step " + std::to_string(*in_memory) + " in the memory tier " + memory->path(),
+          info.error());
     log(log_level::warning, component, "memory tier: step ", *in_memory, " not restored, reading ",
         fetch ? "the peer's replica" : "the checkpoint directory", ": ", describe(info.error()));
   }
@@ -42,6 +51,8 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
     auto fetched = fetch(max_step, in_directory.value_or(-1), registry, directory.pool(), progress);
     if (progress.touched)
       partly_loaded = "of step " + std::to_string(*progress.step) + " from the peer tier";
+    if (!fetched && fetched.error() == make_error(errc::invalid_config))
+      return wrap_error(errc::invalid_config, "the peer's replica", fetched.error());
     if (!fetched && progress.step) {
       log(log_level::warning, component, "peer tier: step ", *progress.step,
           " not restored, reading the checkpoint directory: ", describe(fetched.error()));

@@ -33,8 +33,10 @@ using peer_fetch_fn = std::function<caf::expected<std::optional<checkpoint_info>
 ///   2. the peer's replica (`fetch`; null: no peer tier), streamed into
 ///      the registered buffers;
 ///   3. the checkpoint directory, as store::restore_latest.
-/// A copy that is missing, corrupt or does not match the registry is a
-/// warning naming the file, and the next tier is read. `memory` may be null
+/// A copy that is missing or corrupt is a warning naming the file, and the
+/// next tier is read. One that does not match the registry (another size,
+/// other buffers) is errc::invalid_config at once: the other tiers hold the
+/// same bytes. `memory` may be null
 /// (no memory tier, and then no peer tier). The result's `tiers` names the
 /// one read.
 caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, memory_tier* memory,

@@ -202,6 +202,46 @@ TEST_F(tiered_restore_test, a_corrupt_replica_restores_the_directory_and_says_co
   EXPECT_NE(log.find("corrupt file " + data), std::string::npos) << log;
 }
 
+// Another model (buffers of another size) fits no tier's copy: refused at the
+// first, without fetching the peer's replica or reading the directory only to
+// refuse them again.
+TEST_F(tiered_restore_test, a_copy_that_does_not_fit_the_registered_state_is_refused_at_once) {
+  save(1, true, true);
+  save_replica(1);
+  worker_state other{state_bytes * 2};
+  bool fetched = false;
+  ::testing::internal::CaptureStderr();
+  auto restored =
+      restore_fastest(*directory_, &*memory_, other.registry, std::nullopt,
+                      [&](std::optional<int64_t>, int64_t, state_registry&, staging_pool&,
+                          peer_fetch_progress&) -> caf::expected<std::optional<checkpoint_info>> {
+                        fetched = true;
+                        return std::optional<checkpoint_info>{};
+                      });
+  auto log = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(restored);
+  EXPECT_EQ(restored.error(), make_error(errc::invalid_config)) << describe(restored.error());
+  EXPECT_NE(describe(restored.error()).find("step 1 in the memory tier " + memory_->path()),
+            std::string::npos)
+      << describe(restored.error());
+  EXPECT_FALSE(fetched);
+  EXPECT_EQ(log.find("not restored"), std::string::npos) << log;
+  // The replica, fetched first where memory holds nothing, is refused alike.
+  ASSERT_FALSE(memory_->remove());
+  auto fresh = memory_tier::open(dir_.sub("memory"), 0, 1);
+  ASSERT_TRUE(fresh);
+  memory_.emplace(std::move(*fresh));
+  ::testing::internal::CaptureStderr();
+  restored = restore_fastest(
+      *directory_, &*memory_, other.registry, std::nullopt,
+      [this](std::optional<int64_t> max, int64_t min, state_registry& registry, staging_pool& pool,
+             peer_fetch_progress& progress) { return fetch(max, min, registry, pool, progress); });
+  log = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(restored);
+  EXPECT_EQ(restored.error(), make_error(errc::invalid_config)) << describe(restored.error());
+  EXPECT_EQ(log.find("reading the checkpoint directory"), std::string::npos) << log;
+}
+
 TEST_F(tiered_restore_test, a_replica_older_than_the_directory_is_not_fetched) {
   save(2, false, true);
   save_replica(1);
