@@ -169,8 +169,11 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
     return make_error(errc::already_exists,
                       opened->config().dir +
                           " is in use by another process: the same job (the same checkpoint "
-                          "directory) started twice on this host? Two jobs on one checkpoint "
-                          "directory remove and overwrite each other's checkpoints");
+                          "directory) started twice on this host, or two of its workers given "
+                          "rank " +
+                          std::to_string(rank) +
+                          "? Two workers on one rank's checkpoints remove and overwrite each "
+                          "other's");
   }
   // A crash during a save leaves a manifest-less step behind; nobody else
   // writes into this rank's tier (the lock says so), so it can go now.
