@@ -30,6 +30,10 @@ constexpr uint64_t index_allowance = uint64_t{1} << 20;
 constexpr uint64_t mib = uint64_t{1} << 20;
 // In a job's default memory directory: the absolute checkpoint directory.
 constexpr const char* owner_file_name = "CHECKPOINT_DIR";
+// In LIFEBOAT_LOCAL_DIR, beside the above: the checkpoint directory's
+// memory_dir_name when the job claimed it (the name of a default directory
+// says as much by itself).
+constexpr const char* owner_id_file_name = "CHECKPOINT_ID";
 
 // Whether the memory directory named `name` still belongs to the checkpoint
 // directory recorded in `record`.
@@ -58,7 +62,7 @@ caf::error not_private(const std::string& dir, const std::string& why) {
 // be this user's or root's, and writable by others only where it is sticky
 // (/dev/shm itself); the rank's own directory, a directory and no link, this
 // user's and writable by no one else. Either may not exist yet.
-caf::error check_private(const std::string& parent, const std::string& rank_dir) {
+caf::error check_private_parent(const std::string& parent) {
   struct stat st {};
   auto uid = ::geteuid();
   if (::stat(parent.c_str(), &st) == 0) {
@@ -67,6 +71,13 @@ caf::error check_private(const std::string& parent, const std::string& rank_dir)
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
       return not_private(parent, "is writable by other users");
   }
+  return {};
+}
+
+caf::error check_private(const std::string& parent, const std::string& rank_dir) {
+  if (auto err = check_private_parent(parent)) return err;
+  struct stat st {};
+  auto uid = ::geteuid();
   if (::lstat(rank_dir.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return not_private(rank_dir, "is no directory");
     if (st.st_uid != uid)
@@ -91,6 +102,12 @@ caf::expected<uint64_t> free_bytes(const std::string& dir) {
 }  // namespace
 
 caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir) {
+  auto name = memory_dir_name(checkpoint_dir);
+  if (!name) return name;
+  return join_path(default_memory_root, *name);
+}
+
+caf::expected<std::string> memory_dir_name(const std::string& checkpoint_dir) {
   std::error_code ec;
   auto absolute = std::filesystem::absolute(checkpoint_dir, ec).lexically_normal().string();
   if (ec)
@@ -112,7 +129,42 @@ caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir)
   char name[40];
   std::snprintf(name, sizeof(name), "%s%016" PRIx64, job_dir_prefix,
                 static_cast<uint64_t>(XXH3_64bits(identity.data(), identity.size())));
-  return join_path(default_memory_root, name);
+  return std::string{name};
+}
+
+caf::error claim_local_memory_dir(const std::string& dir, const std::string& checkpoint_dir) {
+  namespace fs = std::filesystem;
+  if (auto err = check_private_parent(dir)) return err;
+  auto id = memory_dir_name(checkpoint_dir);
+  if (!id) return std::move(id.error());
+  std::error_code ec;
+  auto absolute = fs::absolute(checkpoint_dir, ec).lexically_normal().string();
+  if (ec) return make_error(errc::io_error, "the absolute path of " + checkpoint_dir);
+  if (auto recorded = read_whole_file(join_path(dir, owner_id_file_name))) {
+    if (*recorded == *id) return {};
+    auto owner = read_whole_file(join_path(dir, owner_file_name));
+    auto owner_now = owner ? memory_dir_name(*owner) : caf::expected<std::string>{owner.error()};
+    auto named = owner ? *owner : std::string{"unknown"};
+    if (owner_now && *owner_now == *recorded)
+      return make_error(errc::refused,
+                        dir + " holds the memory tier of another checkpoint directory, " + named +
+                            ": restored, it would start this job from that job's state (give "
+                            "each checkpoint directory a LIFEBOAT_LOCAL_DIR of its own)");
+    // Gone or made again: no start restores these any more.
+    for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+      if (auto err = remove_tree(it->path().string())) return err;
+    if (ec) return make_error(errc::io_error, "listing " + dir + ": " + ec.message());
+    log(log_level::info, component, "removed the memory tier in ", dir,
+        " of a checkpoint directory that is gone (", named, ")");
+  }
+  // The path first: a record whose CHECKPOINT_ID is there is whole.
+  auto& files = *posix_file_system();
+  if (auto err = make_dirs_durable(files, dir, private_dir_mode)) return err;
+  if (auto err = write_file_durably(files, dir, owner_file_name, absolute, private_file_mode,
+                                    file_writers::several))
+    return err;
+  return write_file_durably(files, dir, owner_id_file_name, *id, private_file_mode,
+                            file_writers::several);
 }
 
 caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir) {
@@ -361,7 +413,9 @@ caf::error memory_tier::remove() {
   std::error_code ec;
   bool empty = true;
   for (fs::recursive_directory_iterator it{job, ec}, end; !ec && it != end; it.increment(ec))
-    if (!it->is_directory(ec) && it->path() != job / owner_file_name) empty = false;
+    if (!it->is_directory(ec) && it->path() != job / owner_file_name &&
+        it->path() != job / owner_id_file_name)
+      empty = false;
   if (!ec && empty)
     if (auto err = remove_tree(job.string()))
       log(log_level::debug, component, "the job's memory directory stays: ", describe(err));

@@ -33,6 +33,21 @@ constexpr const char* memory_tier_spare_name = "spare.data";
 /// tells them apart, and not when the new directory got the old one's.
 caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir);
 
+/// "lifeboat-<16 hex digits>": the last component of default_memory_dir,
+/// which tells one checkpoint directory from every other.
+caf::expected<std::string> memory_dir_name(const std::string& checkpoint_dir);
+
+/// Claims `dir` (LIFEBOAT_LOCAL_DIR, which holds the ranks' tiers directly)
+/// for the job of `checkpoint_dir`: the first start records the checkpoint
+/// directory there (CHECKPOINT_DIR, and its memory_dir_name in CHECKPOINT_ID),
+/// later starts of that job find their own record. A `dir` that holds the
+/// tiers of another checkpoint directory is errc::refused, naming it:
+/// restored, they would start this job from another job's state. Unless that
+/// checkpoint directory is gone or was made again: then no start can restore
+/// its tiers, and they are removed. errc::refused too where another user
+/// could have made or could change `dir` (as memory_tier::open).
+caf::error claim_local_memory_dir(const std::string& dir, const std::string& checkpoint_dir);
+
 /// Records `checkpoint_dir` in `dir` (a job's default memory directory,
 /// made by memory_tier::open) and removes, beside it, the memory tiers of
 /// this user's other jobs whose checkpoint directory is gone or was made

@@ -18,8 +18,14 @@ caf::expected<std::optional<checkpoint::memory_tier>> open_worker_memory_tier(
   if (local_dir == std::string{checkpoint::memory_tier_off}) return std::nullopt;
   auto dir = local_dir ? caf::expected<std::string>{*local_dir}
                        : checkpoint::default_memory_dir(checkpoint_dir);
-  auto opened = dir ? checkpoint::memory_tier::open(*dir, rank, world_size)
-                    : caf::expected<checkpoint::memory_tier>{dir.error()};
+  // LIFEBOAT_LOCAL_DIR names no checkpoint directory, as the default does:
+  // one set for every job of a user held a finished job's tiers when the
+  // next job (another checkpoint directory) started, which restored them.
+  caf::error unclaimed;
+  if (dir && local_dir) unclaimed = checkpoint::claim_local_memory_dir(*dir, checkpoint_dir);
+  auto opened = !dir        ? caf::expected<checkpoint::memory_tier>{dir.error()}
+                : unclaimed ? caf::expected<checkpoint::memory_tier>{unclaimed}
+                            : checkpoint::memory_tier::open(*dir, rank, world_size);
   if (!opened && opened.error() == make_error(errc::already_exists))
     return std::move(opened.error());
   if (!opened) {

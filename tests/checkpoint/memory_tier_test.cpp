@@ -215,6 +215,56 @@ TEST_F(memory_tier_test, a_tier_in_use_is_refused_and_left_as_it_is) {
   EXPECT_TRUE(memory_tier::open(dir_.sub("job"), rank + 1, world_size));
 }
 
+// LIFEBOAT_LOCAL_DIR serves the checkpoint directory that claimed it first,
+// until that directory is gone or made again.
+TEST_F(memory_tier_test, a_local_dir_serves_the_checkpoint_directory_that_claimed_it) {
+  namespace fs = std::filesystem;
+  auto local = dir_.sub("local");
+  auto first = dir_.sub("first");
+  auto second = dir_.sub("second");
+  fs::create_directories(first);
+  fs::create_directories(second);
+  ASSERT_FALSE(claim_local_memory_dir(local, first));
+  ASSERT_FALSE(claim_local_memory_dir(local, first));
+  std::string rank_dir;
+  {
+    auto tier = memory_tier::open(local, rank, world_size);
+    ASSERT_TRUE(tier);
+    ASSERT_TRUE(save(*tier, 1));
+    rank_dir = tier->path();
+  }
+  auto refused = claim_local_memory_dir(local, second);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused, make_error(errc::refused));
+  EXPECT_NE(
+      describe(refused).find("holds the memory tier of another checkpoint directory, " + first),
+      std::string::npos)
+      << describe(refused);
+  EXPECT_TRUE(testing::exists(rank_dir));
+  // Gone: no start restores its tiers, and the next checkpoint directory
+  // takes the directory over.
+  fs::remove_all(first);
+  ASSERT_FALSE(claim_local_memory_dir(local, second));
+  EXPECT_FALSE(testing::exists(rank_dir));
+  {
+    auto tier = memory_tier::open(local, rank, world_size);
+    ASSERT_TRUE(tier);
+    ASSERT_TRUE(save(*tier, 2));
+  }
+  // Made again (the same path, another directory): a fresh start that must
+  // not restore what the removed one saved.
+  auto before = memory_dir_name(second);
+  fs::remove_all(second);
+  fs::create_directories(second);
+  if (memory_dir_name(second) == before)
+    GTEST_SKIP() << "this file system cannot tell a directory made again (same inode, no birth "
+                    "time)";
+  ASSERT_FALSE(claim_local_memory_dir(local, second));
+  auto tier = memory_tier::open(local, rank, world_size);
+  ASSERT_TRUE(tier);
+  EXPECT_EQ(tier->newest_step(std::nullopt), std::nullopt);
+}
+
 TEST_F(memory_tier_test, a_save_writes_into_the_spare_allocated_for_it) {
   auto tier = open();
   auto bytes = shard_bytes(3);

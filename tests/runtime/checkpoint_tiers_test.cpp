@@ -19,12 +19,57 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A checkpoint directory of a test's own, removed at the end.
+class scratch_checkpoint_dir {
+ public:
+  explicit scratch_checkpoint_dir(const std::string& name)
+      : path_(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    fs::create_directories(path_);
+  }
+  ~scratch_checkpoint_dir() { fs::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
 TEST(checkpoint_tiers_test, local_dir_names_the_memory_tier) {
   auto dir = fs::temp_directory_path() / ("lifeboat-tiers-test-" + std::to_string(::getpid()));
-  auto tier = open_worker_memory_tier(dir.string(), "unused", 1, 2);
+  scratch_checkpoint_dir ckpt{"lifeboat-tiers-test-ckpt"};
+  auto tier = open_worker_memory_tier(dir.string(), ckpt.str(), 1, 2);
   ASSERT_TRUE(tier && *tier);
   EXPECT_EQ((*tier)->path(), (dir / "rank-00001-of-00002").string());
   EXPECT_FALSE((*tier)->remove());
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+// One LIFEBOAT_LOCAL_DIR for every job of a user: a job of another checkpoint
+// directory finds the first's tiers there and leaves them, without a memory
+// tier of its own, instead of restoring them.
+TEST(checkpoint_tiers_test, a_local_dir_holding_another_jobs_tiers_is_left_out_with_a_warning) {
+  auto dir = fs::temp_directory_path() / ("lifeboat-tiers-shared-" + std::to_string(::getpid()));
+  scratch_checkpoint_dir first{"lifeboat-tiers-first"};
+  scratch_checkpoint_dir second{"lifeboat-tiers-second"};
+  {
+    auto tier = open_worker_memory_tier(dir.string(), first.str(), 0, 1);
+    ASSERT_TRUE(tier && *tier);
+  }
+  ::testing::internal::CaptureStderr();
+  auto other = open_worker_memory_tier(dir.string(), second.str(), 0, 1);
+  auto log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(*other);
+  EXPECT_NE(log.find("no memory tier in " + dir.string() +
+                     " (LIFEBOAT_LOCAL_DIR), checkpoints go "
+                     "to the directory only: refused: " +
+                     dir.string() + " holds the memory tier of another checkpoint directory, " +
+                     first.str()),
+            std::string::npos)
+      << log;
+  EXPECT_TRUE(fs::exists(dir / "rank-00000-of-00001"));
+  auto again = open_worker_memory_tier(dir.string(), first.str(), 0, 1);
+  ASSERT_TRUE(again && *again);
+  EXPECT_FALSE((*again)->remove());
   EXPECT_FALSE(fs::exists(dir));
 }
 
@@ -36,7 +81,8 @@ TEST(checkpoint_tiers_test, off_means_no_memory_tier) {
 
 TEST(checkpoint_tiers_test, a_tier_that_cannot_be_made_is_left_out_with_a_warning) {
   ::testing::internal::CaptureStderr();
-  auto tier = open_worker_memory_tier(std::string{"/proc/lifeboat-no-such-dir"}, "unused", 0, 1);
+  scratch_checkpoint_dir ckpt{"lifeboat-tiers-test-ckpt"};
+  auto tier = open_worker_memory_tier(std::string{"/proc/lifeboat-no-such-dir"}, ckpt.str(), 0, 1);
   auto log = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(tier);
   EXPECT_FALSE(*tier);
@@ -50,7 +96,8 @@ TEST(checkpoint_tiers_test, a_tier_that_cannot_be_made_is_left_out_with_a_warnin
 class checkpoint_tiers_spare_test : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto memory = open_worker_memory_tier(dir_.string() + "/own", "unused", 1, 4);
+    fs::create_directories(dir_ / "ckpt");
+    auto memory = open_worker_memory_tier(dir_.string() + "/own", (dir_ / "ckpt").string(), 1, 4);
     ASSERT_TRUE(memory && *memory);
     memory_ = std::move(*memory);
     replica_server::config cfg;
