@@ -1,6 +1,7 @@
 #include "runtime/worker_runtime.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -49,6 +50,17 @@ constexpr auto stack_dump_bound = 2s;
 
 [[noreturn]] void fail_config(const std::string& what) { throw config_error(what); }
 
+// The checkpoint directory against the working directory at construction: a
+// relative one resolved at each save followed the trainer's later chdir (a
+// Hydra run's output directory, say), and the save went where no restart
+// looks.
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(path, ec);
+  return ec ? path : absolute.string();
+}
+
 // what() of the exception in `error`, for the peers.
 std::string exception_text(const std::exception_ptr& error) {
   try {
@@ -66,7 +78,7 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
                                termination_config config, std::atomic<int64_t>& completed_step,
                                std::atomic<int64_t>& action_step, const std::atomic<bool>& in_step)
     : state_(state),
-      checkpoint_dir_(std::move(checkpoint_dir)),
+      checkpoint_dir_(absolute_path(checkpoint_dir)),
       config_(std::move(config)),
       gate_(std::make_shared<step_gate>(completed_step, action_step)),
       completed_step_(completed_step),

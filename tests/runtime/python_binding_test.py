@@ -375,6 +375,29 @@ class PythonBindingTest(scratch_case.ScratchCase):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as again:
             self.assertEqual(again.run(lambda: 7), 7)
 
+    def test_a_relative_checkpoint_directory_stays_put_when_the_trainer_changes_directory(self):
+        # Hydra, say, moves a run into its output directory after the set-up:
+        # the saves must still go where the restart will look.
+        elsewhere = os.path.join(self.dir, "elsewhere")
+        os.mkdir(elsewhere)
+        before = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            config = lifeboat.TerminationConfig(save_every_steps=2)
+            with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(),
+                                                      os.path.basename(self.ckpt),
+                                                      config) as handler:
+                os.chdir(elsewhere)
+                # A backup every 2 steps: committed long before the last.
+                for _ in range(1000):
+                    if self.committed_steps():
+                        break
+                    handler.run(time.sleep, 0.005)
+        finally:
+            os.chdir(before)
+        self.assertTrue(self.committed_steps())
+        self.assertFalse(os.path.exists(os.path.join(elsewhere, os.path.basename(self.ckpt))))
+
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
             self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))

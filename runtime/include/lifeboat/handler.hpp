@@ -33,7 +33,8 @@ class preemption_checkpoint_handler {
  public:
   /// Throws config_error on bad configuration or environment, and peer_error
   /// when a peer fails or is lost while the workers agree on the checkpoint
-  /// to restore.
+  /// to restore. A relative `checkpoint_dir` is taken against the working
+  /// directory now: a later chdir of the trainer does not move it.
   preemption_checkpoint_handler(checkpoint_state& state, std::string checkpoint_dir,
                                 termination_config config = {});
   ~preemption_checkpoint_handler();
