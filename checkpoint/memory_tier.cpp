@@ -12,6 +12,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
@@ -34,14 +35,54 @@ constexpr const char* owner_file_name = "CHECKPOINT_DIR";
 // memory_dir_name when the job claimed it (the name of a default directory
 // says as much by itself).
 constexpr const char* owner_id_file_name = "CHECKPOINT_ID";
+// Another job's start probes a tier's locks for an instant (in_use) before it
+// removes a tier no restore can use: a lock found taken is tried again for
+// this long before the tier counts as another worker's.
+constexpr int lock_attempts = 5;
+constexpr auto lock_retry_delay = std::chrono::milliseconds{20};
 
-// Whether the memory directory named `name` still belongs to the checkpoint
-// directory recorded in `record`.
-bool still_owned(const std::string& name, const std::string& record) {
+// The stores under a job's memory directory: its ranks' tiers and the
+// replicas it keeps for peers.
+std::vector<std::filesystem::path> rank_dirs_in(const std::filesystem::path& job) {
+  std::vector<std::filesystem::path> out;
+  for (auto& parent : {job, job / peer_tier_dir_name}) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it{parent, ec}, end; !ec && it != end;
+         it.increment(ec))
+      if (it->path().filename().string().rfind("rank-", 0) == 0) out.push_back(it->path());
+  }
+  return out;
+}
+
+// Whether a worker holds one of `job`'s stores (memory_tier::open locks
+// each): a live job's memory directory, whatever its record says.
+bool in_use(const std::filesystem::path& job) {
+  for (auto& dir : rank_dirs_in(job)) {
+    auto lock = directory_lock::acquire(dir.string());
+    if (!lock && lock.error() == make_error(errc::already_exists)) return true;
+  }
+  return false;
+}
+
+// Why the memory directory `job`, whose record is `record`, can serve no
+// restore any more, if it cannot: its checkpoint directory is gone or was
+// made again, or holds a newer checkpoint than any here (a restore takes
+// the directory's newest over an older copy in memory: the job went on on
+// another host, say). Nothing where the record is being written.
+std::optional<std::string> why_useless(const std::filesystem::path& job,
+                                       const std::string& record) {
   auto recorded = read_whole_file(record);
-  if (!recorded) return true;  // being written, or unreadable: not ours to judge
+  if (!recorded) return std::nullopt;
   auto expected = default_memory_dir(*recorded);
-  return expected && std::filesystem::path{*expected}.filename() == name;
+  if (!expected || std::filesystem::path{*expected}.filename() != job.filename())
+    return std::string{"of a checkpoint directory that is gone"};
+  auto newest = newest_committed_step_in(*recorded);
+  if (!newest) return std::nullopt;
+  for (auto& dir : rank_dirs_in(job))
+    if (auto held = newest_committed_step_in(dir.string()); held && *held >= *newest)
+      return std::nullopt;
+  return "older than the newest checkpoint of " + *recorded + " (step " + std::to_string(*newest) +
+         "), which a restore reads instead";
 }
 
 std::string rank_dir_name(int rank, int world_size) {
@@ -194,10 +235,11 @@ caf::error remove_orphaned_memory_tiers_in(const std::string& root, const std::s
         ::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
       continue;
     auto record = (entry.path() / owner_file_name).string();
-    if (!file_exists(record) || still_owned(name, record)) continue;
+    if (!file_exists(record) || in_use(entry.path())) continue;
+    auto why = why_useless(entry.path(), record);
+    if (!why) continue;
     if (auto err = remove_tree(entry.path().string())) return err;
-    log(log_level::info, component, "removed the memory tier ", entry.path().string(),
-        " of a checkpoint directory that is gone");
+    log(log_level::info, component, "removed the memory tier ", entry.path().string(), " ", *why);
   }
   if (ec) return make_error(errc::io_error, "listing " + root + ": " + ec.message());
   return {};
@@ -216,6 +258,12 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
   auto opened = store::open(std::move(cfg));
   if (!opened) return std::move(opened.error());
   auto lock = directory_lock::acquire(opened->config().dir);
+  for (int attempt = 1;
+       attempt < lock_attempts && !lock && lock.error() == make_error(errc::already_exists);
+       ++attempt) {
+    std::this_thread::sleep_for(lock_retry_delay);
+    lock = directory_lock::acquire(opened->config().dir);
+  }
   if (!lock) {
     if (lock.error() != make_error(errc::already_exists)) return std::move(lock.error());
     return make_error(errc::already_exists,

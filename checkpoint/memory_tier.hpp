@@ -25,6 +25,10 @@ constexpr int memory_tier_max_to_keep = 2;
 /// The file a memory tier allocates ahead of its next shard (prepare_spare).
 constexpr const char* memory_tier_spare_name = "spare.data";
 
+/// The subdirectory of a job's memory directory where a worker keeps the
+/// replicas it holds, one memory tier per rank: `<dir>/peer/rank-RRRRR-of-WWWWW`.
+constexpr const char* peer_tier_dir_name = "peer";
+
 /// "/dev/shm/lifeboat-<16 hex digits>": the memory tier of the job whose
 /// checkpoint directory is `checkpoint_dir` (which must exist). The digits
 /// hash its absolute path, device, inode and birth time, so a directory
@@ -50,17 +54,19 @@ caf::error claim_local_memory_dir(const std::string& dir, const std::string& che
 
 /// Records `checkpoint_dir` in `dir` (a job's default memory directory,
 /// made by memory_tier::open) and removes, beside it, the memory tiers of
-/// this user's other jobs whose checkpoint directory is gone or was made
-/// again: no start can restore from them, and they hold host memory (a job
-/// that ended for good without a clean end, a test's removed directory).
-/// Tiers without a record (made by LIFEBOAT_LOCAL_DIR, or being made) stay.
+/// this user's other jobs that no start can restore from, which hold host
+/// memory for nothing: their checkpoint directory is gone or was made again
+/// (a job that ended for good without a clean end, a test's removed
+/// directory), or holds a newer checkpoint than any in the tier (a restore
+/// prefers it: the job went on on another host, or a tier that never got a
+/// checkpoint, only its spare). Tiers a worker holds (directory_lock), and
+/// tiers without a record (made by LIFEBOAT_LOCAL_DIR, or being made), stay.
 caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir);
 
 /// The removal alone: the memory tiers in `root` (default_memory_root, or
-/// the parent of a job's memory directory) of this user's jobs whose
-/// recorded checkpoint directory is gone or was made again, but the one
-/// named `keep` (empty: none). What a test or benchmark calls once it removed
-/// its checkpoint directories: a job that exited with the restart code keeps
+/// the parent of a job's memory directory) of this user's jobs that no start
+/// can restore from (as above), but the one named `keep` (empty: none). What a test or benchmark
+/// calls once it removed its checkpoint directories: a job that exited with the restart code keeps
 /// its tier for a restart that never comes.
 caf::error remove_orphaned_memory_tiers_in(const std::string& root, const std::string& keep = {});
 
@@ -95,7 +101,9 @@ class memory_tier {
   /// where another memory_tier holds the rank's directory (directory_lock),
   /// in this process or another: the same job started twice on one host,
   /// whose second start would remove the first's save in progress and
-  /// overwrite its checkpoints. `max_bytes` bounds what this rank's tier
+  /// overwrite its checkpoints (a lock found taken is tried again for about
+  /// 100 ms: another job's start probes it for an instant, see
+  /// remove_orphaned_memory_tiers). `max_bytes` bounds what this rank's tier
   /// holds, below the file system's free space.
   static caf::expected<memory_tier> open(const std::string& dir, int rank, int world_size,
                                          uint64_t max_bytes = unbounded,

@@ -60,6 +60,14 @@ caf::error check_writable(file_system& fs, const std::string& dir) {
 
 }  // namespace
 
+std::optional<int64_t> newest_committed_step_in(const std::string& dir) {
+  auto dirs = scan(dir);
+  if (!dirs) return std::nullopt;
+  for (auto i = dirs->rbegin(); i != dirs->rend(); ++i)
+    if (i->committed) return i->step;
+  return std::nullopt;
+}
+
 std::string describe_tiers(const std::vector<tier_time>& tiers) {
   std::string out;
   for (auto& tier : tiers) {

@@ -58,6 +58,11 @@ constexpr const char* tier_memory = "memory";
 constexpr const char* tier_peer = "peer";
 constexpr const char* tier_directory = "directory";
 
+/// The newest step committed (its MANIFEST there) in `dir`, a checkpoint
+/// directory or a memory tier's rank directory, read without a store (nothing
+/// is made or written); none where it holds none or cannot be listed.
+std::optional<int64_t> newest_committed_step_in(const std::string& dir);
+
 /// "memory (0.012 s), directory (0.4 s)": the tiers of a log line.
 std::string describe_tiers(const std::vector<tier_time>& tiers);
 

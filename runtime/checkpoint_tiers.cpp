@@ -117,7 +117,7 @@ worker_peer_tier open_worker_peer_tier(const checkpoint::memory_tier* memory,
     replica_server::config cfg;
     cfg.token = cluster.token;
     cfg.dir = checkpoint::join_path(std::filesystem::path{memory->path()}.parent_path().string(),
-                                    peer_tier_dir_name);
+                                    checkpoint::peer_tier_dir_name);
     cfg.world_size = cluster.world_size;
     cfg.holds = [hosts_future, rank = cluster.rank](int source) {
       // Each caller reads through its own copy of the future.

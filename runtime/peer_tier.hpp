@@ -30,10 +30,6 @@ class ReplicaRequest;
 /// holder, which keeps it in its own host's memory; a rank whose memory tier
 /// lost the shard (a replaced host) fetches it back from there.
 
-/// The subdirectory of a job's memory directory where a worker keeps the
-/// replicas it holds, one memory tier per rank: `<dir>/peer/rank-RRRRR-of-WWWWW`.
-constexpr const char* peer_tier_dir_name = "peer";
-
 /// The rank that holds `rank`'s replica, given the host of every rank: the
 /// next rank (cyclically) on another host, so that the copy outlives this
 /// host; on one host, the next rank. Ranks whose host is empty have no peer
@@ -61,7 +57,7 @@ class replica_server {
   struct config {
     std::string host;   // a numeric address to listen on (port: any free one)
     std::string token;  // LIFEBOAT_CLUSTER_TOKEN
-    std::string dir;    // where replicas are kept (see peer_tier_dir_name)
+    std::string dir;    // where replicas are kept (see checkpoint::peer_tier_dir_name)
     int world_size = 1;
     // Whether this worker holds `rank`'s replica: others are refused.
     std::function<bool(int rank)> holds;

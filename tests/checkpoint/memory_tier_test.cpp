@@ -459,6 +459,58 @@ TEST_F(memory_tier_test, the_tiers_of_checkpoint_directories_that_are_gone_are_r
   EXPECT_TRUE(fs::exists(unrecorded));
 }
 
+// A job that went on on another host (its checkpoint directory shared) left
+// its tier here: the directory's newer checkpoints are what any restore
+// reads, so the tier only holds host memory, and goes once no worker holds
+// it. A tier as new as its directory stays for the next start.
+TEST_F(memory_tier_test, a_tier_older_than_its_checkpoint_directory_goes_once_no_worker_holds_it) {
+  namespace fs = std::filesystem;
+  auto parent = dir_.sub("shm");
+  auto job_dir = [&](const std::string& ckpt) {
+    fs::create_directories(ckpt);
+    return parent + "/" + fs::path{*default_memory_dir(ckpt)}.filename().string();
+  };
+  // Saves `step` in the checkpoint directory `ckpt` as its only worker.
+  auto save_in_directory = [&](const std::string& ckpt, int64_t step) {
+    auto directory = store::open({ckpt, 0, 1});
+    ASSERT_TRUE(directory);
+    state_.set(step);
+    auto snap = directory->take_snapshot(state_.registry);
+    ASSERT_TRUE(snap);
+    ASSERT_TRUE(directory->write_shard(*snap, step));
+    ASSERT_FALSE(directory->commit(step, step));
+  };
+  auto moved_ckpt = dir_.sub("moved");
+  auto current_ckpt = dir_.sub("current");
+  auto moved = job_dir(moved_ckpt);
+  auto current = job_dir(current_ckpt);
+  {
+    auto tier = memory_tier::open(current, 0, 1);
+    ASSERT_TRUE(tier);
+    ASSERT_TRUE(save(*tier, 5));
+    ASSERT_FALSE(remove_orphaned_memory_tiers(current, current_ckpt));
+  }
+  save_in_directory(current_ckpt, 5);
+  auto opened = memory_tier::open(moved, 0, 1);
+  ASSERT_TRUE(opened);
+  std::optional<memory_tier> held{std::move(*opened)};
+  ASSERT_TRUE(save(*held, 1));
+  ASSERT_FALSE(remove_orphaned_memory_tiers(moved, moved_ckpt));
+  save_in_directory(moved_ckpt, 4);
+  ASSERT_FALSE(remove_orphaned_memory_tiers_in(parent));
+  EXPECT_TRUE(fs::exists(moved));
+  held.reset();
+  ::testing::internal::CaptureStderr();
+  ASSERT_FALSE(remove_orphaned_memory_tiers_in(parent));
+  auto log = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(fs::exists(moved));
+  EXPECT_NE(log.find("removed the memory tier " + moved + " older than the newest checkpoint of " +
+                     moved_ckpt + " (step 4)"),
+            std::string::npos)
+      << log;
+  EXPECT_TRUE(fs::exists(current + "/rank-00000-of-00001"));
+}
+
 TEST_F(memory_tier_test, the_last_rank_to_go_removes_the_record_too) {
   auto job = dir_.sub("job");
   auto tier = open();
