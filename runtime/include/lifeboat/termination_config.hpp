@@ -30,7 +30,9 @@ struct termination_config {
   /// worker once per save, with the agreed step and the checkpoint directory.
   std::function<void(int64_t step, const std::string& checkpoint_dir)> save_fn;
 
-  /// Signals that are termination notices ("SIGTERM", "SIGUSR1", ...).
+  /// Signals that are termination notices ("SIGTERM", "SIGUSR1", ...),
+  /// beside the platform's (SLURM: SIGUSR1) and SIGHUP, which is one unless
+  /// the process started with it ignored (nohup).
   std::vector<std::string> signals{"SIGTERM"};
 
   /// Notice sources by name ("gce", "aws", "azure", "file:/path"); empty: the platform's.
