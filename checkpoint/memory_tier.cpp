@@ -54,14 +54,17 @@ std::vector<std::filesystem::path> rank_dirs_in(const std::filesystem::path& job
   return out;
 }
 
-// Whether a worker holds one of `job`'s stores (memory_tier::open locks
-// each): a live job's memory directory, whatever its record says.
+// Whether a worker holds the store in `dir` (memory_tier::open locks it).
+bool held(const std::filesystem::path& dir) {
+  auto lock = directory_lock::acquire(dir.string());
+  return !lock && lock.error() == make_error(errc::already_exists);
+}
+
+// Whether a worker holds one of `job`'s stores: a live job's memory
+// directory, whatever its record says.
 bool in_use(const std::filesystem::path& job) {
-  for (auto& dir : rank_dirs_in(job)) {
-    auto lock = directory_lock::acquire(dir.string());
-    if (!lock && lock.error() == make_error(errc::already_exists)) return true;
-  }
-  return false;
+  auto dirs = rank_dirs_in(job);
+  return std::any_of(dirs.begin(), dirs.end(), held);
 }
 
 // Why the memory directory `job`, whose record is `record`, can serve no
@@ -191,10 +194,11 @@ caf::error claim_local_memory_dir(const std::string& dir, const std::string& che
                         dir + " holds the memory tier of another checkpoint directory, " + named +
                             ": restored, it would start this job from that job's state (give "
                             "each checkpoint directory a LIFEBOAT_LOCAL_DIR of its own)");
-    // Gone or made again: no start restores these any more.
-    for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-      if (auto err = remove_tree(it->path().string())) return err;
-    if (ec) return make_error(errc::io_error, "listing " + dir + ": " + ec.message());
+    // Gone or made again: no start restores these any more. A store a worker
+    // holds is this job's own, made meanwhile by a rank that claimed first.
+    for (auto& rank_dir : rank_dirs_in(dir))
+      if (!held(rank_dir))
+        if (auto err = remove_tree(rank_dir.string())) return err;
     log(log_level::info, component, "removed the memory tier in ", dir,
         " of a checkpoint directory that is gone (", named, ")");
   }
