@@ -16,6 +16,7 @@
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
+#include "checkpoint/memory_budget.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -342,7 +343,13 @@ caf::expected<checkpoint_info> memory_tier::adopt(
 
 caf::expected<uint64_t> memory_tier::room() const {
   auto available = free_bytes(path());
-  if (!available || max_bytes_ == unbounded) return available;
+  if (!available) return available;
+  // A RAM-backed tier takes memory that nothing reclaims (memory_budget.hpp):
+  // /dev/shm's free space is half the host's memory by default, and in a
+  // container its pages count against the container's limit.
+  if (ram_backed(path()))
+    if (auto ram = host_ram_room()) available = std::min(*available, *ram);
+  if (max_bytes_ == unbounded) return available;
   std::error_code ec;
   uint64_t used = 0;
   for (auto& entry : std::filesystem::recursive_directory_iterator(path(), ec))
@@ -359,10 +366,14 @@ caf::error memory_tier::make_room(uint64_t bytes, int64_t step) {
     if (!available) return std::move(available.error());
     if (*available >= bytes) return {};
     if (dropped == steps->size())
-      return make_error(errc::io_error,
-                        "the shard of step " + std::to_string(step) + " (" +
-                            std::to_string(bytes / mib) + " MiB) does not fit in the memory tier " +
-                            path() + " (" + std::to_string(*available / mib) + " MiB of room)");
+      return make_error(
+          errc::io_error,
+          "the shard of step " + std::to_string(step) + " (" + std::to_string(bytes / mib) +
+              " MiB) does not fit in the memory tier " + path() + " (" +
+              std::to_string(*available / mib) + " MiB of room" +
+              (ram_backed(path()) ? ", leaving the host and its cgroup a tenth of their memory, at "
+                                    "least 1 GiB)"
+                                  : ")"));
     // Oldest first; the manifest goes first so that a crash on the way
     // leaves a partial step (removed at the next open), never a torn one.
     auto old = store_.step_path((*steps)[dropped]);
