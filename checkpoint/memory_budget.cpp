@@ -98,9 +98,8 @@ std::optional<uint64_t> host_ram_room() {
 
 bool ram_backed(const std::string& dir) {
   struct statfs fs {};
-  return ::statfs(dir.c_str(), &fs) == 0 &&
-         (static_cast<uint64_t>(fs.f_type) == TMPFS_MAGIC ||
-          static_cast<uint64_t>(fs.f_type) == RAMFS_MAGIC);
+  return ::statfs(dir.c_str(), &fs) == 0 && (static_cast<uint64_t>(fs.f_type) == TMPFS_MAGIC ||
+                                             static_cast<uint64_t>(fs.f_type) == RAMFS_MAGIC);
 }
 
 }  // namespace lifeboat::checkpoint

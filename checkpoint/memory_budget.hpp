@@ -26,8 +26,7 @@ std::optional<memory_state> parse_meminfo(const std::string& text);
 /// A cgroup's limit and usage: cgroup v2's memory.max and memory.current, or
 /// v1's memory.limit_in_bytes and memory.usage_in_bytes. None for no limit
 /// ("max", or v1's page-counter maximum) or text that is no number.
-std::optional<memory_state> parse_cgroup_memory(const std::string& limit,
-                                                const std::string& usage);
+std::optional<memory_state> parse_cgroup_memory(const std::string& limit, const std::string& usage);
 
 /// What a tier may still take of `state`: its available memory less the
 /// reserve (ram_reserve_percent of the total, at least ram_reserve_floor).
