@@ -4,9 +4,11 @@
 #include <sys/vfs.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
+
+#include "platform/text_parse.hpp"
 
 namespace lifeboat::checkpoint {
 
@@ -16,13 +18,14 @@ namespace {
 // page: anything this large is none.
 constexpr uint64_t no_v1_limit = uint64_t{1} << 62;
 
+// A cgroup file's one number and its newline.
 std::optional<uint64_t> parse_bytes(const std::string& text) {
-  auto begin = text.find_first_not_of(" \t\n");
-  if (begin == std::string::npos || text[begin] < '0' || text[begin] > '9') return std::nullopt;
-  char* end = nullptr;
-  auto value = std::strtoull(text.c_str() + begin, &end, 10);
-  if (end == nullptr || (*end != '\0' && *end != '\n')) return std::nullopt;
-  return value;
+  auto end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return std::nullopt;
+  auto value = parse_integer(std::string_view{text}.substr(0, end + 1), "a cgroup's memory figure",
+                             0, std::numeric_limits<int64_t>::max());
+  if (!value) return std::nullopt;
+  return static_cast<uint64_t>(*value);
 }
 
 std::string read_text(const std::string& path) {

@@ -42,6 +42,25 @@ constexpr const char* owner_id_file_name = "CHECKPOINT_ID";
 constexpr int lock_attempts = 5;
 constexpr auto lock_retry_delay = std::chrono::milliseconds{20};
 
+// `checkpoint_dir` absolute and normal: what a memory directory's name
+// hashes and its record holds.
+caf::expected<std::string> absolute_dir(const std::string& checkpoint_dir) {
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(checkpoint_dir, ec).lexically_normal().string();
+  if (ec)
+    return make_error(errc::io_error,
+                      "the absolute path of " + checkpoint_dir + ": " + ec.message());
+  return absolute;
+}
+
+// Records the absolute checkpoint directory in the memory directory `dir`.
+// A rename makes the record whole for any worker that reads it; every rank
+// of this host writes it as it starts.
+caf::error record_owner(const std::string& dir, const std::string& absolute) {
+  return write_file_durably(*posix_file_system(), dir, owner_file_name, absolute, private_file_mode,
+                            file_writers::several);
+}
+
 // The stores under a job's memory directory: its ranks' tiers and the
 // replicas it keeps for peers.
 std::vector<std::filesystem::path> rank_dirs_in(const std::filesystem::path& job) {
@@ -153,11 +172,9 @@ caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir)
 }
 
 caf::expected<std::string> memory_dir_name(const std::string& checkpoint_dir) {
-  std::error_code ec;
-  auto absolute = std::filesystem::absolute(checkpoint_dir, ec).lexically_normal().string();
-  if (ec)
-    return make_error(errc::io_error,
-                      "the absolute path of " + checkpoint_dir + ": " + ec.message());
+  auto made_absolute = absolute_dir(checkpoint_dir);
+  if (!made_absolute) return made_absolute;
+  auto& absolute = *made_absolute;
   struct stat st {};
   if (::stat(absolute.c_str(), &st) != 0) return io_error("stat", absolute, errno);
   auto identity = absolute + '\0' + std::to_string(st.st_dev) + '\0' + std::to_string(st.st_ino);
@@ -178,13 +195,11 @@ caf::expected<std::string> memory_dir_name(const std::string& checkpoint_dir) {
 }
 
 caf::error claim_local_memory_dir(const std::string& dir, const std::string& checkpoint_dir) {
-  namespace fs = std::filesystem;
   if (auto err = check_private_parent(dir)) return err;
   auto id = memory_dir_name(checkpoint_dir);
   if (!id) return std::move(id.error());
-  std::error_code ec;
-  auto absolute = fs::absolute(checkpoint_dir, ec).lexically_normal().string();
-  if (ec) return make_error(errc::io_error, "the absolute path of " + checkpoint_dir);
+  auto absolute = absolute_dir(checkpoint_dir);
+  if (!absolute) return std::move(absolute.error());
   if (auto recorded = read_whole_file(join_path(dir, owner_id_file_name))) {
     if (*recorded == *id) return {};
     auto owner = read_whole_file(join_path(dir, owner_file_name));
@@ -206,23 +221,16 @@ caf::error claim_local_memory_dir(const std::string& dir, const std::string& che
   // The path first: a record whose CHECKPOINT_ID is there is whole.
   auto& files = *posix_file_system();
   if (auto err = make_dirs_durable(files, dir, private_dir_mode)) return err;
-  if (auto err = write_file_durably(files, dir, owner_file_name, absolute, private_file_mode,
-                                    file_writers::several))
-    return err;
+  if (auto err = record_owner(dir, *absolute)) return err;
   return write_file_durably(files, dir, owner_id_file_name, *id, private_file_mode,
                             file_writers::several);
 }
 
 caf::error remove_orphaned_memory_tiers(const std::string& dir, const std::string& checkpoint_dir) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  auto absolute = fs::absolute(checkpoint_dir, ec).lexically_normal().string();
-  if (ec) return make_error(errc::io_error, "the absolute path of " + checkpoint_dir);
-  // A rename makes the record whole for any worker that reads it. Every rank
-  // of this host writes it as it starts.
-  if (auto err = write_file_durably(*posix_file_system(), dir, owner_file_name, absolute,
-                                    private_file_mode, file_writers::several))
-    return err;
+  auto absolute = absolute_dir(checkpoint_dir);
+  if (!absolute) return std::move(absolute.error());
+  if (auto err = record_owner(dir, *absolute)) return err;
   return remove_orphaned_memory_tiers_in(fs::path{dir}.parent_path().string(),
                                          fs::path{dir}.filename().string());
 }
