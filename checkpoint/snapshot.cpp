@@ -36,6 +36,9 @@ void copy_bytes(char* dst, const char* src, std::size_t size) {
 }  // namespace
 
 caf::expected<snapshot> take_snapshot(const state_registry& registry, staging_pool& pool) {
+  // A registration that no longer stands for the state would save memory the
+  // state left: no checkpoint rather than a stale one.
+  if (auto err = registry.run_checks()) return err;
   snapshot result;
   // Callback state has no size until it is saved, so save it first.
   std::vector<std::string> saved;

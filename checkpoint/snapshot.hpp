@@ -31,7 +31,8 @@ struct snapshot {
 
 /// Copies every registered buffer into a staging buffer from `pool` (device
 /// memory through the pinned staging buffer, callbacks by calling `save`).
-/// Runs on the training thread: this copy is the whole of its stall.
+/// Runs on the training thread: this copy is the whole of its stall. The
+/// registry's checks run first: a failed one is its errc::invalid_config.
 caf::expected<snapshot> take_snapshot(const state_registry& registry, staging_pool& pool);
 
 }  // namespace lifeboat::checkpoint

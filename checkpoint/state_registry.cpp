@@ -80,6 +80,27 @@ caf::error state_registry::add_callbacks(std::string name, save_fn save, restore
   return {};
 }
 
+caf::error state_registry::add_check(check_fn check) {
+  if (sealed_)
+    return make_error(errc::invalid_argument,
+                      "checkpoint check registered after the handler was constructed: register "
+                      "it with the state it checks");
+  if (!check) return make_error(errc::invalid_argument, "checkpoint check without a function");
+  checks_.push_back(std::move(check));
+  return {};
+}
+
+caf::error state_registry::run_checks() const {
+  for (auto& check : checks_) {
+    try {
+      check();
+    } catch (const std::exception& e) {
+      return make_error(errc::invalid_config, e.what());
+    }
+  }
+  return {};
+}
+
 bool state_registry::has_device_buffers() const {
   return std::any_of(buffers_.begin(), buffers_.end(),
                      [](const registered_buffer& b) { return b.kind == buffer_kind::device; });

@@ -15,6 +15,9 @@ const char* to_string(buffer_kind kind);
 
 using save_fn = std::function<std::string()>;
 using restore_fn = std::function<void(const std::string&)>;
+/// A test that the registration still stands for the state: it throws (any
+/// std::exception) when it does not.
+using check_fn = std::function<void()>;
 
 /// One named piece of the state a worker checkpoints.
 struct registered_buffer {
@@ -42,6 +45,16 @@ class state_registry {
   /// State of any size: `save` returns its bytes, `restore` receives them back.
   caf::error add_callbacks(std::string name, save_fn save, restore_fn restore);
 
+  /// A check run before every save and restore (run_checks). A framework
+  /// may move or replace the memory it registered (PyTorch's module.to()),
+  /// and lifeboat would then save and restore memory the state left: the
+  /// framework's binding checks for that here.
+  caf::error add_check(check_fn check);
+
+  /// Runs every check in registration order: the first that throws is
+  /// errc::invalid_config with its what().
+  caf::error run_checks() const;
+
   const std::vector<registered_buffer>& buffers() const { return buffers_; }
 
   bool has_device_buffers() const;
@@ -58,6 +71,7 @@ class state_registry {
   caf::error add_memory(std::string name, buffer_kind kind, void* data, std::size_t bytes);
 
   std::vector<registered_buffer> buffers_;
+  std::vector<check_fn> checks_;
   bool sealed_ = false;
 };
 

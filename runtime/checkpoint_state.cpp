@@ -36,6 +36,10 @@ void checkpoint_state::add_callbacks(std::string name, std::function<std::string
   throw_on_error(registry_->add_callbacks(std::move(name), std::move(save), std::move(restore)));
 }
 
+void checkpoint_state::add_check(std::function<void()> check) {
+  throw_on_error(registry_->add_check(std::move(check)));
+}
+
 checkpoint::state_registry& checkpoint_state::registry() { return *registry_; }
 
 }  // namespace lifeboat

@@ -84,6 +84,9 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
       completed_step_(completed_step),
       in_step_(in_step) {
   state_.registry().seal();
+  // A registration the framework has moved away from (PyTorch's module.to()
+  // after add_module) would restore into memory the trainer no longer uses.
+  if (auto err = state_.registry().run_checks()) fail_config(describe(err));
   // 1. Everything that can be wrong with the configuration, before anything is written.
   auto env = process_environment();
   auto settings =

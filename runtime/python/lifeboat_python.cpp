@@ -345,7 +345,26 @@ PYBIND11_MODULE(_lifeboat, m) {
                 });
           },
           py::arg("name"), py::arg("save"), py::arg("restore"),
-          "State saved through callables: save() returns bytes, restore(bytes) takes them back.");
+          "State saved through callables: save() returns bytes, restore(bytes) takes them back.")
+      .def(
+          "add_check",
+          [](lifeboat::checkpoint_state& s, py::object check) {
+            auto fn = callable_for("check", check);
+            s.add_check([fn] {
+              py::gil_scoped_acquire gil;
+              try {
+                fn();
+              } catch (py::error_already_set& e) {
+                // The exception's own message: what() adds the traceback,
+                // which the log line and the peers do not need.
+                throw std::runtime_error(py::str(e.value()).cast<std::string>());
+              }
+            });
+          },
+          py::arg("check"),
+          "A callable run before every save and before the restore: it raises when the "
+          "registered memory no longer is the state's (moved or replaced by the framework); the "
+          "save then fails, or the handler's construction raises ConfigError, with its message.");
 
   py::class_<lifeboat::termination_config>(m, "TerminationConfig")
       .def(py::init(&make_config), py::arg("termination_watcher_fn") = py::none(),

@@ -1,10 +1,13 @@
 #include "lifeboat/checkpoint_state.hpp"
 
+#include <stdexcept>
+
 #include <gtest/gtest.h>
 
 #include "checkpoint/device_memory.hpp"
 #include "checkpoint/state_registry.hpp"
 #include "lifeboat/errors.hpp"
+#include "messages/errors.hpp"
 
 namespace lifeboat {
 namespace {
@@ -27,6 +30,18 @@ TEST(checkpoint_state, bad_registrations_throw_config_error) {
   char buf[16];
   state.add_buffer("buf", buf, sizeof(buf));
   EXPECT_THROW(state.add_buffer("buf", buf, sizeof(buf)), config_error);
+}
+
+TEST(checkpoint_state, checks_reach_the_registry) {
+  checkpoint_state state;
+  bool moved = false;
+  state.add_check([&] {
+    if (moved) throw std::runtime_error("'buf' moved");
+  });
+  EXPECT_FALSE(state.registry().run_checks());
+  moved = true;
+  EXPECT_NE(describe(state.registry().run_checks()).find("'buf' moved"), std::string::npos);
+  EXPECT_THROW(state.add_check(nullptr), config_error);
 }
 
 TEST(checkpoint_state, device_buffers_without_a_device_throw_config_error) {

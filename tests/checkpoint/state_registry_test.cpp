@@ -1,5 +1,8 @@
 #include "checkpoint/state_registry.hpp"
 
+#include <stdexcept>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "messages/errors.hpp"
@@ -65,6 +68,25 @@ TEST(state_registry, refuses_every_registration_once_sealed) {
                 "c", [] { return std::string{}; }, [](const std::string&) {}),
             make_error(errc::invalid_argument));
   EXPECT_EQ(reg.buffers().size(), 1u);
+}
+
+TEST(state_registry, checks_run_in_order_and_the_first_to_throw_is_invalid_config) {
+  state_registry reg;
+  std::vector<int> ran;
+  ASSERT_FALSE(reg.add_check([&] { ran.push_back(1); }));
+  EXPECT_FALSE(reg.run_checks());
+  ASSERT_FALSE(reg.add_check([&] {
+    ran.push_back(2);
+    throw std::runtime_error("tensor 'w' moved");
+  }));
+  ASSERT_FALSE(reg.add_check([&] { ran.push_back(3); }));
+  auto err = reg.run_checks();
+  EXPECT_EQ(err, make_error(errc::invalid_config));
+  EXPECT_NE(describe(err).find("tensor 'w' moved"), std::string::npos) << describe(err);
+  EXPECT_EQ(ran, (std::vector<int>{1, 1, 2}));
+  EXPECT_EQ(reg.add_check(nullptr), make_error(errc::invalid_argument));
+  reg.seal();
+  EXPECT_EQ(reg.add_check([] {}), make_error(errc::invalid_argument));
 }
 
 }  // namespace

@@ -132,6 +132,9 @@ class CallbackRecorder:
     def add_buffer(self, name, data):
         pass
 
+    def add_check(self, check):
+        pass
+
     def add_callbacks(self, name, save, restore):
         self.callbacks[name] = (save, restore)
 
@@ -290,6 +293,68 @@ class RegistrationTest(unittest.TestCase):
         with self.assertRaisesRegex(lifeboat.ConfigError, "dampening"):
             lifeboat.torch.add_optimizer(state, torch.optim.SGD(params, lr=1, momentum=0.9,
                                                                  dampening=0.5))
+
+
+class MovedStateTest(scratch_case.ScratchCase):
+    """A tensor moved or replaced after its registration, with a handler in
+    this process (a world of one): found before the restore and before every
+    save, and never checkpointed from the memory it left."""
+
+    prefix = "lifeboat-torch-moved-"
+
+    def registered(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        lifeboat.torch.add_optimizer(state, optimizer)
+        return model, optimizer, state
+
+    def handler(self, state):
+        return lifeboat.PreemptionCheckpointHandler(
+            state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=1))
+
+    def test_state_moved_before_the_handler_is_refused_as_it_is_constructed(self):
+        moves = {"model/0.weight": lambda model: model.double(),
+                 "model/1.running_mean": lambda model: setattr(model[1], "running_mean",
+                                                               torch.zeros(3))}
+        for name, move in moves.items():
+            with self.subTest(name=name):
+                model, _, state = self.registered()
+                move(model)
+                with self.assertRaisesRegex(lifeboat.ConfigError,
+                                            f"tensor '{name}' no longer uses the memory "
+                                            "registered for it"):
+                    self.handler(state)
+        state = lifeboat.CheckpointState()
+        tensor = torch.zeros(4)
+        lifeboat.torch.add_tensor(state, "t", tensor)
+        tensor.data = torch.ones(4)
+        with self.assertRaisesRegex(lifeboat.ConfigError, "tensor 't' no longer uses"):
+            self.handler(state)
+
+    def test_optimizer_state_replaced_while_training_fails_the_next_save(self):
+        model, optimizer, state = self.registered()
+
+        def step():
+            optimizer.zero_grad()
+            model(torch.randn(8, 4)).square().sum().backward()
+            optimizer.step()
+
+        with self.handler(state) as handler:
+            # Adam's steps and BatchNorm's statistics change in place: saves go on.
+            for _ in range(3):
+                handler.run(step)
+            handler.barrier("saved", 30)
+            moved_at = handler.total_run_calls
+            optimizer.load_state_dict(optimizer.state_dict())
+            with self.assertRaisesRegex(lifeboat.PeerError, "tensor 'optimizer/0/0/step' no "
+                                                            "longer uses the memory registered"):
+                for _ in range(1000):
+                    handler.run(step)
+        self.assertTrue(self.committed_steps())
+        self.assertLessEqual(max(self.committed_steps()), moved_at)
 
 
 class TorchTrainerTest(scratch_case.ScratchCase):

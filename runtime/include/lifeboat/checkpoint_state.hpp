@@ -34,6 +34,14 @@ class checkpoint_state {
   void add_callbacks(std::string name, std::function<std::string()> save,
                      std::function<void(const std::string&)> restore);
 
+  /// A test run before every save and before the restore as a handler is
+  /// constructed: it throws (any std::exception) when a registered buffer is
+  /// no longer the memory of the state it stands for (a framework moved or
+  /// replaced it), and lifeboat would save and restore memory the state
+  /// left. The save then fails, or the handler's construction throws
+  /// config_error, with its what(). Called on the training thread.
+  void add_check(std::function<void()> check);
+
   checkpoint::state_registry& registry();
 
  private:

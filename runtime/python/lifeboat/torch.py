@@ -8,10 +8,13 @@
     handler = lifeboat.PreemptionCheckpointHandler(state, "ckpt", config)
 
 Every tensor is registered by its memory: lifeboat saves it from there and
-restores the checkpoint into it in place, so the tensors the module and the
-optimizer hold must stay the same objects (assigning `param.data = ...`
-afterwards detaches it from the checkpoint). Tensors lifeboat cannot restore
-in place are refused with lifeboat.ConfigError.
+restores the checkpoint into it in place, so register after the last move
+(`model.to(...)`, `.cuda()`, `.half()`, `share_memory()`, an optimizer's
+`load_state_dict`, `param.data = ...`). A move after the registration is
+found before every save and restore: the handler's construction raises
+lifeboat.ConfigError, or the save fails with its message, naming the tensor
+(never a checkpoint of memory the model left). Tensors lifeboat cannot
+restore in place are refused with lifeboat.ConfigError.
 
 State that is no tensor (an optimizer's learning rate and betas, a schedule's
 counters, the random generators) is saved through callbacks, as JSON: a
@@ -28,8 +31,41 @@ import torch
 from lifeboat import ConfigError
 
 
+def _memory(tensor):
+    """Where a tensor's bytes are: what lifeboat saves and restores."""
+    return str(tensor.device), tensor.data_ptr(), tensor.numel() * tensor.element_size()
+
+
+def _check_unmoved(state, watched):
+    """Registers a check, run before every save and restore, that each
+    (name, current, memory) of `watched` still has the memory registered:
+    `current()` returns the tensor that the state holds under `name` now."""
+    def check():
+        for name, current, memory in watched:
+            try:
+                tensor = current()
+            except (AttributeError, KeyError):
+                tensor = None
+            if tensor is None:
+                raise ConfigError(f"tensor '{name}' is no longer in the state it was registered "
+                                  "from: register the state after changing it")
+            if _memory(tensor) != memory:
+                raise ConfigError(
+                    f"tensor '{name}' no longer uses the memory registered for it (moved or "
+                    "replaced after the registration: .to(), .cuda(), .half(), share_memory(), "
+                    "load_state_dict of an optimizer, or an assignment to .data), and lifeboat "
+                    "would save and restore the memory it left: register the state after the "
+                    "last move")
+    state.add_check(check)
+
+
 def add_tensor(state, name, tensor):
     """Registers one tensor's memory under `name`."""
+    _check_unmoved(state, [(name, lambda: tensor, _register(state, name, tensor))])
+
+
+def _register(state, name, tensor):
+    """Registers `tensor`'s memory under `name` and returns it (_memory)."""
     if tensor.layout != torch.strided:
         raise ConfigError(f"tensor '{name}' is {tensor.layout}, not a dense tensor")
     if not tensor.is_contiguous():
@@ -46,6 +82,7 @@ def add_tensor(state, name, tensor):
     else:
         raise ConfigError(f"tensor '{name}' is on {data.device}: lifeboat saves CPU and CUDA "
                           "memory")
+    return _memory(data)
 
 
 def _plain(value, where):
@@ -107,10 +144,13 @@ def _set_hyperparameters(optimizer, saved):
 
 def add_module(state, module, prefix="model"):
     """Registers a module's parameters and buffers as `prefix/<name>`."""
-    for name, tensor in module.named_parameters():
-        add_tensor(state, f"{prefix}/{name}", tensor)
-    for name, tensor in module.named_buffers():
-        add_tensor(state, f"{prefix}/{name}", tensor)
+    watched = []
+    for named, get in [(module.named_parameters, module.get_parameter),
+                       (module.named_buffers, module.get_buffer)]:
+        for name, tensor in named():
+            watched.append((f"{prefix}/{name}", lambda get=get, name=name: get(name),
+                            _register(state, f"{prefix}/{name}", tensor)))
+    _check_unmoved(state, watched)
 
 
 def _adam_state(param, group):
@@ -157,6 +197,7 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
     it as its own and updates it in place.
     """
     create = _INITIAL_STATE.get(type(optimizer))
+    watched = []
     for g, group in enumerate(optimizer.param_groups):
         for i, param in enumerate(group["params"]):
             entry = optimizer.state[param]
@@ -171,7 +212,11 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
                 if not isinstance(value, torch.Tensor):
                     raise ConfigError(f"optimizer state '{key}' is a {type(value).__name__}, not a "
                                       "tensor: lifeboat restores tensors in place")
-                add_tensor(state, f"{prefix}/{g}/{i}/{key}", value)
+                # optimizer.state is a defaultdict: a lookup must not add to it.
+                watched.append((f"{prefix}/{g}/{i}/{key}",
+                                lambda p=param, k=key: optimizer.state.get(p, {}).get(k),
+                                _register(state, f"{prefix}/{g}/{i}/{key}", value)))
+    _check_unmoved(state, watched)
     _add_plain(state, f"{prefix}/param_groups", lambda: _hyperparameters(optimizer),
                lambda saved: _set_hyperparameters(optimizer, saved))
 
