@@ -17,8 +17,15 @@ constexpr std::size_t parallel_copy_threshold = std::size_t{64} << 20;
 constexpr unsigned max_copy_threads = 4;
 
 void copy_bytes(char* dst, const char* src, std::size_t size) {
+  // The size first: hardware_concurrency() opens a file in /sys on each call,
+  // and a model of 80,000 small tensors (20,000 parameters with Adam's state)
+  // spent 0.5 s of every save's stall on it.
+  if (size < parallel_copy_threshold) {
+    std::memcpy(dst, src, size);
+    return;
+  }
   unsigned threads = std::min(max_copy_threads, std::max(1u, std::thread::hardware_concurrency()));
-  if (size < parallel_copy_threshold || threads == 1) {
+  if (threads == 1) {
     std::memcpy(dst, src, size);
     return;
   }

@@ -33,8 +33,7 @@ caf::error state_registry::check_new_name(const std::string& name) const {
   if (!is_utf8(name))
     return make_error(errc::invalid_argument,
                       "checkpoint buffer name '" + to_utf8(name) + "' is not UTF-8");
-  auto same = [&](const registered_buffer& b) { return b.name == name; };
-  if (std::any_of(buffers_.begin(), buffers_.end(), same))
+  if (names_.count(name) > 0)
     return make_error(errc::invalid_argument, "checkpoint buffer '" + name + "' registered twice");
   return {};
 }
@@ -48,6 +47,7 @@ caf::error state_registry::add_memory(std::string name, buffer_kind kind, void* 
   entry.kind = kind;
   entry.data = data;
   entry.size = bytes;
+  names_.insert(entry.name);
   buffers_.push_back(std::move(entry));
   return {};
 }
@@ -76,6 +76,7 @@ caf::error state_registry::add_callbacks(std::string name, save_fn save, restore
   entry.kind = buffer_kind::callbacks;
   entry.save = std::move(save);
   entry.restore = std::move(restore);
+  names_.insert(entry.name);
   buffers_.push_back(std::move(entry));
   return {};
 }

@@ -23,6 +23,7 @@ file that someone else wrote cannot run code in the worker.
 """
 
 import base64
+import itertools
 import json
 import random
 
@@ -33,19 +34,19 @@ from lifeboat import ConfigError
 
 def _memory(tensor):
     """Where a tensor's bytes are: what lifeboat saves and restores."""
-    return str(tensor.device), tensor.data_ptr(), tensor.numel() * tensor.element_size()
+    return tensor.device, tensor.data_ptr(), tensor.numel() * tensor.element_size()
 
 
-def _check_unmoved(state, watched):
-    """Registers a check, run before every save and restore, that each
-    (name, current, memory) of `watched` still has the memory registered:
-    `current()` returns the tensor that the state holds under `name` now."""
+def _check_unmoved(state, registered, current):
+    """Registers a check, run before every save and restore, that each tensor
+    still has the memory registered for it: `registered` maps names to their
+    memory (_memory) then, `current()` the same names to the tensors that the
+    state holds now (once per check: 80,000 lookups of one name each took
+    0.4 s of every save)."""
     def check():
-        for name, current, memory in watched:
-            try:
-                tensor = current()
-            except (AttributeError, KeyError):
-                tensor = None
+        now = current()
+        for name, memory in registered.items():
+            tensor = now.get(name)
             if tensor is None:
                 raise ConfigError(f"tensor '{name}' is no longer in the state it was registered "
                                   "from: register the state after changing it")
@@ -61,7 +62,7 @@ def _check_unmoved(state, watched):
 
 def add_tensor(state, name, tensor):
     """Registers one tensor's memory under `name`."""
-    _check_unmoved(state, [(name, lambda: tensor, _register(state, name, tensor))])
+    _check_unmoved(state, {name: _register(state, name, tensor)}, lambda: {name: tensor})
 
 
 def _register(state, name, tensor):
@@ -144,13 +145,12 @@ def _set_hyperparameters(optimizer, saved):
 
 def add_module(state, module, prefix="model"):
     """Registers a module's parameters and buffers as `prefix/<name>`."""
-    watched = []
-    for named, get in [(module.named_parameters, module.get_parameter),
-                       (module.named_buffers, module.get_buffer)]:
-        for name, tensor in named():
-            watched.append((f"{prefix}/{name}", lambda get=get, name=name: get(name),
-                            _register(state, f"{prefix}/{name}", tensor)))
-    _check_unmoved(state, watched)
+    def tensors():
+        return {f"{prefix}/{name}": tensor for name, tensor in
+                itertools.chain(module.named_parameters(), module.named_buffers())}
+
+    _check_unmoved(state, {name: _register(state, name, tensor)
+                           for name, tensor in tensors().items()}, tensors)
 
 
 def _adam_state(param, group):
@@ -197,7 +197,7 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
     it as its own and updates it in place.
     """
     create = _INITIAL_STATE.get(type(optimizer))
-    watched = []
+    registered = {}
     for g, group in enumerate(optimizer.param_groups):
         for i, param in enumerate(group["params"]):
             entry = optimizer.state[param]
@@ -212,11 +212,17 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
                 if not isinstance(value, torch.Tensor):
                     raise ConfigError(f"optimizer state '{key}' is a {type(value).__name__}, not a "
                                       "tensor: lifeboat restores tensors in place")
-                # optimizer.state is a defaultdict: a lookup must not add to it.
-                watched.append((f"{prefix}/{g}/{i}/{key}",
-                                lambda p=param, k=key: optimizer.state.get(p, {}).get(k),
-                                _register(state, f"{prefix}/{g}/{i}/{key}", value)))
-    _check_unmoved(state, watched)
+                name = f"{prefix}/{g}/{i}/{key}"
+                registered[name] = _register(state, name, value)
+
+    def tensors():
+        # optimizer.state is a defaultdict: a lookup must not add to it.
+        return {f"{prefix}/{g}/{i}/{key}": value
+                for g, group in enumerate(optimizer.param_groups)
+                for i, param in enumerate(group["params"])
+                for key, value in optimizer.state.get(param, {}).items()}
+
+    _check_unmoved(state, registered, tensors)
     _add_plain(state, f"{prefix}/param_groups", lambda: _hyperparameters(optimizer),
                lambda saved: _set_hyperparameters(optimizer, saved))
 
