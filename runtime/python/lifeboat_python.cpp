@@ -188,11 +188,13 @@ class step_error : public std::runtime_error {
   py::error_already_set original_;
 };
 
-// SystemExit from a step (sys.exit): the worker ends as the step asked, and
-// run lets it pass unreported (lifeboat::step_exit). Raised again here as it was.
-class step_system_exit : public lifeboat::step_exit {
+// What a step raises that is no failure, which run lets pass unreported and
+// uncounted (lifeboat::step_exit): SystemExit (sys.exit: the worker ends as
+// the step asked) and StopIteration (the step took the next batch from an
+// iterator that ran out: the loop ends its epoch). Raised again here as it was.
+class step_passed_through : public lifeboat::step_exit {
  public:
-  explicit step_system_exit(py::error_already_set e) : original_(std::move(e)) {}
+  explicit step_passed_through(py::error_already_set e) : original_(std::move(e)) {}
   void restore() { original_.restore(); }
 
  private:
@@ -226,8 +228,9 @@ PyObject* run_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
         .run([&] {
           auto* result = PyObject_Vectorcall(args[0], args + 1, nargs - 1, kwnames);
           if (result == nullptr) {
-            if (PyErr_ExceptionMatches(PyExc_SystemExit))
-              throw step_system_exit{py::error_already_set{}};
+            if (PyErr_ExceptionMatches(PyExc_SystemExit) ||
+                PyErr_ExceptionMatches(PyExc_StopIteration))
+              throw step_passed_through{py::error_already_set{}};
             throw step_error{py::error_already_set{}};
           }
           return py::reinterpret_steal<py::object>(result);
@@ -236,7 +239,7 @@ PyObject* run_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
         .ptr();
   } catch (step_error& e) {
     e.restore();
-  } catch (step_system_exit& e) {
+  } catch (step_passed_through& e) {
     e.restore();
   } catch (const lifeboat::peer_error& e) {
     set_peer_error(e);

@@ -308,6 +308,18 @@ class PythonBindingTest(scratch_case.ScratchCase):
             handler.run(lambda: None)
             self.assertEqual(handler.total_run_calls, 1)
 
+    def test_a_step_whose_data_ran_out_ends_the_epoch_and_no_peer_fails(self):
+        # The step takes its batch from an iterator: at the end of the data
+        # StopIteration ends the epoch, uncounted and unreported, and the
+        # next epoch trains on.
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            for epoch in range(2):
+                batches = iter(range(3))
+                with self.assertRaises(StopIteration):
+                    while True:
+                        handler.run(lambda: next(batches))
+                self.assertEqual(handler.total_run_calls, 3 * (epoch + 1))
+
     def test_a_child_forked_inside_the_handlers_block_can_end(self):
         # os.fork() inside the with-block: a child that leaves the block (or
         # closes the handler) would wait forever for threads that exist only

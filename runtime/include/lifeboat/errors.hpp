@@ -35,10 +35,10 @@ class peer_error : public std::runtime_error {
   bool lost_;
 };
 
-/// The base of what a step throws to end its worker of its own will, as a
-/// language binding throws it for Python's SystemExit: `run` lets it pass
-/// as it is, neither reported to the peers as a failure nor counted as a
-/// completed step.
+/// The base of what a step throws that is no failure, as a language binding
+/// throws it for Python's SystemExit (the worker ends of its own will) and
+/// StopIteration (the step's data ran out): `run` lets it pass as it is,
+/// neither reported to the peers as a failure nor counted as a completed step.
 class step_exit {
  public:
   virtual ~step_exit() = default;
