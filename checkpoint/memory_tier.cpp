@@ -87,6 +87,21 @@ bool in_use(const std::filesystem::path& job) {
   return std::any_of(dirs.begin(), dirs.end(), held);
 }
 
+// The number of workers of a rank's store named in `job` (not its peer
+// replicas) that a worker holds and whose world is not `world_size`: a job
+// of another size running on the same checkpoint directory; 0: none.
+int other_world_held(const std::filesystem::path& job, int world_size) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it{job, ec}, end; !ec && it != end; it.increment(ec)) {
+    int rank = 0, world = 0;
+    auto name = it->path().filename().string();
+    if (std::sscanf(name.c_str(), "rank-%d-of-%d", &rank, &world) == 2 && world != world_size &&
+        held(it->path()))
+      return world;
+  }
+  return 0;
+}
+
 // Why the memory directory `job`, whose record is `record`, can serve no
 // restore any more, if it cannot: its checkpoint directory is gone or was
 // made again, or holds a newer checkpoint than any here (a restore takes
@@ -288,6 +303,17 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
                           "? Two workers on one rank's checkpoints remove and overwrite each "
                           "other's");
   }
+  // A job of another size on the same checkpoint directory (the job started
+  // again with another --nproc while the first still runs) holds other rank
+  // directories: each job would write its steps over the other's.
+  if (auto other = other_world_held(dir, world_size); other != 0)
+    return make_error(errc::already_exists,
+                      dir + " holds the memory tier of a job of " + std::to_string(other) +
+                          " workers that is running on the same checkpoint directory: the job "
+                          "started again with " +
+                          std::to_string(world_size) +
+                          " workers while the first still runs? Two jobs on one checkpoint "
+                          "directory write their checkpoints over each other's");
   // A crash during a save leaves a manifest-less step behind; nobody else
   // writes into this rank's tier (the lock says so), so it can go now.
   if (auto err = opened->remove_partial()) return err;

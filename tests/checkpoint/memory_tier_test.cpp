@@ -215,6 +215,24 @@ TEST_F(memory_tier_test, a_tier_in_use_is_refused_and_left_as_it_is) {
   EXPECT_TRUE(memory_tier::open(dir_.sub("job"), rank + 1, world_size));
 }
 
+// The job started again with another number of workers while the first
+// still runs: each would write its steps over the other's.
+TEST_F(memory_tier_test, a_job_of_another_size_on_the_same_directory_is_refused_while_it_runs) {
+  {
+    auto tier = open();
+    auto other = memory_tier::open(dir_.sub("job"), rank, world_size + 1);
+    ASSERT_FALSE(other);
+    EXPECT_EQ(other.error(), make_error(errc::already_exists));
+    EXPECT_NE(describe(other.error())
+                  .find("holds the memory tier of a job of " + std::to_string(world_size) +
+                        " workers that is running on the same checkpoint directory"),
+              std::string::npos)
+        << describe(other.error());
+  }
+  // Its tiers left behind by a job that ended are no job's.
+  EXPECT_TRUE(memory_tier::open(dir_.sub("job"), rank, world_size + 1));
+}
+
 // LIFEBOAT_LOCAL_DIR serves the checkpoint directory that claimed it first,
 // until that directory is gone or made again.
 TEST_F(memory_tier_test, a_local_dir_serves_the_checkpoint_directory_that_claimed_it) {
