@@ -375,21 +375,25 @@ caf::expected<checkpoint_info> memory_tier::adopt(
   return info;
 }
 
-caf::expected<uint64_t> memory_tier::room() const {
-  auto available = free_bytes(path());
-  if (!available) return available;
+caf::expected<memory_tier::room_left> memory_tier::room() const {
+  auto free = free_bytes(path());
+  if (!free) return std::move(free.error());
+  room_left left{*free, "the file system's free space"};
   // A RAM-backed tier takes memory that nothing reclaims (memory_budget.hpp):
   // /dev/shm's free space is half the host's memory by default, and in a
   // container its pages count against the container's limit.
   if (ram_backed(path()))
-    if (auto ram = host_ram_room()) available = std::min(*available, *ram);
-  if (max_bytes_ == unbounded) return available;
+    if (auto ram = host_ram_room(); ram && *ram < left.bytes)
+      left = {*ram, "leaving the host and its cgroup a tenth of their memory, at least 1 GiB"};
+  if (max_bytes_ == unbounded) return left;
   std::error_code ec;
   uint64_t used = 0;
   for (auto& entry : std::filesystem::recursive_directory_iterator(path(), ec))
     if (entry.is_regular_file(ec)) used += entry.file_size(ec);
   if (ec) return make_error(errc::io_error, "the size of " + path() + ": " + ec.message());
-  return std::min(*available, max_bytes_ > used ? max_bytes_ - used : 0);
+  if (auto limited = max_bytes_ > used ? max_bytes_ - used : 0; limited < left.bytes)
+    left = {limited, "the tier's size limit"};
+  return left;
 }
 
 caf::error memory_tier::make_room(uint64_t bytes, int64_t step) {
@@ -398,16 +402,13 @@ caf::error memory_tier::make_room(uint64_t bytes, int64_t step) {
   for (size_t dropped = 0;; ++dropped) {
     auto available = room();
     if (!available) return std::move(available.error());
-    if (*available >= bytes) return {};
+    if (available->bytes >= bytes) return {};
     if (dropped == steps->size())
-      return make_error(
-          errc::io_error,
-          "the shard of step " + std::to_string(step) + " (" + std::to_string(bytes / mib) +
-              " MiB) does not fit in the memory tier " + path() + " (" +
-              std::to_string(*available / mib) + " MiB of room" +
-              (ram_backed(path()) ? ", leaving the host and its cgroup a tenth of their memory, at "
-                                    "least 1 GiB)"
-                                  : ")"));
+      return make_error(errc::io_error, "the shard of step " + std::to_string(step) + " (" +
+                                            std::to_string(bytes / mib) +
+                                            " MiB) does not fit in the memory tier " + path() +
+                                            " (" + std::to_string(available->bytes / mib) +
+                                            " MiB of room: " + available->bound + ")");
     // Oldest first; the manifest goes first so that a crash on the way
     // leaves a partial step (removed at the next open), never a torn one.
     auto old = store_.step_path((*steps)[dropped]);
@@ -468,11 +469,12 @@ caf::error memory_tier::prepare_spare(uint64_t data_bytes) {
   if (data_bytes == 0 || take_spare(data_bytes)) return {};
   auto available = room();
   if (!available) return std::move(available.error());
-  if (*available < data_bytes + index_allowance)
-    return make_error(errc::io_error, "no spare of " + std::to_string(data_bytes / mib) +
-                                          " MiB in the memory tier " + path() + " (" +
-                                          std::to_string(*available / mib) +
-                                          " MiB of room beside its checkpoints)");
+  if (available->bytes < data_bytes + index_allowance)
+    return make_error(errc::io_error,
+                      "no spare of " + std::to_string(data_bytes / mib) +
+                          " MiB in the memory tier " + path() + " (" +
+                          std::to_string(available->bytes / mib) +
+                          " MiB of room beside its checkpoints: " + available->bound + ")");
   // Allocated under a temporary name: a spare under its own name always has
   // its whole size.
   auto spare = spare_path();

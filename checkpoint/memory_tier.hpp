@@ -164,8 +164,13 @@ class memory_tier {
   memory_tier(store st, directory_lock lock, uint64_t max_bytes)
       : store_(std::move(st)), lock_(std::move(lock)), max_bytes_(max_bytes) {}
 
-  // What the tier may still take: the free space, less what max_bytes_ leaves.
-  caf::expected<uint64_t> room() const;
+  // What the tier may still take, and what bounds it: the file system's free
+  // space, the memory a RAM-backed tier leaves the host, or max_bytes_.
+  struct room_left {
+    uint64_t bytes;
+    const char* bound;
+  };
+  caf::expected<room_left> room() const;
 
   // Drops committed checkpoints, oldest first, until `bytes` more fit or
   // none is left; errc::io_error naming the sizes when they still do not fit.

@@ -114,6 +114,8 @@ TEST_F(memory_tier_test, a_shard_that_does_not_fit_is_refused_with_the_sizes) {
   ASSERT_FALSE(info);
   auto text = describe(info.error());
   EXPECT_NE(text.find("does not fit in the memory tier " + tier.path()), std::string::npos) << text;
+  // What bounds the room: here the tier's limit, not the host's memory.
+  EXPECT_NE(text.find("MiB of room: the tier's size limit)"), std::string::npos) << text;
   EXPECT_EQ(tier.newest_step(std::nullopt), std::nullopt);
 }
 
@@ -363,6 +365,8 @@ TEST_F(memory_tier_test, no_spare_is_made_at_the_cost_of_a_kept_checkpoint) {
   auto err = tier.prepare_spare(shard_bytes(3));
   ASSERT_TRUE(err);
   EXPECT_NE(describe(err).find("no spare"), std::string::npos) << describe(err);
+  EXPECT_NE(describe(err).find("beside its checkpoints: the tier's size limit)"), std::string::npos)
+      << describe(err);
   EXPECT_FALSE(testing::exists(tier.path() + "/" + memory_tier_spare_name));
   EXPECT_EQ(tier.newest_step(std::nullopt), 1);
 }
