@@ -201,8 +201,9 @@ class step_passed_through : public lifeboat::step_exit {
   py::error_already_set original_;
 };
 
-// PeerError, created with the module (which keeps it alive).
+// PeerError and ConfigError, created with the module (which keeps them alive).
 py::handle peer_error_type;
+py::handle config_error_type;
 
 // Raises `e` in Python as PeerError with its origin_rank and lost.
 void set_peer_error(const lifeboat::peer_error& e) {
@@ -243,6 +244,8 @@ PyObject* run_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
     e.restore();
   } catch (const lifeboat::peer_error& e) {
     set_peer_error(e);
+  } catch (const lifeboat::config_error& e) {
+    PyErr_SetString(config_error_type.ptr(), e.what());
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
@@ -300,7 +303,8 @@ std::pair<void*, std::size_t> cuda_array(const std::string& name, const py::obje
 PYBIND11_MODULE(_lifeboat, m) {
   m.doc() = "lifeboat: preemption-aware checkpointing for synchronous distributed training";
 
-  py::register_exception<lifeboat::config_error>(m, "ConfigError", PyExc_ValueError);
+  config_error_type =
+      py::register_exception<lifeboat::config_error>(m, "ConfigError", PyExc_ValueError);
   static py::exception<lifeboat::peer_error> peer_error(m, "PeerError", PyExc_RuntimeError);
   peer_error_type = peer_error;
   py::register_exception_translator([](std::exception_ptr p) {
@@ -340,12 +344,31 @@ PYBIND11_MODULE(_lifeboat, m) {
           [](lifeboat::checkpoint_state& s, std::string name, py::object save, py::object restore) {
             auto save_fn = callable_for("save", save);
             auto restore_fn = callable_for("restore", restore);
-            s.add_callbacks(
-                std::move(name), [save_fn] { return save_fn.call<std::string>(); },
-                [restore_fn](const std::string& bytes) {
-                  py::gil_scoped_acquire gil;
-                  restore_fn(py::bytes(bytes));
-                });
+            // Called at a save, on the training thread inside run: what it
+            // raises fails the step as the step's own exception would (one
+            // line to the peers, the original exception raised here).
+            auto saved = [save_fn, name] {
+              py::gil_scoped_acquire gil;
+              py::object result;
+              try {
+                result = save_fn.call<py::object>();
+              } catch (py::error_already_set& e) {
+                throw step_error{std::move(e)};
+              }
+              try {
+                return result.cast<std::string>();
+              } catch (const py::cast_error&) {
+                throw lifeboat::config_error(
+                    "checkpoint callbacks '" + name + "': save() returned a value of type " +
+                    py::str(py::type::of(result).attr("__name__")).cast<std::string>() +
+                    ", not bytes");
+              }
+            };
+            s.add_callbacks(std::move(name), std::move(saved),
+                            [restore_fn](const std::string& bytes) {
+                              py::gil_scoped_acquire gil;
+                              restore_fn(py::bytes(bytes));
+                            });
           },
           py::arg("name"), py::arg("save"), py::arg("restore"),
           "State saved through callables: save() returns bytes, restore(bytes) takes them back.")

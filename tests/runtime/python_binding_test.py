@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import secrets
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -307,6 +308,31 @@ class PythonBindingTest(scratch_case.ScratchCase):
             self.assertEqual(handler.total_run_calls, 0)
             handler.run(lambda: None)
             self.assertEqual(handler.total_run_calls, 1)
+
+    def test_a_save_callback_that_raises_or_returns_no_bytes_fails_the_step_as_it_says(self):
+        # A save runs inside run, at the step it is for: what the callback
+        # raises is raised as it was, and the peers get it as one line.
+        class StateError(Exception):
+            pass
+
+        def raising():
+            raise StateError("no state to give")
+
+        for save, expected, text in [(raising, StateError, "^no state to give$"),
+                                     (lambda: 5, lifeboat.ConfigError,
+                                      "^checkpoint callbacks 'c': save\\(\\) returned a value of "
+                                      "type int, not bytes$")]:
+            with self.subTest(expected=expected.__name__):
+                shutil.rmtree(self.ckpt, ignore_errors=True)
+                state = lifeboat.CheckpointState()
+                state.add_callbacks("c", save, lambda data: None)
+                with lifeboat.PreemptionCheckpointHandler(
+                        state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=1)) as handler:
+                    with self.assertRaisesRegex(expected, text):
+                        handler.run(lambda: None)
+                    with self.assertRaisesRegex(lifeboat.PeerError, "^rank 0: [^\\n]*$"):
+                        handler.run(lambda: None)
+                self.assertEqual(self.committed_steps(), [])
 
     def test_a_step_whose_data_ran_out_ends_the_epoch_and_no_peer_fails(self):
         # The step takes its batch from an iterator: at the end of the data
