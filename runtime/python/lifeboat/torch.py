@@ -56,7 +56,8 @@ def _check_unmoved(state, registered, current):
                     "replaced after the registration: .to(), .cuda(), .half(), share_memory(), "
                     "load_state_dict of an optimizer, or an assignment to .data), and lifeboat "
                     "would save and restore the memory it left: register the state after the "
-                    "last move")
+                    "last move, and change a registered tensor in place (copy_(), add_()) "
+                    "rather than assigning a new one")
     state.add_check(check)
 
 
