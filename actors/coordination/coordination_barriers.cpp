@@ -4,6 +4,9 @@
 #include "actors/coordination/coordination_state.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace lifeboat {
 
@@ -110,12 +113,50 @@ void coordination_state::fail_barriers_with(int32_t rank, errc code, const std::
   }
 }
 
+namespace {
+
+// "rank 3", "ranks 1, 3, 4", "ranks 1, 3, 4, ... (12 in all)".
+std::string ranks_text(const std::vector<int32_t>& ranks) {
+  constexpr size_t named = 8;
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size() && i < named; ++i)
+    out += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  if (ranks.size() > named) out += ", ... (" + std::to_string(ranks.size()) + " in all)";
+  return out;
+}
+
+}  // namespace
+
+// Who a barrier that timed out waited for, and which of them never joined:
+// a worker that has not constructed its handler yet (or cannot reach the
+// service) holds every other at its first barrier, and "timeout" alone
+// named no one.
+std::string coordination_state::absent_text(const barrier& b) const {
+  std::vector<int32_t> absent, unjoined;
+  for (auto p : b.participants) {
+    if (b.arrived.count(p) > 0) continue;
+    absent.push_back(p);
+    if (workers_[static_cast<size_t>(p)].state == rank_state::joining) unjoined.push_back(p);
+  }
+  if (absent.empty()) return {};
+  auto text = ": " + ranks_text(absent) + " did not arrive";
+  if (unjoined.empty()) return text;
+  return text + " (" + ranks_text(unjoined) +
+         (unjoined.size() == 1 ? " never joined: its worker has"
+                               : " never joined: their workers have") +
+         " not constructed a handler, or cannot reach the coordination service)";
+}
+
 void coordination_state::expire_barriers(int64_t now_ms) {
   for (auto b = barriers_.begin(); b != barriers_.end();) {
     auto& arrived = b->second.arrived;
+    // Taken before the first expired arrival leaves: those that time out
+    // together arrived, and none of them is named as absent.
+    std::optional<std::string> absent;
     for (auto i = arrived.begin(); i != arrived.end();) {
       if (i->second.deadline_ms <= now_ms) {
-        reply(i->second.conn, i->second.id, errc::timeout, "barrier " + b->first);
+        if (!absent) absent = absent_text(b->second);
+        reply(i->second.conn, i->second.id, errc::timeout, "barrier " + b->first + *absent);
         i = arrived.erase(i);
       } else {
         request_due_.lower_to(i->second.deadline_ms);

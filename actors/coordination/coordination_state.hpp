@@ -191,6 +191,7 @@ class coordination_state {
   void on_cancel(conn_id conn, uint64_t id);
   void expire_gets(int64_t now_ms);
   void expire_barriers(int64_t now_ms);
+  std::string absent_text(const barrier& b) const;
   void expire_heartbeats(int64_t now_ms);
   int64_t heartbeat_interval_ms() const;
 

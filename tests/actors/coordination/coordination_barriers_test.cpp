@@ -20,6 +20,27 @@ TEST_F(state_test, barrier_releases_everyone_when_the_last_arrives) {
   for (conn_id c = 1; c <= 4; ++c) EXPECT_EQ(reply_to(c, 1)->error_code(), 0u);
 }
 
+// A barrier that times out names who did not come, and which of them never
+// joined (a worker that has not constructed its handler): "timeout" alone
+// left a user to guess after two minutes. Arrivals that time out together
+// are not named as absent to each other.
+TEST_F(state_test, a_barrier_that_times_out_names_who_did_not_arrive) {
+  for (int32_t r = 0; r < 3; ++r) ASSERT_TRUE(join(r + 1, r).ok());
+  request(1, barrier(1, "b", 1000));
+  request(2, barrier(1, "b", 1000));
+  now += 1001;  // a timeout is over once it has passed (deadline_floor.hpp)
+  st.on_tick(now);
+  out = st.take_output();
+  for (conn_id c : {1, 2}) {
+    auto r = reply_to(c, 1);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::timeout));
+    EXPECT_EQ(r->error_message(),
+              "barrier b: ranks 2, 3 did not arrive (rank 3 never joined: its worker has not "
+              "constructed a handler, or cannot reach the coordination service)");
+  }
+}
+
 TEST_F(state_test, barrier_with_participants_ignores_others) {
   join_all();
   request(1, barrier(1, "pair", 1000, {0, 2}));
