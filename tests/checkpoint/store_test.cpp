@@ -11,6 +11,7 @@
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/checkpoint/worker_state.hpp"
+#include "tests/support/build_tree.hpp"
 
 namespace lifeboat::checkpoint {
 namespace {
@@ -44,6 +45,42 @@ class store_test : public ::testing::Test {
   testing::temp_dir dir_;
   worker_state state_{state_bytes};
 };
+
+// A checkpoint that the store of 2026-11-25 (commit ace6d67, before the
+// memory and peer tiers) wrote and committed as step 17: two ranks, rank r
+// with host buffers "model/weights" (3,000 bytes, byte i = i * 7 + r) and
+// "optimizer/moments" (500 bytes, byte i = 255 - i - r), both mod 256, and
+// callbacks "schedule" that saved {"epoch": 3, "rank": r}. A job restarted
+// after an upgrade of lifeboat reads what it wrote before.
+TEST(store_format, a_checkpoint_an_earlier_lifeboat_wrote_restores_bit_exact) {
+  testing::temp_dir dir;
+  std::filesystem::copy(lifeboat::test::built("tests/checkpoint/testdata/format-2026-11-25"),
+                        dir.path(), std::filesystem::copy_options::recursive);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<unsigned char> weights(3000), moments(500);
+    std::string schedule;
+    state_registry reg;
+    ASSERT_FALSE(reg.add_host_buffer("model/weights", weights.data(), weights.size()));
+    ASSERT_FALSE(reg.add_host_buffer("optimizer/moments", moments.data(), moments.size()));
+    ASSERT_FALSE(reg.add_callbacks(
+        "schedule", [] { return std::string{}; },
+        [&](const std::string& saved) { schedule = saved; }));
+    auto st = store::open({dir.path(), rank, 2, 2});
+    ASSERT_TRUE(st) << describe(st.error());
+    auto restored = st->restore_latest(reg);
+    ASSERT_TRUE(restored) << describe(restored.error());
+    ASSERT_TRUE(*restored);
+    EXPECT_EQ((*restored)->step, 17);
+    EXPECT_EQ((*restored)->total_run_calls, 17);
+    for (size_t i = 0; i < weights.size(); ++i)
+      ASSERT_EQ(weights[i], static_cast<unsigned char>(i * 7 + rank))
+          << "rank " << rank << " byte " << i;
+    for (size_t i = 0; i < moments.size(); ++i)
+      ASSERT_EQ(moments[i], static_cast<unsigned char>(255 - i - rank))
+          << "rank " << rank << " byte " << i;
+    EXPECT_EQ(schedule, "{\"epoch\": 3, \"rank\": " + std::to_string(rank) + "}");
+  }
+}
 
 TEST_F(store_test, no_checkpoint_is_a_fresh_start) {
   auto st = open();
