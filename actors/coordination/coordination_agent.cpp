@@ -20,7 +20,8 @@ using namespace agent_detail;
 caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
-  st.join_deadline = std::chrono::steady_clock::now() + st.cfg.join_timeout;
+  st.join_started = st.unreachable_told = std::chrono::steady_clock::now();
+  st.join_deadline = st.join_started + st.cfg.join_timeout;
   close_on_exit_forget_on_down(self, self->state.subscribers);
   if (st.cfg.tls.enabled) {
     auto tls = tls_context::shared(st.cfg.tls, st.cfg.token, tls_role::client);

@@ -93,6 +93,17 @@ void try_connect(agent_broker* self) {
                                      std::to_string(st.cfg.join_timeout.count()) + " ms: " + why));
     return;
   }
+  if (auto now = std::chrono::steady_clock::now();
+      now - st.unreachable_told >= unreachable_report_interval) {
+    st.unreachable_told = now;
+    using std::chrono::duration_cast;
+    using std::chrono::seconds;
+    log(log_level::warning, component, "cannot reach the coordination service at ",
+        host_port(st.cfg.host, st.cfg.port), " for ",
+        duration_cast<seconds>(now - st.join_started).count(), " s (",
+        self->system().render(hdl.error()), "); trying again for ",
+        duration_cast<seconds>(st.join_deadline - now).count(), " s more");
+  }
   self->delayed_send(self, st.backoff, connect_atom::value);
   st.backoff = std::min(st.backoff * 2, max_backoff);
 }

@@ -23,6 +23,11 @@ namespace lifeboat::agent_detail {
 inline constexpr const char* component = "coordination_agent";
 inline constexpr std::chrono::milliseconds first_backoff{20};
 inline constexpr std::chrono::milliseconds max_backoff{1000};
+// While the service cannot be reached before the join, a line this often
+// says what the worker waits for: the join timeout is minutes, and a
+// silent wait left a user to guess (a wrong LIFEBOAT_COORDINATOR, a rank 0
+// still importing its framework).
+inline constexpr std::chrono::seconds unreachable_report_interval{10};
 inline constexpr const char* service_lost_message = "coordination service lost";
 // The same loss where a rank's process hosts the service: "rank N lost: ...".
 inline constexpr const char* host_lost_message = "its coordination service is gone";
@@ -71,6 +76,9 @@ struct agent_actor_state {
   std::shared_ptr<tls_context> tls;  // null: clear text
   std::chrono::milliseconds backoff = first_backoff;
   std::chrono::steady_clock::time_point join_deadline;
+  // When the join began, and when the last line said the service was unreachable.
+  std::chrono::steady_clock::time_point join_started;
+  std::chrono::steady_clock::time_point unreachable_told;
   std::vector<caf::response_promise> join_waiters;
   uint64_t next_id = 1;
   std::map<uint64_t, pending_request> pending;

@@ -12,6 +12,7 @@
 
 #include "tests/apps/app_test_support.hpp"
 #include "tests/support/build_tree.hpp"
+#include "tests/support/loopback_port.hpp"
 
 namespace {
 
@@ -61,6 +62,30 @@ TEST(demo_failure_test, an_injected_failure_makes_every_worker_exit_3_naming_the
                            " failed: injected failure at step " + std::to_string(fail_step)))
       << where << log.text();
   EXPECT_TRUE(log.digests(steps).empty()) << where << log.text();
+}
+
+// A worker whose coordination service is not there (a wrong
+// LIFEBOAT_COORDINATOR, a rank 0 still importing its framework) says so while
+// it keeps trying: the join waits minutes, and it used to wait in silence.
+TEST(demo_failure_test, a_worker_that_cannot_reach_its_service_says_so_while_it_waits) {
+  scratch_dir dir{"apps-unreachable"};
+  auto where = "127.0.0.1:" + std::to_string(unused_port());
+  child_process worker{
+      {lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", dir / "ckpt", "--steps", "10"},
+      true,
+      environment_with({{"LIFEBOAT_PLATFORM", "generic"},
+                        {"LIFEBOAT_RANK", "1"},
+                        {"LIFEBOAT_WORLD_SIZE", "2"},
+                        {"LIFEBOAT_COORDINATOR", where},
+                        {"LIFEBOAT_LOCAL_DIR", "off"}})};
+  auto expected = "coordination_agent: warning: cannot reach the coordination service at " + where +
+                  " for 10 s (";
+  std::string seen;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (seen.find(expected) == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    if (auto line = worker.read_line(std::chrono::seconds{1})) seen += *line + "\n";
+  EXPECT_NE(seen.find(expected), std::string::npos) << seen;
+  EXPECT_NE(seen.find("); trying again for "), std::string::npos) << seen;
 }
 
 }  // namespace
