@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "messages/log.hpp"
+
 namespace lifeboat {
 
 namespace {
@@ -75,6 +77,8 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
   if (b.arrived.empty()) {
     b.requested.assign(req.participants().begin(), req.participants().end());
     b.participants = std::move(named);
+    b.opened_ms = now_ms;
+    request_due_.lower_to(now_ms + barrier_wait_report_ms);
   } else if (!known && b.participants != named) {
     reply(conn, req.id(), errc::invalid_argument,
           "barrier " + req.name() + ": participants differ from the other arrivals'");
@@ -127,11 +131,12 @@ std::string ranks_text(const std::vector<int32_t>& ranks) {
 
 }  // namespace
 
-// Who a barrier that timed out waited for, and which of them never joined:
+// Who a barrier that timed out (or, `waiting`, is still open) waited for,
+// and which of them never joined:
 // a worker that has not constructed its handler yet (or cannot reach the
 // service) holds every other at its first barrier, and "timeout" alone
 // named no one.
-std::string coordination_state::absent_text(const barrier& b) const {
+std::string coordination_state::absent_text(const barrier& b, bool waiting) const {
   std::vector<int32_t> absent, unjoined;
   for (auto p : b.participants) {
     if (b.arrived.count(p) > 0) continue;
@@ -139,7 +144,8 @@ std::string coordination_state::absent_text(const barrier& b) const {
     if (workers_[static_cast<size_t>(p)].state == rank_state::joining) unjoined.push_back(p);
   }
   if (absent.empty()) return {};
-  auto text = ": " + ranks_text(absent) + " did not arrive";
+  auto text = waiting ? ", waiting for " + ranks_text(absent)
+                      : ": " + ranks_text(absent) + " did not arrive";
   if (unjoined.empty()) return text;
   return text + " (" + ranks_text(unjoined) +
          (unjoined.size() == 1 ? " never joined: its worker has"
@@ -155,12 +161,21 @@ void coordination_state::expire_barriers(int64_t now_ms) {
     std::optional<std::string> absent;
     for (auto i = arrived.begin(); i != arrived.end();) {
       if (i->second.deadline_ms <= now_ms) {
-        if (!absent) absent = absent_text(b->second);
+        if (!absent) absent = absent_text(b->second, false);
         reply(i->second.conn, i->second.id, errc::timeout, "barrier " + b->first + *absent);
         i = arrived.erase(i);
       } else {
         request_due_.lower_to(i->second.deadline_ms);
         ++i;
+      }
+    }
+    if (!arrived.empty() && !b->second.wait_told) {
+      if (now_ms - b->second.opened_ms >= barrier_wait_report_ms) {
+        b->second.wait_told = true;
+        log(log_level::info, component, "barrier ", b->first, " open for ",
+            (now_ms - b->second.opened_ms) / 1000, " s", absent_text(b->second, true));
+      } else {
+        request_due_.lower_to(b->second.opened_ms + barrier_wait_report_ms);
       }
     }
     b = arrived.empty() ? barriers_.erase(b) : std::next(b);

@@ -167,7 +167,15 @@ class coordination_state {
     // The same, sorted, each once.
     std::vector<int32_t> participants;
     std::map<int32_t, waiter> arrived;
+    // When the first arrival came, and whether the wait was told in the log.
+    int64_t opened_ms = 0;
+    bool wait_told = false;
   };
+  // A barrier still open this long after its first arrival says in the log
+  // whom it waits for: a start that waits for a worker that never comes
+  // (a rank still importing its framework, or one that never constructs its
+  // handler) was two minutes of silence before its timeout named it.
+  static constexpr int64_t barrier_wait_report_ms = 10000;
 
   static constexpr const char* component = "coordination_service";
 
@@ -191,7 +199,7 @@ class coordination_state {
   void on_cancel(conn_id conn, uint64_t id);
   void expire_gets(int64_t now_ms);
   void expire_barriers(int64_t now_ms);
-  std::string absent_text(const barrier& b) const;
+  std::string absent_text(const barrier& b, bool waiting) const;
   void expire_heartbeats(int64_t now_ms);
   int64_t heartbeat_interval_ms() const;
 

@@ -4,6 +4,7 @@
 // error.
 
 #include <chrono>
+#include <csignal>
 #include <random>
 #include <string>
 #include <vector>
@@ -86,6 +87,30 @@ TEST(demo_failure_test, a_worker_that_cannot_reach_its_service_says_so_while_it_
     if (auto line = worker.read_line(std::chrono::seconds{1})) seen += *line + "\n";
   EXPECT_NE(seen.find(expected), std::string::npos) << seen;
   EXPECT_NE(seen.find("); trying again for "), std::string::npos) << seen;
+}
+
+// A start that waits for a worker that never comes (its process alive, its
+// handler never constructed) says whom it waits for, long before the
+// barrier's timeout names it.
+TEST(demo_failure_test, a_start_waiting_for_a_worker_that_never_comes_says_whom_it_waits_for) {
+  scratch_dir dir{"apps-never-joins"};
+  child_process run{
+      {lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc", "2", "--", "/bin/sh", "-c",
+       "if [ \"$LIFEBOAT_RANK\" = 1 ]; then exec sleep 600; fi; exec \"$@\"", "sh",
+       lifeboat::test::built(LIFEBOAT_DEMO), "--checkpoint-dir", dir / "ckpt", "--steps", "10"},
+      true,
+      environment_with({{"LIFEBOAT_PLATFORM", "generic"}})};
+  auto expected =
+      " open for 10 s, waiting for rank 1 (rank 1 never joined: its worker has not "
+      "constructed a handler, or cannot reach the coordination service)";
+  std::string seen;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (seen.find(expected) == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    if (auto line = run.read_line(std::chrono::seconds{1})) seen += *line + "\n";
+  EXPECT_NE(seen.find("coordination_service: barrier lifeboat/"), std::string::npos) << seen;
+  EXPECT_NE(seen.find(expected), std::string::npos) << seen;
+  run.kill(SIGTERM);
+  EXPECT_TRUE(run.wait_exit(std::chrono::seconds{30})) << seen;
 }
 
 }  // namespace
