@@ -94,8 +94,11 @@ uint64_t ram_room(const memory_state& state) {
 
 std::optional<uint64_t> host_ram_room() {
   std::optional<uint64_t> room;
-  for (auto state : {parse_meminfo(read_text("/proc/meminfo")), cgroup_memory()})
-    if (state) room = std::min(room.value_or(ram_room(*state)), ram_room(*state));
+  for (auto state : {parse_meminfo(read_text("/proc/meminfo")), cgroup_memory()}) {
+    if (!state) continue;
+    auto this_room = ram_room(*state);
+    room = room ? std::min(*room, this_room) : this_room;
+  }
   return room;
 }
 

@@ -87,9 +87,9 @@ bool in_use(const std::filesystem::path& job) {
   return std::any_of(dirs.begin(), dirs.end(), held);
 }
 
-// The number of workers of a rank's store named in `job` (not its peer
-// replicas) that a worker holds and whose world is not `world_size`: a job
-// of another size running on the same checkpoint directory; 0: none.
+// The world size of a rank's store in `job` (a peer replica's does not
+// count) that a worker holds and that is not `world_size`: a job of another
+// size running on the same checkpoint directory; 0: none.
 int other_world_held(const std::filesystem::path& job, int world_size) {
   std::error_code ec;
   for (std::filesystem::directory_iterator it{job, ec}, end; !ec && it != end; it.increment(ec)) {

@@ -20,11 +20,10 @@ void copy_bytes(char* dst, const char* src, std::size_t size) {
   // The size first: hardware_concurrency() opens a file in /sys on each call,
   // and a model of 80,000 small tensors (20,000 parameters with Adam's state)
   // spent 0.5 s of every save's stall on it.
-  if (size < parallel_copy_threshold) {
-    std::memcpy(dst, src, size);
-    return;
-  }
-  unsigned threads = std::min(max_copy_threads, std::max(1u, std::thread::hardware_concurrency()));
+  unsigned threads =
+      size < parallel_copy_threshold
+          ? 1
+          : std::min(max_copy_threads, std::max(1u, std::thread::hardware_concurrency()));
   if (threads == 1) {
     std::memcpy(dst, src, size);
     return;

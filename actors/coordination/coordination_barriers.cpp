@@ -131,11 +131,10 @@ std::string ranks_text(const std::vector<int32_t>& ranks) {
 
 }  // namespace
 
-// Who a barrier that timed out (or, `waiting`, is still open) waited for,
-// and which of them never joined:
-// a worker that has not constructed its handler yet (or cannot reach the
-// service) holds every other at its first barrier, and "timeout" alone
-// named no one.
+// Whom a barrier that timed out (or, `waiting`, is still open) waits for,
+// and which of them never joined: a worker that has not constructed its
+// handler yet (or cannot reach the service) holds every other at its first
+// barrier, and "timeout" alone named no one.
 std::string coordination_state::absent_text(const barrier& b, bool waiting) const {
   std::vector<int32_t> absent, unjoined;
   for (auto p : b.participants) {
