@@ -179,8 +179,9 @@ class RegistrationTest(unittest.TestCase):
 
     def test_tensors_that_cannot_be_restored_in_place_are_refused(self):
         state = lifeboat.CheckpointState()
-        with self.assertRaisesRegex(lifeboat.ConfigError, "'t' is not contiguous"):
-            lifeboat.torch.add_tensor(state, "t", torch.zeros(3, 4).t())
+        with self.assertRaisesRegex(lifeboat.ConfigError, r"'t' is not contiguous in any order "
+                                                          r"of its dimensions \(strides \[4, 1\]"):
+            lifeboat.torch.add_tensor(state, "t", torch.zeros(4, 4)[:, :2])
         with self.assertRaisesRegex(lifeboat.ConfigError, "'m' is on meta"):
             lifeboat.torch.add_tensor(state, "m", torch.zeros(3, device="meta"))
         with self.assertRaisesRegex(lifeboat.ConfigError, "'s' is torch.sparse_coo"):
@@ -355,6 +356,129 @@ class MovedStateTest(scratch_case.ScratchCase):
                     handler.run(step)
         self.assertTrue(self.committed_steps())
         self.assertLessEqual(max(self.committed_steps()), moved_at)
+
+
+class MemoryOrderTest(scratch_case.ScratchCase):
+    """Tensors whose dimensions lie in memory in another order than their
+    shape's (channels_last), saved and restored in place by handlers in this
+    process (a world of one)."""
+
+    prefix = "lifeboat-torch-order-"
+
+    def trainer(self, seed, channels_last=True):
+        torch.manual_seed(seed)
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        lifeboat.torch.add_optimizer(state, optimizer)
+        handler = lambda: lifeboat.PreemptionCheckpointHandler(  # noqa: E731
+            state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=3))
+        return model, optimizer, handler
+
+    def test_a_channels_last_model_and_its_adam_state_restore_bit_exact(self):
+        model, optimizer, handler = self.trainer(seed=0)
+        self.assertTrue(model[0].weight.is_contiguous(memory_format=torch.channels_last))
+        self.assertFalse(model[0].weight.is_contiguous())
+
+        def step():
+            optimizer.zero_grad()
+            x = torch.randn(2, 3, 6, 6).to(memory_format=torch.channels_last)
+            model(x).square().sum().backward()
+            optimizer.step()
+
+        with handler() as running:
+            for _ in range(3):
+                running.run(step)
+        trained = {k: v.clone() for k, v in model.state_dict().items()}
+        moments = optimizer.state[model[0].weight]["exp_avg"].clone()
+
+        model, optimizer, handler = self.trainer(seed=1)
+        self.assertFalse(torch.equal(model[0].weight, trained["0.weight"]))
+        with handler() as resumed:
+            self.assertEqual(resumed.total_run_calls, 3)
+        for name, value in model.state_dict().items():
+            self.assertTrue(torch.equal(value, trained[name]), name)
+        self.assertTrue(model[0].weight.is_contiguous(memory_format=torch.channels_last))
+        self.assertTrue(torch.equal(optimizer.state[model[0].weight]["exp_avg"], moments))
+
+        # The same model in the default order: its bytes would be read in the
+        # wrong order, and the names differ.
+        _, _, handler = self.trainer(seed=1, channels_last=False)
+        with self.assertRaisesRegex(lifeboat.ConfigError,
+                                    r"'model/0.weight \(memory order 0,2,3,1\)' in the "
+                                    "checkpoint but 'model/0.weight' registered"):
+            handler()
+
+
+class UnregisteredParameterTest(scratch_case.ScratchCase):
+    """An optimizer that trains a parameter no registered tensor holds, in
+    this process (a world of one): refused before the restore, as lifeboat
+    would neither save nor restore what it trains."""
+
+    prefix = "lifeboat-torch-unregistered-"
+
+    def handler(self, state):
+        return lifeboat.PreemptionCheckpointHandler(
+            state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=1))
+
+    def test_an_optimizer_over_parameters_no_tensor_holds_is_refused_as_the_handler_is_built(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model[0])  # a part of the model
+        lifeboat.torch.add_optimizer(state, torch.optim.Adam(model.parameters()))
+        with self.assertRaisesRegex(lifeboat.ConfigError,
+                                    r"optimizer 'optimizer' updates parameter 2 of group 0 "
+                                    r"\(shape \[2, 3\], torch.float32\), which no tensor "
+                                    "registered with lifeboat.torch holds"):
+            self.handler(state)
+        state = lifeboat.CheckpointState()
+        free = torch.zeros(5, requires_grad=True)
+        lifeboat.torch.add_optimizer(state, torch.optim.SGD([free], lr=0.1), prefix="sgd")
+        with self.assertRaisesRegex(lifeboat.ConfigError, "optimizer 'sgd' updates parameter 0 "
+                                                          "of group 0"):
+            self.handler(state)
+
+    def test_parameters_registered_frozen_or_inside_a_registered_tensor_are_accepted(self):
+        free = torch.zeros(5, requires_grad=True)
+        frozen = torch.nn.Linear(4, 3).requires_grad_(False)
+        flat = torch.zeros(12)
+        views = [flat[:8].view(2, 4).requires_grad_(), flat[8:].requires_grad_()]
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_tensor(state, "free", free)
+        lifeboat.torch.add_tensor(state, "flat", flat)
+        lifeboat.torch.add_optimizer(
+            state, torch.optim.SGD([free, *frozen.parameters(), *views], lr=0.1))
+        with self.handler(state) as handler:
+            handler.run(lambda: None)
+        self.assertEqual(self.committed_steps(), [1])
+
+    def test_a_parameter_group_added_after_the_registration_fails_the_next_save(self):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2))
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        optimizer = torch.optim.SGD(model[0].parameters(), lr=0.1, momentum=0.9)
+        lifeboat.torch.add_optimizer(state, optimizer)
+
+        def step():
+            optimizer.zero_grad()
+            model(torch.randn(8, 4)).square().sum().backward()
+            optimizer.step()
+
+        with self.handler(state) as handler:
+            handler.run(step)
+            # Unfreezing the next layer: its momentum would be in no checkpoint.
+            optimizer.add_param_group({"params": model[1].parameters()})
+            with self.assertRaisesRegex(lifeboat.PeerError,
+                                        r"optimizer 'optimizer' updates other parameters than "
+                                        r"when it was registered \(groups of \[2\] parameters "
+                                        r"then, \[2, 2\] now"):
+                for _ in range(1000):
+                    handler.run(step)
+        self.assertEqual(self.committed_steps(), [1])
 
 
 class TorchTrainerTest(scratch_case.ScratchCase):

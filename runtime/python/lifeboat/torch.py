@@ -14,7 +14,10 @@ restores the checkpoint into it in place, so register after the last move
 found before every save and restore: the handler's construction raises
 lifeboat.ConfigError, or the save fails with its message, naming the tensor
 (never a checkpoint of memory the model left). Tensors lifeboat cannot
-restore in place are refused with lifeboat.ConfigError.
+restore in place are refused with lifeboat.ConfigError. So is an optimizer
+that trains a parameter no registered tensor holds (as the handler is
+constructed), or whose parameters changed after add_optimizer (at the next
+save): its training would be in no checkpoint.
 
 State that is no tensor (an optimizer's learning rate and betas, a schedule's
 counters, the random generators) is saved through callbacks, as JSON: a
@@ -23,18 +26,36 @@ file that someone else wrote cannot run code in the worker.
 """
 
 import base64
+import bisect
 import itertools
 import json
 import random
+import weakref
 
 import torch
 
 from lifeboat import ConfigError
 
 
+# The memory each CheckpointState holds through this module, by state: what
+# add_optimizer's check looks its parameters up in.
+_REGISTERED = weakref.WeakKeyDictionary()
+
+
 def _memory(tensor):
     """Where a tensor's bytes are: what lifeboat saves and restores."""
     return tensor.device, tensor.data_ptr(), tensor.numel() * tensor.element_size()
+
+
+def _registered_ranges(state):
+    """The memory registered in `state` through this module, by device: sorted
+    (begin, end) address ranges."""
+    ranges = {}
+    for device, begin, size in _REGISTERED.get(state, ()):
+        ranges.setdefault(device, []).append((begin, begin + size))
+    for device_ranges in ranges.values():
+        device_ranges.sort()
+    return ranges
 
 
 def _check_unmoved(state, registered, current):
@@ -66,13 +87,27 @@ def add_tensor(state, name, tensor):
     _check_unmoved(state, {name: _register(state, name, tensor)}, lambda: {name: tensor})
 
 
+def _in_memory_order(name, tensor):
+    """`tensor` as a contiguous view of its memory, and the name it is
+    registered under. A dense tensor whose dimensions lie in memory in
+    another order (channels_last: 0, 2, 3, 1) is viewed in that order, and
+    the order is part of its name: a checkpoint of one order never restores
+    into another as bytes read in the wrong order."""
+    if tensor.is_contiguous():
+        return tensor, name
+    order = sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
+    permuted = tensor.permute(order)
+    if not permuted.is_contiguous():
+        raise ConfigError(f"tensor '{name}' is not contiguous in any order of its dimensions "
+                          f"(strides {list(tensor.stride())}): it cannot be restored in place")
+    return permuted, f"{name} (memory order {','.join(map(str, order))})"
+
+
 def _register(state, name, tensor):
     """Registers `tensor`'s memory under `name` and returns it (_memory)."""
     if tensor.layout != torch.strided:
         raise ConfigError(f"tensor '{name}' is {tensor.layout}, not a dense tensor")
-    if not tensor.is_contiguous():
-        raise ConfigError(f"tensor '{name}' is not contiguous: it cannot be restored in place")
-    data = tensor.detach()
+    data, name = _in_memory_order(name, tensor.detach())
     if data.is_cuda:
         # __cuda_array_interface__ names the device memory; lifeboat refuses it
         # with ConfigError when device support is not compiled in.
@@ -84,6 +119,7 @@ def _register(state, name, tensor):
     else:
         raise ConfigError(f"tensor '{name}' is on {data.device}: lifeboat saves CPU and CUDA "
                           "memory")
+    _REGISTERED.setdefault(state, []).append(_memory(data))
     return _memory(data)
 
 
@@ -195,7 +231,9 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
 
     State the optimizer creates at its first step is created here first, so
     that it exists when lifeboat restores into it; the optimizer then takes
-    it as its own and updates it in place.
+    it as its own and updates it in place. The parameters themselves are the
+    model's: register them with add_module or add_tensor (checked as the
+    handler is constructed, for every parameter that requires grad).
     """
     create = _INITIAL_STATE.get(type(optimizer))
     registered = {}
@@ -224,8 +262,60 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
                 for key, value in optimizer.state.get(param, {}).items()}
 
     _check_unmoved(state, registered, tensors)
+    _check_parameters(state, optimizer, prefix)
     _add_plain(state, f"{prefix}/param_groups", lambda: _hyperparameters(optimizer),
                lambda saved: _set_hyperparameters(optimizer, saved))
+
+
+def _parameters(optimizer):
+    return [list(group["params"]) for group in optimizer.param_groups]
+
+
+def _require_registered(state, prefix, groups):
+    """Raises ConfigError for the first parameter in `groups` that trains
+    (requires_grad) and lies in no tensor registered in `state`."""
+    ranges = _registered_ranges(state)
+    for g, group in enumerate(groups):
+        for i, param in enumerate(group):
+            device, begin, size = _memory(param)
+            if not param.requires_grad or size == 0:
+                continue
+            held = ranges.get(device, [])
+            at = bisect.bisect_right(held, (begin, float("inf")))
+            if at == 0 or begin + size > held[at - 1][1]:
+                raise ConfigError(
+                    f"optimizer '{prefix}' updates parameter {i} of group {g} (shape "
+                    f"{list(param.shape)}, {param.dtype}), which no tensor registered with "
+                    "lifeboat.torch holds: lifeboat would neither save nor restore it, and a "
+                    "restart would train it on from its initial values. Register the module "
+                    "that holds it (add_module) or the parameter (add_tensor)")
+
+
+def _check_parameters(state, optimizer, prefix):
+    """Registers a check that `optimizer` still updates the parameters it had
+    here (add_optimizer registered their state, and only theirs) and, the
+    first time (as the handler is constructed, every tensor registered), that
+    each one that trains is itself registered: an optimizer over a whole model
+    beside add_module of a part of it, or over a free tensor never registered,
+    trained what no checkpoint held."""
+    registered = _parameters(optimizer)
+    first = [True]
+
+    def check():
+        now = _parameters(optimizer)
+        if [len(g) for g in now] != [len(g) for g in registered] or any(
+                p is not q for a, b in zip(now, registered) for p, q in zip(a, b)):
+            raise ConfigError(
+                f"optimizer '{prefix}' updates other parameters than when it was registered "
+                f"(groups of {[len(g) for g in registered]} parameters then, "
+                f"{[len(g) for g in now]} now: add_param_group, or a group's parameters "
+                "replaced), and lifeboat saves the state of those it had then: register the "
+                "optimizer after changing its parameters")
+        if first:
+            _require_registered(state, prefix, now)
+            first.clear()
+
+    state.add_check(check)
 
 
 def add_scheduler(state, scheduler, prefix="scheduler"):
