@@ -78,6 +78,7 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
     b.requested.assign(req.participants().begin(), req.participants().end());
     b.participants = std::move(named);
     b.opened_ms = now_ms;
+    b.report_after_ms = barrier_wait_report_ms;
     request_due_.lower_to(now_ms + barrier_wait_report_ms);
   } else if (!known && b.participants != named) {
     reply(conn, req.id(), errc::invalid_argument,
@@ -168,14 +169,14 @@ void coordination_state::expire_barriers(int64_t now_ms) {
         ++i;
       }
     }
-    if (!arrived.empty() && !b->second.wait_told) {
-      if (now_ms - b->second.opened_ms >= barrier_wait_report_ms) {
-        b->second.wait_told = true;
+    if (!arrived.empty()) {
+      auto& open = b->second;
+      if (now_ms - open.opened_ms >= open.report_after_ms) {
         log(log_level::info, component, "barrier ", b->first, " open for ",
-            (now_ms - b->second.opened_ms) / 1000, " s", absent_text(b->second, true));
-      } else {
-        request_due_.lower_to(b->second.opened_ms + barrier_wait_report_ms);
+            (now_ms - open.opened_ms) / 1000, " s", absent_text(open, true));
+        while (open.report_after_ms <= now_ms - open.opened_ms) open.report_after_ms *= 2;
       }
+      request_due_.lower_to(open.opened_ms + open.report_after_ms);
     }
     b = arrived.empty() ? barriers_.erase(b) : std::next(b);
   }

@@ -167,14 +167,17 @@ class coordination_state {
     // The same, sorted, each once.
     std::vector<int32_t> participants;
     std::map<int32_t, waiter> arrived;
-    // When the first arrival came, and whether the wait was told in the log.
+    // When the first arrival came, and how long after it the wait is next
+    // told in the log.
     int64_t opened_ms = 0;
-    bool wait_told = false;
+    int64_t report_after_ms = barrier_wait_report_ms;
   };
   // A barrier still open this long after its first arrival says in the log
-  // whom it waits for: a start that waits for a worker that never comes
-  // (a rank still importing its framework, or one that never constructs its
-  // handler) was two minutes of silence before its timeout named it.
+  // whom it waits for, and again each time it has been open twice as long
+  // (10, 20, 40 s, ...): a start that waits for a worker that never comes (a
+  // rank still importing its framework, or one that never constructs its
+  // handler) was two minutes of silence before its timeout named it, and a
+  // wait told once at 10 s said nothing of who was still missing later.
   static constexpr int64_t barrier_wait_report_ms = 10000;
 
   static constexpr const char* component = "coordination_service";

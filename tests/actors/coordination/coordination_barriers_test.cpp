@@ -1,6 +1,9 @@
 // coordination_state's barriers.
 #include "actors/coordination/coordination_state.hpp"
 
+#include <map>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "tests/actors/coordination/state_fixture.hpp"
@@ -39,6 +42,43 @@ TEST_F(state_test, a_barrier_that_times_out_names_who_did_not_arrive) {
               "barrier b: ranks 2, 3 did not arrive (rank 3 never joined: its worker has not "
               "constructed a handler, or cannot reach the coordination service)");
   }
+}
+
+// A barrier left open says whom it waits for at 10 s, and again each time
+// it has been open twice as long: a wait told once said nothing later of who
+// was still missing.
+TEST_F(state_test, a_barrier_left_open_says_whom_it_waits_for_at_10_20_and_40_s) {
+  for (int32_t r = 0; r < 3; ++r) ASSERT_TRUE(join(r + 1, r).ok());  // rank 3 never joins
+  request(1, barrier(1, "b", 100000));
+  auto opened = now;
+  std::map<int64_t, std::string> told;  // by whole seconds open
+  for (int64_t s = 1; s <= 50; ++s) {
+    now = opened + s * 1000;
+    for (conn_id c = 1; c <= 3; ++c) {
+      wire::Envelope hb;
+      hb.mutable_heartbeat()->set_step(1);
+      request(c, hb);
+    }
+    if (s == 15) request(2, barrier(1, "b", 100000));
+    testing::internal::CaptureStderr();
+    st.on_tick(now);
+    auto text = testing::internal::GetCapturedStderr();
+    if (!text.empty()) told[s] = text;
+  }
+  ASSERT_EQ(told.size(), 3u);
+  auto never_joined =
+      " (rank 3 never joined: its worker has not constructed a handler, or cannot "
+      "reach the coordination service)\n";
+  EXPECT_NE(told[10].find("barrier b open for 10 s, waiting for ranks 1, 2, 3" +
+                          std::string{never_joined}),
+            std::string::npos)
+      << told[10];
+  EXPECT_NE(
+      told[20].find("barrier b open for 20 s, waiting for ranks 2, 3" + std::string{never_joined}),
+      std::string::npos)
+      << told[20];
+  EXPECT_NE(told[40].find("barrier b open for 40 s, waiting for ranks 2, 3"), std::string::npos)
+      << told[40];
 }
 
 TEST_F(state_test, barrier_with_participants_ignores_others) {
