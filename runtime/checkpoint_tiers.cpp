@@ -44,6 +44,22 @@ caf::expected<std::optional<checkpoint::memory_tier>> open_worker_memory_tier(
   return std::optional<checkpoint::memory_tier>{std::move(*opened)};
 }
 
+caf::expected<std::optional<checkpoint::directory_lock>> lock_checkpoint_dir(
+    const std::string& checkpoint_dir, int rank) {
+  if (rank != 0) return std::nullopt;
+  auto lock = checkpoint::directory_lock::acquire(checkpoint_dir);
+  if (lock) return std::optional<checkpoint::directory_lock>{std::move(*lock)};
+  if (lock.error() == make_error(errc::already_exists))
+    return make_error(errc::already_exists,
+                      "the rank 0 of another job holds it: a job running on the same checkpoint "
+                      "directory (started again while the first still runs?), and the two "
+                      "would write the same steps over each other; stop the other job or give "
+                      "this one a checkpoint directory of its own");
+  log(log_level::warning, "runtime", "checkpoint directory ", checkpoint_dir,
+      " not locked, a second job on it would not be refused: ", describe(lock.error()));
+  return std::nullopt;
+}
+
 void prepare_spares(checkpoint::memory_tier* memory, worker_peer_tier& peer,
                     const checkpoint::state_registry& registry) {
   // State saved through callbacks has no size until it is saved: the save

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/coordination/tls_config.hpp"
+#include "checkpoint/directory_lock.hpp"
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/store.hpp"
 #include "checkpoint/tiered_restore.hpp"
@@ -26,6 +27,16 @@ namespace lifeboat {
 caf::expected<std::optional<checkpoint::memory_tier>> open_worker_memory_tier(
     const std::optional<std::string>& local_dir, const std::string& checkpoint_dir, int rank,
     int world_size);
+
+/// Rank 0's lock on the checkpoint directory itself, held while its worker
+/// runs: one job per checkpoint directory, also where no memory tier sees
+/// the other (LIFEBOAT_LOCAL_DIR=off, or a job on another host of a shared
+/// file system whose locks reach across hosts). Other ranks take none (none
+/// to hold: the ranks of one job share the directory). The one error,
+/// errc::already_exists: another job's rank 0 holds it. A file system that
+/// refuses locks is logged and leaves the directory unlocked.
+caf::expected<std::optional<checkpoint::directory_lock>> lock_checkpoint_dir(
+    const std::string& checkpoint_dir, int rank);
 
 /// A worker's part of the peer tier: the listener that keeps the replicas it
 /// holds, and its side of the rank that holds its own. Lifetime: the saver

@@ -142,6 +142,11 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
     if (!memory)
       fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(memory.error()));
     memory_ = std::move(*memory);
+    // After the memory tier: its refusal names the other job's size.
+    auto locked = lock_checkpoint_dir(checkpoint_dir_, cluster.rank);
+    if (!locked)
+      fail_config("checkpoint_dir '" + checkpoint_dir_ + "': " + describe(locked.error()));
+    checkpoint_dir_lock_ = std::move(*locked);
   }
   log(log_level::info, "runtime", "rank ", cluster.rank, " of ", cluster.world_size, " (",
       cluster.origin, ", platform ", settings_.platform_name, ", restart ", cluster.restart_count,

@@ -112,6 +112,7 @@ class worker_runtime {
   std::optional<checkpoint::store> store_;
   // Tier 0, written before the store's directory; none when off.
   std::optional<checkpoint::memory_tier> memory_;
+  std::optional<checkpoint::directory_lock> checkpoint_dir_lock_;
   // Tier 1: replicas on a peer; the saver (in actors_) pushes through it.
   worker_peer_tier peer_;
   // Owned by actors_; set when this worker writes its own checkpoints.

@@ -262,6 +262,33 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
 // training goes on, and a final checkpoint is saved before the deadline; the
 // restart resumes from the final one and the digests are those of a run
 // without a notice.
+// The same without memory tiers (LIFEBOAT_LOCAL_DIR=off), where no tier's
+// lock sees the other job: the second job's rank 0 finds the checkpoint
+// directory locked by the first's and stops before it joins; the first
+// finishes.
+TEST(launch_demo_test, a_second_job_without_memory_tiers_is_refused_by_rank_0s_lock) {
+  constexpr int64_t long_steps = 600;
+  scratch_dir dir{"apps-twice-off"};
+  const std::vector<std::string> off{"/usr/bin/env", "LIFEBOAT_LOCAL_DIR=off"};
+  auto port = [] { return std::to_string(unused_port()); };
+  auto first = launch(dir / "ckpt", {"--port", port()}, {}, long_steps, off);
+  output_log log{*first};
+  ASSERT_EQ(joined_workers(log, 0).size(), static_cast<size_t>(workers)) << log.text();
+  auto second = launch(dir / "ckpt", {"--port", port()}, {}, long_steps, off);
+  output_log again{*second};
+  again.read_all();
+  EXPECT_NE(exit_code(*second), 0) << again.text();
+  EXPECT_EQ(again.count("lifeboat-demo: configuration error: checkpoint_dir '" + (dir / "ckpt") +
+                        "': already_exists: the rank 0 of another job "
+                        "holds it"),
+            1)
+      << again.text();
+  EXPECT_EQ(again.count("[rank 0] runtime: joined the coordination service"), 0) << again.text();
+  log.read_all();
+  ASSERT_EQ(exit_code(*first), 0) << log.text();
+  EXPECT_EQ(log.digests(long_steps).size(), static_cast<size_t>(workers)) << log.text();
+}
+
 TEST(launch_demo_test, grace_period_saves_twice_and_resumes_from_the_final_checkpoint) {
   // Four seconds of 5 ms steps at least: the final save of a 3 s grace
   // period comes about 1.5 s after the notice (deadline - 1 s margin - the

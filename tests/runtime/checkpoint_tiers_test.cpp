@@ -178,6 +178,40 @@ TEST_F(checkpoint_tiers_spare_test, a_spare_the_holder_cannot_make_leaves_this_h
   EXPECT_NE(log.find("bytes allocated for the next shard here in"), std::string::npos) << log;
 }
 
+// One job per checkpoint directory, also without a memory tier: rank 0
+// locks the directory; the ranks of its own job take no lock, another job's
+// rank 0 is refused while the lock is held, and gets it once it is gone.
+TEST(checkpoint_tiers_test, rank_0_locks_the_checkpoint_directory_against_another_job) {
+  scratch_checkpoint_dir dir{"lifeboat-tiers-lock"};
+  auto first = lock_checkpoint_dir(dir.str(), 0);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(first->has_value());
+  auto same_job = lock_checkpoint_dir(dir.str(), 1);
+  ASSERT_TRUE(same_job);
+  EXPECT_FALSE(same_job->has_value());
+  auto second = lock_checkpoint_dir(dir.str(), 0);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error(), make_error(errc::already_exists));
+  EXPECT_NE(describe(second.error()).find("the rank 0 of another job holds it"), std::string::npos)
+      << describe(second.error());
+  first->reset();
+  auto after = lock_checkpoint_dir(dir.str(), 0);
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->has_value());
+}
+
+TEST(checkpoint_tiers_test, a_directory_that_cannot_be_locked_is_left_unlocked_with_a_warning) {
+  testing::internal::CaptureStderr();
+  auto lock = lock_checkpoint_dir("/proc/lifeboat-no-such-dir", 0);
+  auto log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(lock);
+  EXPECT_FALSE(lock->has_value());
+  EXPECT_NE(log.find("checkpoint directory /proc/lifeboat-no-such-dir not locked, a second job "
+                     "on it would not be refused"),
+            std::string::npos)
+      << log;
+}
+
 TEST(checkpoint_tiers_test, the_report_lists_every_tier_with_its_seconds) {
   checkpoint::checkpoint_info info;
   info.step = 7;
