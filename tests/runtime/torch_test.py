@@ -522,6 +522,27 @@ class TorchTrainerTest(scratch_case.ScratchCase):
                 self.assertGreaterEqual(saved, step)
                 self.assert_resumed_bit_exact(run, saved)
 
+    def test_zero_redundancy_optimizer_shards_resume_bit_exact_after_a_sigterm(self):
+        # Each rank holds Adam's state for its shard of the parameters only
+        # (in the optimizer ZeRO wraps), and saves that: every rank's digest
+        # differs, each equal to its uninterrupted run's.
+        reference = launch(os.path.join(self.dir, "reference"), ["--zero"])
+        self.assertEqual(reference.finish(RUN_TIMEOUT), 0, reference.transcript())
+        expected = digests(reference)
+        self.assertEqual(sorted(expected), list(range(WORLD)), reference.transcript())
+        self.assertEqual(len(set(expected.values())), WORLD, reference.transcript())
+        run = launch(self.ckpt, ["--zero"])
+        pid = pid_of(run, 2)
+        self.assertTrue(run.wait_line(f"rank=2 step={STEPS // 3}", EVENT_TIMEOUT),
+                        run.transcript())
+        os.kill(pid, signal.SIGTERM)
+        self.assertEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
+        (saved,) = self.committed_steps()
+        for rank in range(WORLD):
+            self.assertIn(f"rank={rank} restored={saved} ", "\n".join(run.lines) + "\n",
+                          run.transcript())
+        self.assertEqual(digests(run), expected, run.transcript())
+
     def test_a_rank_killed_outright_resumes_every_rank_from_the_last_backup_bit_exact(self):
         # No notice: the backups, saved every second while training goes on,
         # hold what each step left (the schedule's and the generators' state

@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+from torch.distributed.optim import ZeroRedundancyOptimizer
 
 import lifeboat
 import lifeboat.torch
@@ -126,6 +127,8 @@ def main():
     parser.add_argument("--no-warm-up", action="store_true")
     parser.add_argument("--save-every-s", type=float, default=0,
                         help="a backup save this often (TerminationConfig.save_every_seconds)")
+    parser.add_argument("--zero", action="store_true",
+                        help="Adam sharded across the ranks by ZeroRedundancyOptimizer")
     parser.add_argument("--loader-workers", type=int, default=0,
                         help="batches from a DataLoader with this many forked workers")
     opts = parser.parse_args()
@@ -147,7 +150,12 @@ def main():
         x, y = batch(rank, 0)
         loss_fn(model(x), y).backward()
         model.zero_grad()
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    if opts.zero:
+        # Its defaults are only the arguments given: OneCycleLR looks for betas there.
+        optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam,
+                                            lr=0.01, betas=(0.9, 0.999))
+    else:
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.05,
                                                    total_steps=opts.steps)
 
@@ -156,8 +164,10 @@ def main():
     lifeboat.torch.add_optimizer(state, optimizer)
     lifeboat.torch.add_scheduler(state, schedule)
     lifeboat.torch.add_rng(state)
+    # This rank's optimizer state: with ZeRO, its shard, in the wrapped optimizer.
+    local = optimizer.optim if opts.zero else optimizer
     tensors = list(model.module.state_dict().values()) + [
-        t for s in optimizer.state.values() for t in s.values()]
+        t for s in local.state.values() for t in s.values()]
     # SIGUSR1 too, as under SLURM: the notice a scheduler may send to every
     # process of the job, DataLoader workers included.
     config = lifeboat.TerminationConfig(notice_sources=[], signals=["SIGTERM", "SIGUSR1"],

@@ -224,6 +224,17 @@ _INITIAL_STATE = {torch.optim.Adam: _adam_state, torch.optim.AdamW: _adam_state,
                   torch.optim.SGD: _sgd_state}
 
 
+def _local_optimizer(optimizer):
+    """The optimizer that holds this process's per-parameter state: the one
+    a ZeroRedundancyOptimizer wraps (its `optim`, over the rank's shard of
+    the parameters), else `optimizer` itself."""
+    try:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+    except ImportError:  # a torch built without distributed support
+        return optimizer
+    return optimizer.optim if isinstance(optimizer, ZeroRedundancyOptimizer) else optimizer
+
+
 def add_optimizer(state, optimizer, prefix="optimizer"):
     """Registers an optimizer's per-parameter state as `prefix/<group>/<index>/<key>`,
     and its groups' hyperparameters (learning rate, betas, ...: what a
@@ -234,16 +245,21 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
     it as its own and updates it in place. The parameters themselves are the
     model's: register them with add_module or add_tensor (checked as the
     handler is constructed, for every parameter that requires grad).
+
+    A ZeroRedundancyOptimizer keeps only its rank's shard of the state, in
+    the optimizer it wraps: that one's state is registered (each rank saves
+    its own shard), the hyperparameters are the wrapper's.
     """
-    create = _INITIAL_STATE.get(type(optimizer))
+    local = _local_optimizer(optimizer)
+    create = _INITIAL_STATE.get(type(local))
     registered = {}
-    for g, group in enumerate(optimizer.param_groups):
+    for g, group in enumerate(local.param_groups):
         for i, param in enumerate(group["params"]):
-            entry = optimizer.state[param]
+            entry = local.state[param]
             if not entry:
                 if create is None:
                     raise ConfigError(
-                        f"{type(optimizer).__name__} has no state for parameter {i} of group {g} "
+                        f"{type(local).__name__} has no state for parameter {i} of group {g} "
                         "yet, and lifeboat.torch cannot create it: register the optimizer after "
                         "its first step")
                 entry.update(create(param, group))
@@ -257,12 +273,12 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
     def tensors():
         # optimizer.state is a defaultdict: a lookup must not add to it.
         return {f"{prefix}/{g}/{i}/{key}": value
-                for g, group in enumerate(optimizer.param_groups)
+                for g, group in enumerate(local.param_groups)
                 for i, param in enumerate(group["params"])
-                for key, value in optimizer.state.get(param, {}).items()}
+                for key, value in local.state.get(param, {}).items()}
 
     _check_unmoved(state, registered, tensors)
-    _check_parameters(state, optimizer, prefix)
+    _check_parameters(state, local, prefix)
     _add_plain(state, f"{prefix}/param_groups", lambda: _hyperparameters(optimizer),
                lambda saved: _set_hyperparameters(optimizer, saved))
 
