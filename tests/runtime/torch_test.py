@@ -443,6 +443,7 @@ class UnregisteredParameterTest(scratch_case.ScratchCase):
             self.handler(state)
 
     def test_parameters_registered_frozen_or_inside_a_registered_tensor_are_accepted(self):
+        # A frozen one only until it trains: unfrozen, it fails the next save.
         free = torch.zeros(5, requires_grad=True)
         frozen = torch.nn.Linear(4, 3).requires_grad_(False)
         flat = torch.zeros(12)
@@ -454,6 +455,13 @@ class UnregisteredParameterTest(scratch_case.ScratchCase):
             state, torch.optim.SGD([free, *frozen.parameters(), *views], lr=0.1))
         with self.handler(state) as handler:
             handler.run(lambda: None)
+            frozen.requires_grad_(True)
+            with self.assertRaisesRegex(lifeboat.PeerError,
+                                        r"optimizer 'optimizer' updates parameter 1 of group 0 "
+                                        r"\(shape \[3, 4\], torch.float32\) unfrozen after the "
+                                        "handler was constructed, which no tensor registered"):
+                for _ in range(1000):
+                    handler.run(lambda: None)
         self.assertEqual(self.committed_steps(), [1])
 
     def test_a_parameter_group_added_after_the_registration_fails_the_next_save(self):

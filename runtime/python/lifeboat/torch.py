@@ -287,24 +287,28 @@ def _parameters(optimizer):
     return [list(group["params"]) for group in optimizer.param_groups]
 
 
-def _require_registered(state, prefix, groups):
-    """Raises ConfigError for the first parameter in `groups` that trains
-    (requires_grad) and lies in no tensor registered in `state`."""
+def _unregistered(state, groups):
+    """(group, index, parameter) of each parameter in `groups` with bytes that
+    lies in no tensor registered in `state`."""
     ranges = _registered_ranges(state)
+    out = []
     for g, group in enumerate(groups):
         for i, param in enumerate(group):
             device, begin, size = _memory(param)
-            if not param.requires_grad or size == 0:
-                continue
             held = ranges.get(device, [])
             at = bisect.bisect_right(held, (begin, float("inf")))
-            if at == 0 or begin + size > held[at - 1][1]:
-                raise ConfigError(
-                    f"optimizer '{prefix}' updates parameter {i} of group {g} (shape "
-                    f"{list(param.shape)}, {param.dtype}), which no tensor registered with "
-                    "lifeboat.torch holds: lifeboat would neither save nor restore it, and a "
-                    "restart would train it on from its initial values. Register the module "
-                    "that holds it (add_module) or the parameter (add_tensor)")
+            if size > 0 and (at == 0 or begin + size > held[at - 1][1]):
+                out.append((g, i, param))
+    return out
+
+
+def _trains_unregistered(prefix, g, i, param, since=""):
+    return ConfigError(
+        f"optimizer '{prefix}' updates parameter {i} of group {g} (shape {list(param.shape)}, "
+        f"{param.dtype}){since}, which no tensor registered with lifeboat.torch holds: "
+        "lifeboat would neither save nor restore it, and a restart would train it on from its "
+        "initial values. Register the module that holds it (add_module) or the parameter "
+        "(add_tensor)")
 
 
 def _check_parameters(state, optimizer, prefix):
@@ -313,11 +317,13 @@ def _check_parameters(state, optimizer, prefix):
     first time (as the handler is constructed, every tensor registered), that
     each one that trains is itself registered: an optimizer over a whole model
     beside add_module of a part of it, or over a free tensor never registered,
-    trained what no checkpoint held."""
+    trained what no checkpoint held. One frozen then (requires_grad False)
+    is let through until it trains."""
     registered = _parameters(optimizer)
-    first = [True]
+    frozen = None  # the unregistered parameters frozen at the first check
 
     def check():
+        nonlocal frozen
         now = _parameters(optimizer)
         if [len(g) for g in now] != [len(g) for g in registered] or any(
                 p is not q for a, b in zip(now, registered) for p, q in zip(a, b)):
@@ -327,9 +333,16 @@ def _check_parameters(state, optimizer, prefix):
                 f"{[len(g) for g in now]} now: add_param_group, or a group's parameters "
                 "replaced), and lifeboat saves the state of those it had then: register the "
                 "optimizer after changing its parameters")
-        if first:
-            _require_registered(state, prefix, now)
-            first.clear()
+        if frozen is None:
+            unheld = _unregistered(state, now)
+            for g, i, param in unheld:
+                if param.requires_grad:
+                    raise _trains_unregistered(prefix, g, i, param)
+            frozen = unheld
+        for g, i, param in frozen:
+            if param.requires_grad:
+                raise _trains_unregistered(prefix, g, i, param,
+                                           " unfrozen after the handler was constructed")
 
     state.add_check(check)
 
