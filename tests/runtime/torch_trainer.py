@@ -151,9 +151,12 @@ def main():
         loss_fn(model(x), y).backward()
         model.zero_grad()
     if opts.zero:
-        # Its defaults are only the arguments given: OneCycleLR looks for betas there.
+        # Its defaults are only the arguments given: OneCycleLR looks for betas
+        # there. With bucket views every parameter's memory moves into ZeRO's
+        # buckets here, before lifeboat.torch registers it.
         optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam,
-                                            lr=0.01, betas=(0.9, 0.999))
+                                            parameters_as_bucket_view=True, lr=0.01,
+                                            betas=(0.9, 0.999))
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.05,
