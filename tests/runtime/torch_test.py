@@ -264,6 +264,39 @@ class RegistrationTest(unittest.TestCase):
                 fresh, _ = self.schedules_from_step(kind, first=0)
                 self.assertNotEqual(fresh, expected)
 
+    def grad_scaler_after(self, steps, first=0, restore_from=None):
+        """What add_grad_scaler saves after `steps` steps of a GradScaler on the
+        GPU, from global step `first` on (step 1's loss is infinite: the scale
+        backs off), restored first from `restore_from` when given."""
+        param = torch.nn.Parameter(torch.ones(2, device="cuda"))
+        optimizer = torch.optim.SGD([param], lr=0.1)
+        scaler = torch.cuda.amp.GradScaler(growth_interval=3)
+        state = CallbackRecorder()
+        lifeboat.torch.add_grad_scaler(state, scaler)
+        if restore_from is not None:
+            state.restore(restore_from)
+        for n in range(first, first + steps):
+            optimizer.zero_grad()
+            scaler.scale((param * (float("inf") if n == 1 else 1.0)).sum()).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        return state.save()
+
+    @unittest.skipUnless(torch.cuda.is_available(),
+                         "no usable GPU: GradScaler disables itself without CUDA")
+    def test_a_grad_scalers_scale_and_growth_count_resume_where_they_were_saved(self):
+        expected = self.grad_scaler_after(7)
+        resumed = self.grad_scaler_after(3, first=4, restore_from=self.grad_scaler_after(4))
+        self.assertEqual(resumed, expected)
+        self.assertNotEqual(self.grad_scaler_after(3, first=4), expected)
+
+    def test_a_disabled_grad_scaler_saves_and_restores_nothing(self):
+        state = CallbackRecorder()
+        lifeboat.torch.add_grad_scaler(state, torch.cuda.amp.GradScaler(enabled=False))
+        saved = state.save()
+        self.assertEqual(saved, {"grad_scaler": b"{}"})
+        state.restore(saved)
+
     def test_the_random_generators_draw_after_a_restore_what_they_drew_after_the_save(self):
         state = CallbackRecorder()
         lifeboat.torch.add_rng(state)

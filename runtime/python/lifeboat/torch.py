@@ -4,6 +4,7 @@
     lifeboat.torch.add_module(state, model)           # parameters and buffers
     lifeboat.torch.add_optimizer(state, optimizer)    # e.g. Adam's moments and steps
     lifeboat.torch.add_scheduler(state, scheduler)    # a learning-rate schedule
+    lifeboat.torch.add_grad_scaler(state, scaler)     # mixed precision's loss scale
     lifeboat.torch.add_rng(state)                     # torch's and Python's generators
     handler = lifeboat.PreemptionCheckpointHandler(state, "ckpt", config)
 
@@ -375,6 +376,16 @@ def add_scheduler(state, scheduler, prefix="scheduler"):
     """
     _add_plain(state, prefix, scheduler.state_dict,
                lambda saved: scheduler.load_state_dict(_merged(scheduler.state_dict(), saved)))
+
+
+def add_grad_scaler(state, scaler, prefix="grad_scaler"):
+    """Registers a mixed-precision loss scaler's state (torch.cuda.amp.GradScaler's
+    state_dict: its scale and the count of steps since the scale last
+    changed) as `prefix`: without it a resumed run starts from the initial
+    scale (65536), skips steps to back it off again, and trains other bits
+    than the uninterrupted run. A disabled scaler (no CUDA) saves nothing.
+    """
+    _add_plain(state, prefix, scaler.state_dict, scaler.load_state_dict)
 
 
 def _rng_state():
