@@ -314,7 +314,18 @@ void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_m
         // directory write would fit, and none is skipped for it.
         checkpoint::save_options{settings_.grace_period.count() > 0 ? deadline_unix_ms : 0, false,
                                  final_save});
-    if (err) caf::anon_send(actors_->writer(), save_failed_atom::value, step, describe(err));
+    if (err) {
+      caf::anon_send(actors_->writer(), save_failed_atom::value, step, describe(err));
+      // The snapshot failed here, on the training thread: this worker has
+      // failed from now on, as for a step's error, not only once the
+      // service's broadcast of its report comes back. Until then, a step that
+      // returns at once asked for a save at every step, each failing again:
+      // the reports queued ahead of the broadcast, and run() went on for a
+      // minute beside a compile.
+      gate_->fail(rank(),
+                  "checkpoint save at step " + std::to_string(step) + " failed: " + describe(err),
+                  false);
+    }
   }
   if (final_save) wait_and_exit(step);
 }

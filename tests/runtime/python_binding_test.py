@@ -334,6 +334,33 @@ class PythonBindingTest(scratch_case.ScratchCase):
                         handler.run(lambda: None)
                 self.assertEqual(self.committed_steps(), [])
 
+    def test_a_save_whose_check_fails_fails_the_next_run_and_no_save_follows(self):
+        # The check runs at the construction and first in every save: the
+        # save that fails is the last one tried, and the next run() raises
+        # its error at once, not after the service's broadcast came back.
+        checks = []
+
+        def check():
+            checks.append(None)
+            if len(checks) > 2:  # the construction's and step 1's pass, step 2's fails
+                raise lifeboat.ConfigError("moved")
+
+        state = lifeboat.CheckpointState()
+        state.add_buffer("b", bytearray(8))
+        state.add_check(check)
+        with lifeboat.PreemptionCheckpointHandler(
+                state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=1)) as handler:
+            handler.run(lambda: None)  # its save's check passes
+            handler.run(lambda: None)  # its save's check fails
+            # Steps that return at once, as many as run before run() raises.
+            with self.assertRaisesRegex(lifeboat.PeerError,
+                                        "^rank 0: checkpoint save at step 2 failed: "
+                                        "invalid_config: moved$"):
+                for _ in range(100000):
+                    handler.run(lambda: None)
+        self.assertEqual(len(checks), 3)
+        self.assertEqual(self.committed_steps(), [1])
+
     def test_a_step_whose_data_ran_out_ends_the_epoch_and_no_peer_fails(self):
         # The step takes its batch from an iterator: at the end of the data
         # StopIteration ends the epoch, uncounted and unreported, and the
