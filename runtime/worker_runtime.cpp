@@ -322,9 +322,7 @@ void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_m
       // returns at once asked for a save at every step, each failing again:
       // the reports queued ahead of the broadcast, and run() went on for a
       // minute beside a compile.
-      gate_->fail(rank(),
-                  "checkpoint save at step " + std::to_string(step) + " failed: " + describe(err),
-                  false);
+      gate_->fail(rank(), save_failure_text(step, describe(err)), false);
     }
   }
   if (final_save) wait_and_exit(step);

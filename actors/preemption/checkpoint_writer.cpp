@@ -16,6 +16,10 @@ namespace lifeboat {
 
 const char* checkpoint_writer_state::name = "checkpoint_writer";
 
+std::string save_failure_text(int64_t step, const std::string& error) {
+  return "checkpoint save at step " + std::to_string(step) + " failed: " + error;
+}
+
 checkpoint_writer_actor::behavior_type checkpoint_writer(
     checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
     std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank,
@@ -53,7 +57,7 @@ checkpoint_writer_actor::behavior_type checkpoint_writer(
         auto& st = self->state;
         st.saving_step = -1;
         ++st.failures;
-        auto text = "checkpoint save at step " + std::to_string(step) + " failed: " + error;
+        auto text = save_failure_text(step, error);
         log(log_level::error, "checkpoint_writer", text);
         st.client->report_error(static_cast<int32_t>(errc::io_error), text);
       },

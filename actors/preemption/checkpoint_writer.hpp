@@ -45,6 +45,10 @@ struct checkpoint_writer_state {
   double seconds_total = 0;
 };
 
+/// The error of a failed save, as the writer logs and reports it (and the
+/// trainer raises it where the save failed on its own thread).
+std::string save_failure_text(int64_t step, const std::string& error);
+
 checkpoint_writer_actor::behavior_type checkpoint_writer(
     checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
     std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank,

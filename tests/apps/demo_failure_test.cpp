@@ -82,12 +82,10 @@ TEST(demo_failure_test, a_worker_that_cannot_reach_its_service_says_so_while_it_
   // For "10 s" or a second more: the line comes with the first retry after 10 s.
   auto expected =
       "coordination_agent: warning: cannot reach the coordination service at " + where + " for ";
-  std::string seen;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
-  while (seen.find(expected) == std::string::npos && std::chrono::steady_clock::now() < deadline)
-    if (auto line = worker.read_line(std::chrono::seconds{1})) seen += *line + "\n";
-  EXPECT_NE(seen.find(expected), std::string::npos) << seen;
-  EXPECT_NE(seen.find("); trying again for "), std::string::npos) << seen;
+  output_log log{worker};
+  log.read_until(expected, std::chrono::seconds{60});
+  EXPECT_TRUE(log.contains(expected)) << log.text();
+  EXPECT_TRUE(log.contains("); trying again for ")) << log.text();
 }
 
 // A start that waits for a worker that never comes (its process alive, its
@@ -105,15 +103,13 @@ TEST(demo_failure_test, a_start_waiting_for_a_worker_that_never_comes_says_whom_
   auto expected =
       " s, waiting for rank 1 (rank 1 never joined: its worker has not "
       "constructed a handler, or cannot reach the coordination service)";
-  std::string seen;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
-  while (seen.find(expected) == std::string::npos && std::chrono::steady_clock::now() < deadline)
-    if (auto line = run.read_line(std::chrono::seconds{1})) seen += *line + "\n";
-  EXPECT_NE(seen.find("coordination_service: barrier lifeboat/"), std::string::npos) << seen;
-  EXPECT_NE(seen.find(" open for 1"), std::string::npos) << seen;
-  EXPECT_NE(seen.find(expected), std::string::npos) << seen;
+  output_log log{run};
+  log.read_until(expected, std::chrono::seconds{60});
+  EXPECT_TRUE(log.contains("coordination_service: barrier lifeboat/")) << log.text();
+  EXPECT_TRUE(log.contains(" open for 1")) << log.text();
+  EXPECT_TRUE(log.contains(expected)) << log.text();
   run.kill(SIGTERM);
-  EXPECT_TRUE(run.wait_exit(std::chrono::seconds{30})) << seen;
+  EXPECT_TRUE(run.wait_exit(std::chrono::seconds{30})) << log.text();
 }
 
 }  // namespace

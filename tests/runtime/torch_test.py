@@ -339,7 +339,16 @@ class RegistrationTest(unittest.TestCase):
                                                                  dampening=0.5))
 
 
-class MovedStateTest(scratch_case.ScratchCase):
+class HandlerCase(scratch_case.ScratchCase):
+    """A test case that runs handlers in this process (a world of one) on its
+    scratch checkpoint directory."""
+
+    def handler(self, state, save_every_steps=1):
+        return lifeboat.PreemptionCheckpointHandler(
+            state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=save_every_steps))
+
+
+class MovedStateTest(HandlerCase):
     """A tensor moved or replaced after its registration, with a handler in
     this process (a world of one): found before the restore and before every
     save, and never checkpointed from the memory it left."""
@@ -354,10 +363,6 @@ class MovedStateTest(scratch_case.ScratchCase):
         lifeboat.torch.add_module(state, model)
         lifeboat.torch.add_optimizer(state, optimizer)
         return model, optimizer, state
-
-    def handler(self, state):
-        return lifeboat.PreemptionCheckpointHandler(
-            state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=1))
 
     def test_state_moved_before_the_handler_is_refused_as_it_is_constructed(self):
         moves = {"model/0.weight": lambda model: model.double(),
@@ -400,7 +405,7 @@ class MovedStateTest(scratch_case.ScratchCase):
         self.assertLessEqual(max(self.committed_steps()), moved_at)
 
 
-class MemoryOrderTest(scratch_case.ScratchCase):
+class MemoryOrderTest(HandlerCase):
     """Tensors whose dimensions lie in memory in another order than their
     shape's (channels_last), saved and restored in place by handlers in this
     process (a world of one)."""
@@ -416,9 +421,7 @@ class MemoryOrderTest(scratch_case.ScratchCase):
         state = lifeboat.CheckpointState()
         lifeboat.torch.add_module(state, model)
         lifeboat.torch.add_optimizer(state, optimizer)
-        handler = lambda: lifeboat.PreemptionCheckpointHandler(  # noqa: E731
-            state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=3))
-        return model, optimizer, handler
+        return model, optimizer, lambda: self.handler(state, save_every_steps=3)
 
     def test_a_channels_last_model_and_its_adam_state_restore_bit_exact(self):
         model, optimizer, handler = self.trainer(seed=0)
@@ -455,16 +458,12 @@ class MemoryOrderTest(scratch_case.ScratchCase):
             handler()
 
 
-class UnregisteredParameterTest(scratch_case.ScratchCase):
+class UnregisteredParameterTest(HandlerCase):
     """An optimizer that trains a parameter no registered tensor holds, in
     this process (a world of one): refused before the restore, as lifeboat
     would neither save nor restore what it trains."""
 
     prefix = "lifeboat-torch-unregistered-"
-
-    def handler(self, state):
-        return lifeboat.PreemptionCheckpointHandler(
-            state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=1))
 
     def test_an_optimizer_over_parameters_no_tensor_holds_is_refused_as_the_handler_is_built(self):
         torch.manual_seed(0)
@@ -545,14 +544,15 @@ class TorchTrainerTest(scratch_case.ScratchCase):
             TorchTrainerTest.reference = found[0]
         return TorchTrainerTest.reference
 
-    def assert_resumed_bit_exact(self, process, saved):
-        """Every rank restored step `saved` and ended with the uninterrupted run's bits."""
-        expected = self.expected_digest()
+    def assert_resumed_bit_exact(self, process, saved, expected=None):
+        """Every rank restored step `saved` and ended with the uninterrupted run's
+        bits: `expected`, {rank: (step, digest)}, or expected_digest() on every rank."""
+        if expected is None:
+            expected = {r: self.expected_digest() for r in range(WORLD)}
         for rank in range(WORLD):
             self.assertIn(f"rank={rank} restored={saved} ", "\n".join(process.lines) + "\n",
                           process.transcript())
-        self.assertEqual(digests(process), {r: expected for r in range(WORLD)},
-                         process.transcript())
+        self.assertEqual(digests(process), expected, process.transcript())
 
     def test_a_sigterm_to_a_random_rank_under_lifeboat_launch_resumes_bit_exact(self):
         for trial in range(3):
@@ -586,10 +586,7 @@ class TorchTrainerTest(scratch_case.ScratchCase):
         os.kill(pid, signal.SIGTERM)
         self.assertEqual(run.finish(RUN_TIMEOUT), 0, run.transcript())
         (saved,) = self.committed_steps()
-        for rank in range(WORLD):
-            self.assertIn(f"rank={rank} restored={saved} ", "\n".join(run.lines) + "\n",
-                          run.transcript())
-        self.assertEqual(digests(run), expected, run.transcript())
+        self.assert_resumed_bit_exact(run, saved, expected)
 
     def test_a_rank_killed_outright_resumes_every_rank_from_the_last_backup_bit_exact(self):
         # No notice: the backups, saved every second while training goes on,

@@ -134,8 +134,9 @@ def _register(state, name, tensor):
     else:
         raise ConfigError(f"tensor '{name}' is on {data.device}: lifeboat saves CPU and CUDA "
                           "memory")
-    _REGISTERED.setdefault(state, []).append(_memory(data))
-    return _memory(data)
+    memory = _memory(data)
+    _REGISTERED.setdefault(state, []).append(memory)
+    return memory
 
 
 def _plain(value, where):
