@@ -12,7 +12,6 @@ import secrets
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import unittest
 
 import lifeboat
 
+import loopback_ports
 import output_lines
 import scratch_case
 
@@ -31,12 +31,6 @@ CONFIG_EXIT_CODE = 2
 EVENT_TIMEOUT = 30
 RUN_TIMEOUT = 60
 STEPS = 30
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Worker(output_lines.Process):
@@ -59,7 +53,7 @@ class Cluster:
     """`world` workers sharing a checkpoint directory (world 0: one, in local mode)."""
 
     def __init__(self, world, ckpt, args, incarnation=0):
-        port, token = free_port(), secrets.token_hex(8)
+        port, token = loopback_ports.free_ports(), secrets.token_hex(8)
         self.workers = []
         for rank in range(max(world, 1)):
             env = {k: v for k, v in os.environ.items() if not k.startswith("LIFEBOAT_")}

@@ -29,6 +29,7 @@ except ImportError as error:
 import lifeboat
 import lifeboat.torch
 
+import loopback_ports
 import network_hosts
 import output_lines
 import scratch_case
@@ -46,23 +47,9 @@ RUN_TIMEOUT = 120
 DONE = re.compile(r"^rank=(\d+) done step=(\d+) digest=([0-9a-f]+)$")
 
 
-# Below the ephemeral range (32768 and up here): a port picked there by
-# binding port 0 was taken by another test's outgoing connection before gloo
-# bound it (seen once in a full ctest -j2 run: 'Address already in use').
-PORT_RANGE = (22000, 32000)
-
-
 def free_port_pair():
     """A port P with P + 1 free too: one for lifeboat, one for gloo's rendezvous."""
-    while True:
-        port = random.randrange(*PORT_RANGE)
-        with socket.socket() as first, socket.socket() as second:
-            try:
-                first.bind(("127.0.0.1", port))
-                second.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
+    return loopback_ports.free_ports(2)
 
 
 def environment():

@@ -6,6 +6,8 @@
 // refused).
 
 #include <cstdint>
+#include <fstream>
+#include <random>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,7 +21,8 @@ namespace lifeboat::test {
 /// bind a port that is bound but not listened on.
 class held_port {
  public:
-  explicit held_port(int family = AF_INET) {
+  /// `port` 0: one the kernel picks, from its ephemeral range.
+  explicit held_port(int family = AF_INET, uint16_t port = 0) {
     fd_ = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_storage addr{};
     socklen_t len = 0;
@@ -27,11 +30,13 @@ class held_port {
       auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
       v6->sin6_family = AF_INET6;
       v6->sin6_addr = in6addr_loopback;
+      v6->sin6_port = htons(port);
       len = sizeof(sockaddr_in6);
     } else {
       auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
       v4->sin_family = AF_INET;
       v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      v4->sin_port = htons(port);
       len = sizeof(sockaddr_in);
     }
     auto* any = reinterpret_cast<sockaddr*>(&addr);
@@ -55,9 +60,33 @@ class held_port {
   uint16_t port_ = 0;
 };
 
+/// The first port of the range the kernel gives to sockets that do not ask
+/// for one (/proc/sys/net/ipv4/ip_local_port_range; Linux's default 32768).
+inline uint16_t first_ephemeral_port() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  unsigned first = 0;
+  return range >> first && first > 0 && first < 65536 ? static_cast<uint16_t>(first) : 32768;
+}
+
 /// A port on 127.0.0.1 (::1 with AF_INET6) that nothing listens on: held,
-/// then released. Another process may take it in between, as with any port
-/// picked this way.
-inline uint16_t unused_port(int family = AF_INET) { return held_port{family}.port(); }
+/// then released; 0 when none could be had. Another process that asks for
+/// this port by number may take it in between.
+inline uint16_t unused_port(int family = AF_INET) {
+  // Below the ephemeral range: a port from it may become, between this pick
+  // and the server's bind, the local end of any connection on the machine
+  // (the tests' own workers dial a coordinator hundreds of times a second),
+  // and the server then fails with "Address already in use". Ports below the
+  // range go only to those who name them.
+  constexpr uint16_t lowest = 10000;
+  constexpr int attempts = 200;
+  uint16_t end = first_ephemeral_port();
+  if (end <= lowest + 1) return held_port{family}.port();
+  static thread_local std::mt19937 random{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(lowest, end - 1);
+  for (int attempt = 0; attempt < attempts; ++attempt)
+    if (auto port = held_port{family, static_cast<uint16_t>(pick(random))}.port(); port != 0)
+      return port;
+  return 0;
+}
 
 }  // namespace lifeboat::test

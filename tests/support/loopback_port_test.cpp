@@ -42,5 +42,18 @@ TEST(loopback_port, an_unused_port_can_be_listened_on) {
   EXPECT_EQ(listen_error(port), 0);
 }
 
+// A port from the ephemeral range may be handed to another connection's local
+// end before the test's server binds it.
+TEST(loopback_port, an_unused_port_lies_below_the_kernels_ephemeral_range) {
+  for (int family : {AF_INET, AF_INET6}) {
+    for (int i = 0; i < 20; ++i) {
+      auto port = unused_port(family);
+      if (family == AF_INET6 && port == 0) break;
+      ASSERT_NE(port, 0);
+      EXPECT_LT(port, first_ephemeral_port());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lifeboat::test
