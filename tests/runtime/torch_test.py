@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 import unittest
+import warnings
 
 SKIP_EXIT_CODE = 77
 try:
@@ -183,6 +184,12 @@ class RegistrationTest(unittest.TestCase):
             lifeboat.torch.add_tensor(state, "m", torch.zeros(3, device="meta"))
         with self.assertRaisesRegex(lifeboat.ConfigError, "'s' is torch.sparse_coo"):
             lifeboat.torch.add_tensor(state, "s", torch.zeros(3).to_sparse())
+        with warnings.catch_warnings():  # "Lazy modules are a new feature ..."
+            warnings.simplefilter("ignore")
+            lazy = torch.nn.Sequential(torch.nn.LazyLinear(3))
+        with self.assertRaisesRegex(lifeboat.ConfigError, "'model/0.weight' is not materialized "
+                                                          "yet"):
+            lifeboat.torch.add_module(state, lazy)
         lifeboat.torch.add_tensor(state, "bf16", torch.zeros(3, dtype=torch.bfloat16))
 
     @unittest.skipIf(torch.cuda.is_available(), "a usable GPU: lifeboat may take device memory")
@@ -390,6 +397,112 @@ class MovedStateTest(HandlerCase):
                 run_until_it_raises(handler, step)
         self.assertTrue(self.committed_steps())
         self.assertLessEqual(max(self.committed_steps()), moved_at)
+
+
+    def test_a_tensor_added_after_the_registration_is_refused_as_the_handler_is_built(self):
+        model, _, state = self.registered()
+        model[1].register_buffer("extra", torch.zeros(2))
+        with self.assertRaisesRegex(lifeboat.ConfigError, "tensor 'model/1.extra' was added to "
+                                                          "the state after the registration"):
+            self.handler(state)
+
+
+class SgdWithoutMomentumTest(HandlerCase):
+    """SGD without momentum, whose first step stores a momentum_buffer of
+    None for each parameter, registered before and after that step."""
+
+    prefix = "lifeboat-torch-sgd-"
+
+    def trainer(self, seed, steps_before):
+        torch.manual_seed(seed)
+        model = torch.nn.Linear(4, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def step():
+            optimizer.zero_grad()
+            model(torch.ones(4)).square().sum().backward()
+            optimizer.step()
+
+        for _ in range(steps_before):
+            step()
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        lifeboat.torch.add_optimizer(state, optimizer)
+        return model, step, lambda: self.handler(state, save_every_steps=3)
+
+    def assert_saves_and_resumes(self, steps_before):
+        model, step, handler = self.trainer(0, steps_before)
+        with handler() as running:
+            for _ in range(6):
+                running.run(step)
+        self.assertEqual(self.committed_steps(), [3, 6])
+        trained = {k: v.clone() for k, v in model.state_dict().items()}
+        model, _, handler = self.trainer(1, steps_before)
+        with handler() as resumed:
+            self.assertEqual(resumed.total_run_calls, 6)
+        for name, value in model.state_dict().items():
+            self.assertTrue(torch.equal(value, trained[name]), name)
+
+    def test_registered_before_its_first_step_saves_and_resumes(self):
+        self.assert_saves_and_resumes(steps_before=0)
+
+    def test_registered_after_its_first_step_saves_and_resumes(self):
+        self.assert_saves_and_resumes(steps_before=1)
+
+
+class GrowingCache(torch.nn.Module):
+    """A linear layer with a persistent buffer and a non-persistent cache it
+    replaces as its input grows, as a rotary embedding's cos/sin cache does."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("cache", torch.zeros(2), persistent=False)
+
+    def forward(self, x, length):
+        if length > self.cache.numel():
+            self.cache = torch.arange(length, dtype=torch.float32)
+        self.calls += 1
+        return self.linear(x).sum() * self.cache[:length].sum()
+
+
+class NonPersistentBufferTest(HandlerCase):
+    """A module's non-persistent buffers are left out of its checkpoint, as
+    torch's state_dict leaves them out, by handlers in this process."""
+
+    prefix = "lifeboat-torch-nonpersistent-"
+
+    def trainer(self, seed):
+        torch.manual_seed(seed)
+        model = torch.nn.Sequential(GrowingCache())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        lifeboat.torch.add_optimizer(state, optimizer)
+        return model, optimizer, lambda: self.handler(state, save_every_steps=3)
+
+    def test_a_cache_replaced_as_it_grows_neither_fails_a_save_nor_is_restored(self):
+        model, optimizer, handler = self.trainer(seed=0)
+
+        def step():
+            optimizer.zero_grad()
+            model[0](torch.ones(4), 2 + running.total_run_calls).backward()
+            optimizer.step()
+
+        with handler() as running:
+            for _ in range(6):
+                running.run(step)
+        self.assertEqual(self.committed_steps(), [3, 6])
+        trained = {k: v.clone() for k, v in model.state_dict().items()}
+        self.assertEqual(set(trained), {"0.linear.weight", "0.linear.bias", "0.calls"})
+
+        model, _, handler = self.trainer(seed=1)
+        with handler() as resumed:
+            self.assertEqual(resumed.total_run_calls, 6)
+        for name, value in model.state_dict().items():
+            self.assertTrue(torch.equal(value, trained[name]), name)
+        self.assertTrue(torch.equal(model[0].cache, torch.zeros(2)))
 
 
 class MemoryOrderTest(HandlerCase):

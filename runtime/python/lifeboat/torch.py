@@ -61,16 +61,17 @@ def _registered_ranges(state):
 
 def _check_unmoved(state, registered, current, held):
     """Registers a check, run before every save and restore, that each tensor
-    still has the memory registered for it: `registered` maps names to their
-    memory (_memory) then, `current()` the same names to the tensors that the
-    state holds now (once per check: 80,000 lookups of one name each took
+    still has the memory registered for it and that no tensor was added:
+    `registered` maps names to their memory (_memory) then, `current()` the
+    names to the tensors that the state holds now (once per check: 80,000 lookups of one name each took
     0.4 s of every save), `held()` the same tensors without names, in the
     order of `registered`.
 
     The check compares each tensor's address and element count first,
     unnamed: a move or a replacement gives a tensor other memory, at another
-    address. Only when they differ does it look the tensors up by name, with
-    their devices and sizes, to name what changed."""
+    address, and an added tensor lengthens the list. Only when they differ
+    does it look the tensors up by name, with their devices and sizes, to
+    name what changed."""
     def unnamed():
         return [(t.data_ptr(), t.numel()) for t in held()]
 
@@ -80,6 +81,12 @@ def _check_unmoved(state, registered, current, held):
         if unnamed() == expected:
             return
         now = current()
+        for name in now:
+            if name not in registered:
+                raise ConfigError(
+                    f"tensor '{name}' was added to the state after the registration, and "
+                    "lifeboat would neither save nor restore it: register the state once it "
+                    "holds every tensor it trains with")
         for name, memory in registered.items():
             tensor = now.get(name)
             if tensor is None:
@@ -120,6 +127,10 @@ def _in_memory_order(name, tensor):
 
 def _register(state, name, tensor):
     """Registers `tensor`'s memory under `name` and returns it (_memory)."""
+    if torch.nn.parameter.is_lazy(tensor):
+        raise ConfigError(f"tensor '{name}' is not materialized yet (a lazy module's): run a "
+                          "forward pass before registering it, so that it has its shape and "
+                          "memory")
     if tensor.layout != torch.strided:
         raise ConfigError(f"tensor '{name}' is {tensor.layout}, not a dense tensor")
     data, name = _in_memory_order(name, tensor.detach())
@@ -196,15 +207,34 @@ def _set_hyperparameters(optimizer, saved):
         group.update(_merged(current, values))
 
 
+def _saved_buffers(module):
+    """(name, buffer) for each buffer of `module` that its state_dict holds,
+    each tensor once, as named_buffers() names them. A non-persistent buffer
+    (register_buffer(..., persistent=False)) is left out, as torch's own
+    checkpoints leave it out: it is state the module derives again (a rotary
+    embedding's cos/sin cache), often by assigning a new tensor as it grows,
+    which would fail the next save as a moved tensor."""
+    seen = set()
+    for path, owner in module.named_modules():
+        for leaf, buffer in owner._buffers.items():
+            if buffer is None or leaf in owner._non_persistent_buffers_set or \
+                    id(buffer) in seen:
+                continue
+            seen.add(id(buffer))
+            yield (f"{path}.{leaf}" if path else leaf), buffer
+
+
 def add_module(state, module, prefix="model"):
-    """Registers a module's parameters and buffers as `prefix/<name>`."""
+    """Registers a module's parameters and the buffers its state_dict holds
+    (not the non-persistent ones) as `prefix/<name>`."""
     def tensors():
         return {f"{prefix}/{name}": tensor for name, tensor in
-                itertools.chain(module.named_parameters(), module.named_buffers())}
+                itertools.chain(module.named_parameters(), _saved_buffers(module))}
 
     _check_unmoved(state, {name: _register(state, name, tensor)
                            for name, tensor in tensors().items()}, tensors,
-                   lambda: itertools.chain(module.parameters(), module.buffers()))
+                   lambda: itertools.chain(module.parameters(),
+                                           (buffer for _, buffer in _saved_buffers(module))))
 
 
 def _adam_state(param, group):
@@ -281,25 +311,33 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
                         "its first step")
                 entry.update(create(param, group))
             for key, value in entry.items():
+                if value is None:  # SGD's momentum_buffer without momentum
+                    continue
                 if not isinstance(value, torch.Tensor):
                     raise ConfigError(f"optimizer state '{key}' is a {type(value).__name__}, not a "
                                       "tensor: lifeboat restores tensors in place")
                 name = f"{prefix}/{g}/{i}/{key}"
                 registered[name] = _register(state, name, value)
 
+    # optimizer.state is a defaultdict: a lookup must not add to it. What is
+    # no tensor is left out: SGD without momentum stores a momentum_buffer of
+    # None at its first step.
     def tensors():
-        # optimizer.state is a defaultdict: a lookup must not add to it.
         return {f"{prefix}/{g}/{i}/{key}": value
                 for g, group in enumerate(local.param_groups)
                 for i, param in enumerate(group["params"])
-                for key, value in local.state.get(param, {}).items()}
+                for key, value in local.state.get(param, {}).items()
+                if isinstance(value, torch.Tensor)}
 
     def held():
         return (value for group in local.param_groups for param in group["params"]
-                for value in local.state.get(param, {}).values())
+                for value in local.state.get(param, {}).values()
+                if isinstance(value, torch.Tensor))
 
-    _check_unmoved(state, registered, tensors, held)
+    # Parameters first: a parameter group added later also adds state, and
+    # the group says better what changed.
     _check_parameters(state, local, prefix)
+    _check_unmoved(state, registered, tensors, held)
     _add_plain(state, f"{prefix}/param_groups", lambda: _hyperparameters(optimizer),
                lambda saved: _set_hyperparameters(optimizer, saved))
 
