@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <unordered_map>
 #include <vector>
 
 #include "checkpoint/chunk_reader.hpp"
@@ -123,6 +124,51 @@ caf::error check_buffer_table(const wire::ShardIndex& index, const state_registr
                     "checkpoint state does not match the registered buffers: " + diffs);
 }
 
+caf::expected<state_registry> subset_registry(const wire::ShardIndex& index,
+                                              const state_registry& registry) {
+  std::unordered_map<std::string, const registered_buffer*> wanted;
+  for (auto& buf : registry.buffers()) wanted.emplace(buf.name, &buf);
+  std::string diffs;
+  auto add = [&](const std::string& what) {
+    if (!diffs.empty()) diffs += "; ";
+    diffs += what;
+  };
+  state_registry subset;
+  for (auto& saved : index.buffers()) {
+    auto found = wanted.find(saved.name());
+    caf::error err;
+    if (found == wanted.end()) {
+      err = subset.add_callbacks(
+          saved.name(), [] { return std::string{}; }, [](const std::string&) {});
+    } else {
+      auto& mine = *found->second;
+      auto kind = from_wire(saved.kind());
+      bool host_for_device = kind == buffer_kind::device && mine.kind == buffer_kind::host;
+      if (kind != mine.kind && !host_for_device)
+        add("'" + mine.name + "' is " + to_string(kind) + " in the checkpoint but " +
+            to_string(mine.kind) + " registered");
+      else if (kind != buffer_kind::callbacks && static_cast<uint64_t>(saved.size()) != mine.size)
+        add("'" + mine.name + "' has " + std::to_string(saved.size()) +
+            " bytes in the checkpoint but " + std::to_string(mine.size) + " registered");
+      else if (mine.kind == buffer_kind::callbacks)
+        err = subset.add_callbacks(mine.name, mine.save, mine.restore);
+      else if (mine.kind == buffer_kind::host)
+        err = subset.add_host_buffer(mine.name, mine.data, mine.size);
+      else
+        err = subset.add_device_buffer(mine.name, mine.data, mine.size);
+      wanted.erase(found);
+    }
+    if (err) return err;  // a name the checkpoint holds twice
+  }
+  for (auto& buf : registry.buffers())
+    if (wanted.count(buf.name) > 0)
+      add("'" + buf.name + "' is registered but not in the checkpoint");
+  if (!diffs.empty())
+    return make_error(errc::invalid_config,
+                      "checkpoint state does not hold the registered buffers: " + diffs);
+  return subset;
+}
+
 namespace {
 
 // Where a shard's bytes go, chunk by chunk: host buffers directly, device
@@ -152,8 +198,11 @@ caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardI
     return corrupt_file(source, "chunk table does not cover the file");
   load_plan plan;
   uint64_t device_bytes = 0;
-  for (auto& buf : index.buffers())
-    if (from_wire(buf.kind()) == buffer_kind::device) device_bytes += buf.size();
+  // By the registry's kinds: a reader may take a buffer saved from device
+  // memory into host memory (subset_registry).
+  for (int i = 0; i < index.buffers_size(); ++i)
+    if (registry.buffers()[static_cast<size_t>(i)].kind == buffer_kind::device)
+      device_bytes += static_cast<uint64_t>(index.buffers(i).size());
   if (device_bytes > 0) {
     auto lease = pool.acquire(device_bytes, true);
     if (!lease) return std::move(lease.error());

@@ -27,6 +27,21 @@ caf::error verify_shard_files(const std::string& step_dir,
 /// errc::invalid_config lists every difference.
 caf::error check_buffer_table(const wire::ShardIndex& index, const state_registry& registry);
 
+/// How a registry must match a shard's buffer table: `exact` for a job's
+/// restore (check_buffer_table), `subset` for a reader outside the job that
+/// wants part of the state (a model without its optimizer: subset_registry).
+enum class buffer_match { exact, subset };
+
+/// A registry in the order of `index`'s buffers for a reader of part of a
+/// shard: `registry`'s buffer of each name, of the same size (but for
+/// callbacks) and kind, or host memory for a buffer saved from device memory
+/// (the same bytes); for a buffer `registry` lacks, callbacks that drop its
+/// bytes, which are read and verified with the rest and held until the load
+/// ends. errc::invalid_config lists every registered buffer that the shard
+/// lacks or holds otherwise. Load with it, without check_buffer_table.
+caf::expected<state_registry> subset_registry(const wire::ShardIndex& index,
+                                              const state_registry& registry);
+
 /// Reads `index`'s data file straight into the registered buffers in large
 /// reads, checking every chunk against `chunks` as it arrives; device buffers
 /// and callbacks are restored only after the whole file verified. `touched` is

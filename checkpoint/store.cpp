@@ -60,12 +60,19 @@ caf::error check_writable(file_system& fs, const std::string& dir) {
 
 }  // namespace
 
-std::optional<int64_t> newest_committed_step_in(const std::string& dir) {
+caf::expected<std::vector<int64_t>> committed_steps_in(const std::string& dir) {
   auto dirs = scan(dir);
-  if (!dirs) return std::nullopt;
-  for (auto i = dirs->rbegin(); i != dirs->rend(); ++i)
-    if (i->committed) return i->step;
-  return std::nullopt;
+  if (!dirs) return std::move(dirs.error());
+  std::vector<int64_t> steps;
+  for (auto& d : *dirs)
+    if (d.committed) steps.push_back(d.step);
+  return steps;
+}
+
+std::optional<int64_t> newest_committed_step_in(const std::string& dir) {
+  auto steps = committed_steps_in(dir);
+  if (!steps || steps->empty()) return std::nullopt;
+  return steps->back();
 }
 
 std::string describe_tiers(const std::vector<tier_time>& tiers) {
@@ -81,7 +88,7 @@ std::string describe_tiers(const std::vector<tier_time>& tiers) {
 
 store::store(store_config cfg) : cfg_(std::move(cfg)), pool_(staging_pool::make()) {}
 
-caf::expected<store> store::open(store_config cfg) {
+caf::error store::check_config(const store_config& cfg) {
   if (cfg.dir.empty()) return make_error(errc::invalid_config, "no checkpoint directory given");
   if (cfg.world_size < 1 || cfg.rank < 0 || cfg.rank >= cfg.world_size)
     return make_error(errc::invalid_config, "checkpoint store: rank " + std::to_string(cfg.rank) +
@@ -91,6 +98,16 @@ caf::expected<store> store::open(store_config cfg) {
         errc::invalid_config,
         "checkpoint store: max_to_keep must be at least 1, not " + std::to_string(cfg.max_to_keep));
   if (!cfg.files) return make_error(errc::invalid_config, "checkpoint store: no file system");
+  return {};
+}
+
+caf::expected<store> store::open_existing(store_config cfg) {
+  if (auto err = check_config(cfg)) return err;
+  return store{std::move(cfg)};
+}
+
+caf::expected<store> store::open(store_config cfg) {
+  if (auto err = check_config(cfg)) return err;
   if (auto err = make_dirs_durable(*cfg.files, cfg.dir, cfg.dir_mode))
     return wrap_error(errc::io_error, "unusable checkpoint directory", err);
   if (auto err = check_writable(*cfg.files, cfg.dir))
@@ -103,12 +120,7 @@ std::string store::step_path(int64_t step) const {
 }
 
 caf::expected<std::vector<int64_t>> store::committed_steps() const {
-  auto dirs = scan(cfg_.dir);
-  if (!dirs) return std::move(dirs.error());
-  std::vector<int64_t> steps;
-  for (auto& d : *dirs)
-    if (d.committed) steps.push_back(d.step);
-  return steps;
+  return committed_steps_in(cfg_.dir);
 }
 
 std::optional<int64_t> store::newest_committed_step(std::optional<int64_t> max_step) const {
@@ -120,7 +132,7 @@ std::optional<int64_t> store::newest_committed_step(std::optional<int64_t> max_s
 }
 
 caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry& registry,
-                                                   bool& touched) {
+                                                   bool& touched, buffer_match match) {
   auto start = std::chrono::steady_clock::now();
   auto path = step_path(step);
   auto manifest = read_manifest(path, step);
@@ -138,8 +150,15 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
                                                                  std::to_string(record.rank()));
   auto index = read_shard_index(path, record);
   if (!index) return std::move(index.error());
-  if (auto err = check_buffer_table(*index, registry)) return err;
-  if (auto err = load_shard(path, *index, record.chunks(), registry, *pool_, touched)) return err;
+  caf::expected<state_registry> subset{state_registry{}};
+  if (match == buffer_match::subset) {
+    subset = subset_registry(*index, registry);
+    if (!subset) return std::move(subset.error());
+  } else if (auto err = check_buffer_table(*index, registry)) {
+    return err;
+  }
+  auto& target = match == buffer_match::subset ? *subset : registry;
+  if (auto err = load_shard(path, *index, record.chunks(), target, *pool_, touched)) return err;
   checkpoint_info info;
   info.step = step;
   info.total_run_calls = manifest->total_run_calls();
@@ -150,8 +169,9 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
   return info;
 }
 
-caf::expected<std::optional<checkpoint_info>> store::restore_latest(
-    state_registry& registry, std::optional<int64_t> max_step) {
+caf::expected<std::optional<checkpoint_info>> store::restore_latest(state_registry& registry,
+                                                                    std::optional<int64_t> max_step,
+                                                                    buffer_match match) {
   auto steps = committed_steps();
   if (!steps) return std::move(steps.error());
   bool touched = false;
@@ -159,7 +179,7 @@ caf::expected<std::optional<checkpoint_info>> store::restore_latest(
   for (auto i = steps->rbegin(); i != steps->rend(); ++i) {
     if (max_step && *i > *max_step) continue;
     bool touched_now = false;
-    auto info = restore_step(*i, registry, touched_now);
+    auto info = restore_step(*i, registry, touched_now, match);
     if (info) {
       log(log_level::info, component, "restored step ", info->step, " from ", info->path, " (",
           info->bytes, " bytes in ", info->seconds, " s)");

@@ -9,6 +9,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "checkpoint/shard_reader.hpp"
 #include "checkpoint/shard_writer.hpp"
 #include "checkpoint/snapshot.hpp"
 #include "checkpoint/staging.hpp"
@@ -58,6 +59,10 @@ constexpr const char* tier_memory = "memory";
 constexpr const char* tier_peer = "peer";
 constexpr const char* tier_directory = "directory";
 
+/// The steps committed (their MANIFEST there) in `dir`, oldest first, read
+/// without a store; errc::io_error where it cannot be listed.
+caf::expected<std::vector<int64_t>> committed_steps_in(const std::string& dir);
+
 /// The newest step committed (its MANIFEST there) in `dir`, a checkpoint
 /// directory or a memory tier's rank directory, read without a store (nothing
 /// is made or written); none where it holds none or cannot be listed.
@@ -84,6 +89,11 @@ class store {
   /// Creates `dir` if needed and checks that files can be created in it.
   static caf::expected<store> open(store_config cfg);
 
+  /// A store of `dir` as it is, for reading it: neither creates nor writes
+  /// anything (the directory of a job that may be training). Only its
+  /// restore_latest, restore_step and the listings are meant to be called.
+  static caf::expected<store> open_existing(store_config cfg);
+
   const store_config& config() const { return cfg_; }
 
   /// The newest committed checkpoint that verifies, loaded into `registry`.
@@ -92,13 +102,15 @@ class store {
   /// errc::invalid_config when the registry or world size does not match; errc::corrupt
   /// when none verified after buffers were already partly overwritten.
   /// `max_step` limits the search (ranks that disagree restore the common step).
+  /// `match`: whether `registry` must hold every buffer of the checkpoint.
   caf::expected<std::optional<checkpoint_info>> restore_latest(
-      state_registry& registry, std::optional<int64_t> max_step = std::nullopt);
+      state_registry& registry, std::optional<int64_t> max_step = std::nullopt,
+      buffer_match match = buffer_match::exact);
 
   /// Loads the committed checkpoint of exactly `step` into `registry`, verified.
   /// `touched`: whether registered buffers were (partly) overwritten.
-  caf::expected<checkpoint_info> restore_step(int64_t step, state_registry& registry,
-                                              bool& touched);
+  caf::expected<checkpoint_info> restore_step(int64_t step, state_registry& registry, bool& touched,
+                                              buffer_match match = buffer_match::exact);
 
   /// Maps and pre-faults staging memory for `registry` now (at start-up, off
   /// the training path), so that even the first save's stall is only the copy.
@@ -142,6 +154,9 @@ class store {
 
  private:
   explicit store(store_config cfg);
+
+  // errc::invalid_config for a config no store can have.
+  static caf::error check_config(const store_config& cfg);
 
   // errc::invalid_argument on every rank but the commit rank.
   caf::error check_commit_rank() const;

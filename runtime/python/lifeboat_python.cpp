@@ -392,6 +392,30 @@ PYBIND11_MODULE(_lifeboat, m) {
           "registered memory no longer is the state's (moved or replaced by the framework); the "
           "save then fails, or the handler's construction raises ConfigError, with its message.");
 
+  py::register_exception<lifeboat::checkpoint_error>(m, "CheckpointError", PyExc_RuntimeError);
+  py::class_<lifeboat::restored_checkpoint>(m, "RestoredCheckpoint")
+      .def_readonly("step", &lifeboat::restored_checkpoint::step)
+      .def_readonly("total_run_calls", &lifeboat::restored_checkpoint::total_run_calls)
+      .def_readonly("path", &lifeboat::restored_checkpoint::path)
+      .def("__repr__", [](const lifeboat::restored_checkpoint& r) {
+        return "RestoredCheckpoint(step=" + std::to_string(r.step) + ", path='" + r.path + "')";
+      });
+  m.def(
+      "restore_checkpoint",
+      [](lifeboat::checkpoint_state& state, std::string dir, int rank) {
+        py::gil_scoped_release unlocked;
+        return lifeboat::restore_checkpoint(state, dir, rank);
+      },
+      py::arg("state"), py::arg("checkpoint_dir"), py::arg("rank") = 0,
+      "Loads rank `rank`'s shard of the newest committed checkpoint in `checkpoint_dir` that "
+      "verifies into `state`, outside any job (no cluster, nothing written): for evaluation or "
+      "export. `state` may register part of the job's state (a model without its optimizer). "
+      "Returns a RestoredCheckpoint (step, total_run_calls, path), or None where the "
+      "directory holds no committed checkpoint. Raises ConfigError when the directory is "
+      "missing, the rank is none of the checkpoint's, or `state` registers a buffer the "
+      "checkpoint lacks or holds in another size; "
+      "CheckpointError when no committed checkpoint verifies.");
+
   py::class_<lifeboat::termination_config>(m, "TerminationConfig")
       .def(py::init(&make_config), py::arg("termination_watcher_fn") = py::none(),
            py::arg("exit_fn") = py::none(), py::arg("grace_period") = py::none(),

@@ -63,6 +63,45 @@ TEST_F(shard_reader_test, loads_into_buffers_and_callbacks) {
   EXPECT_EQ(user, "user");
 }
 
+// A reader that registers only the callbacks: the host buffer's bytes are
+// read, verified and dropped.
+TEST_F(shard_reader_test, a_subset_registry_loads_what_is_registered_and_drops_the_rest) {
+  std::string user;
+  state_registry reg;
+  ASSERT_FALSE(reg.add_callbacks(
+      "u", [] { return std::string{}; }, [&user](const std::string& b) { user = b; }));
+  auto subset = subset_registry(index_, reg);
+  ASSERT_TRUE(subset) << describe(subset.error());
+  ASSERT_EQ(subset->buffers().size(), 2u);
+  EXPECT_EQ(subset->buffers()[0].name, "w");
+  bool touched = false;
+  ASSERT_FALSE(
+      load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), *subset, *pool_, touched));
+  EXPECT_EQ(user, "user");
+
+  // Bytes the reader does not register still verify.
+  auto path = dir_.sub(shard_data_name(0, 1));
+  auto bytes = testing::read_file(path);
+  bytes[100] ^= 0x01;
+  testing::write_file(path, bytes);
+  EXPECT_EQ(load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), *subset, *pool_, touched),
+            make_error(errc::corrupt));
+}
+
+TEST_F(shard_reader_test, a_subset_registry_refuses_buffers_the_shard_lacks_or_holds_otherwise) {
+  std::vector<char> small(10), extra(4);
+  state_registry reg;
+  ASSERT_FALSE(reg.add_host_buffer("w", small.data(), small.size()));
+  ASSERT_FALSE(reg.add_host_buffer("x", extra.data(), extra.size()));
+  ASSERT_FALSE(reg.add_host_buffer("u", extra.data(), extra.size()));
+  auto subset = subset_registry(index_, reg);
+  ASSERT_FALSE(subset);
+  EXPECT_EQ(describe(subset.error()),
+            "invalid_config: checkpoint state does not hold the registered buffers: 'w' has 5000 "
+            "bytes in the checkpoint but 10 registered; 'u' is callbacks in the checkpoint but "
+            "host registered; 'x' is registered but not in the checkpoint");
+}
+
 TEST_F(shard_reader_test, a_flipped_byte_names_the_file_and_the_chunk) {
   auto path = dir_.sub(shard_data_name(0, 1));
   auto bytes = testing::read_file(path);

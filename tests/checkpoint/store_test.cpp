@@ -82,6 +82,20 @@ TEST(store_format, a_checkpoint_an_earlier_lifeboat_wrote_restores_bit_exact) {
   }
 }
 
+// A reader's store: the directory of another job stays as it is.
+TEST(store_open_existing, makes_and_writes_nothing) {
+  testing::temp_dir dir;
+  auto absent = dir.sub("absent");
+  auto st = store::open_existing({absent, 0, 1});
+  ASSERT_TRUE(st) << describe(st.error());
+  EXPECT_FALSE(std::filesystem::exists(absent));
+  EXPECT_EQ(st->committed_steps().error(), make_error(errc::io_error));
+  auto before = std::filesystem::last_write_time(dir.path());
+  ASSERT_TRUE(store::open_existing({dir.path(), 0, 1}));
+  EXPECT_EQ(std::filesystem::last_write_time(dir.path()), before);
+  EXPECT_EQ(store::open_existing({dir.path(), 1, 1}).error(), make_error(errc::invalid_config));
+}
+
 TEST_F(store_test, no_checkpoint_is_a_fresh_start) {
   auto st = open();
   auto restored = st.restore_latest(state_.registry);

@@ -450,6 +450,58 @@ class SgdWithoutMomentumTest(HandlerCase):
         self.assert_saves_and_resumes(steps_before=1)
 
 
+class RestoreOutsideTheJobTest(HandlerCase):
+    """lifeboat.restore_checkpoint: a trained model read back for an
+    evaluation, without a handler and without the optimizer."""
+
+    prefix = "lifeboat-torch-outside-"
+
+    def test_a_model_alone_reads_the_newest_checkpoint_of_a_job_with_its_optimizer(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        lifeboat.torch.add_optimizer(state, optimizer)
+        lifeboat.torch.add_rng(state)
+
+        def step():
+            optimizer.zero_grad()
+            model(torch.randn(8, 4)).square().sum().backward()
+            optimizer.step()
+
+        with self.handler(state, save_every_steps=3) as running:
+            for _ in range(7):
+                running.run(step)
+        self.assertEqual(self.committed_steps(), [3, 6])
+
+        evaluated = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+        only_the_model = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(only_the_model, evaluated)
+        restored = lifeboat.restore_checkpoint(only_the_model, self.ckpt)
+        self.assertEqual((restored.step, restored.total_run_calls), (6, 6))
+        self.assertEqual(restored.path, os.path.join(self.ckpt, "step-000000000006"))
+
+        # The same model, resumed by a handler, holds what the evaluation read.
+        resumed = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, resumed)
+        lifeboat.torch.add_optimizer(state, torch.optim.Adam(resumed.parameters(), lr=0.1))
+        lifeboat.torch.add_rng(state)
+        with self.handler(state) as handler:
+            self.assertEqual(handler.total_run_calls, 6)
+        for name, value in resumed.state_dict().items():
+            self.assertTrue(torch.equal(evaluated.state_dict()[name], value), name)
+
+    def test_a_directory_without_checkpoints_gives_none_and_a_missing_one_is_refused(self):
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, torch.nn.Linear(2, 2))
+        os.makedirs(self.ckpt, exist_ok=True)
+        self.assertIsNone(lifeboat.restore_checkpoint(state, self.ckpt))
+        with self.assertRaisesRegex(lifeboat.ConfigError, "No such file or directory"):
+            lifeboat.restore_checkpoint(state, os.path.join(self.ckpt, "absent"))
+
+
 class GrowingCache(torch.nn.Module):
     """A linear layer with a persistent buffer and a non-persistent cache it
     replaces as its input grows, as a rotary embedding's cos/sin cache does."""

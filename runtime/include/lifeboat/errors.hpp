@@ -12,6 +12,14 @@ class config_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// A checkpoint directory that holds committed checkpoints none of which
+/// could be read back (each corrupt, or the directory unreadable), raised by
+/// restore_checkpoint.
+class checkpoint_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Raised by `run` on every worker when any worker (this one included) failed
 /// or was lost; `what()` names the origin as "rank N". An origin of -1 means
 /// the service reported the failure (a failed barrier) and `message`, from

@@ -5,12 +5,13 @@ lifeboat.torch registers PyTorch modules and optimizers (import it explicitly:
 importing lifeboat does not import torch).
 """
 
-from lifeboat._lifeboat import (CheckpointState, ConfigError, PeerError,
+from lifeboat._lifeboat import (CheckpointError, CheckpointState, ConfigError, PeerError,
                                 PreemptionCheckpointHandler, PreemptionScope,
-                                TerminationConfig)
+                                RestoredCheckpoint, TerminationConfig, restore_checkpoint)
 
-__all__ = ["CheckpointState", "ConfigError", "PeerError", "PreemptionCheckpointHandler",
-           "PreemptionScope", "TerminationConfig"]
+__all__ = ["CheckpointError", "CheckpointState", "ConfigError", "PeerError",
+           "PreemptionCheckpointHandler", "PreemptionScope", "RestoredCheckpoint",
+           "TerminationConfig", "restore_checkpoint"]
 
 # Errors and reprs name the package users import, not the extension inside it.
 for _name in __all__:

@@ -1,0 +1,43 @@
+#pragma once
+
+// Reading a job's checkpoints outside the job: the trained state for an
+// evaluation or an export, without a handler, a cluster or a launcher.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "lifeboat/checkpoint_state.hpp"
+
+namespace lifeboat {
+
+/// The checkpoint restore_checkpoint read.
+struct restored_checkpoint {
+  int64_t step = 0;
+  int64_t total_run_calls = 0;
+  std::string path;  // its step directory
+};
+
+/// Loads rank `rank`'s shard of the newest committed checkpoint in
+/// `checkpoint_dir` that verifies into `state`, after `state`'s checks
+/// (add_check). `state` may register part of what the job registered (a
+/// model without its optimizer), by name and in any order, and host memory
+/// for what the job saved from device memory; the rest of the shard is read,
+/// verified and dropped. It joins no cluster and writes nothing, so it may read the directory of a job that is training: a
+/// checkpoint retention removes meanwhile is skipped for the one before it.
+/// It reads the checkpoint directory, not the memory tiers: a checkpoint
+/// committed in memory only reaches the directory at the next start.
+///
+/// Returns none when the directory holds no committed checkpoint. Throws
+/// config_error when the directory does not exist, `rank` is not one of the
+/// checkpoint's ranks, `state` registers a buffer the checkpoint lacks or
+/// holds in another size, or a check throws; what a restore callback throws
+/// passes through; checkpoint_error when no
+/// committed checkpoint verifies (each is logged as "corrupt", with its file)
+/// or the directory cannot be read. On the calling thread; `state` must not
+/// be used by a handler meanwhile.
+std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
+                                                      const std::string& checkpoint_dir,
+                                                      int rank = 0);
+
+}  // namespace lifeboat
