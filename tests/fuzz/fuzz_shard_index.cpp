@@ -7,7 +7,9 @@
 // raw bytes or a ShardIndex payload that the target frames with the right
 // checksum; bit 1, whether the target fills the chunk table with the right
 // checksums of the data file (which it writes with data_bytes bytes of a
-// fixed pattern), so the fuzzer reaches a complete load as well as each check.
+// fixed pattern), so the fuzzer reaches a complete load as well as each check;
+// bit 2, whether the load is a reader's of part of the shard (subset_registry:
+// "weights" alone, every other buffer dropped) instead of a job's.
 
 #include <cstdint>
 #include <string>
@@ -86,9 +88,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static_cast<void>(registry.add_host_buffer("bias", bias.data(), bias.size()));
   static_cast<void>(registry.add_callbacks(
       "rng", [] { return std::string{}; }, [&](const std::string& s) { restored = s; }));
-  if (check_buffer_table(*index, registry)) return 0;
   static auto pool = staging_pool::make();
   bool touched = false;
+  if (mode & 4) {
+    state_registry part;
+    static_cast<void>(part.add_host_buffer("weights", weights.data(), weights.size()));
+    auto subset = subset_registry(*index, part);
+    if (!subset) return 0;
+    static_cast<void>(load_shard(dir, *index, record->chunks(), *subset, *pool, touched));
+    return 0;
+  }
+  if (check_buffer_table(*index, registry)) return 0;
   static_cast<void>(load_shard(dir, *index, record->chunks(), registry, *pool, touched));
   return 0;
 }
