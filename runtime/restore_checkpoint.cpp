@@ -38,8 +38,7 @@ std::optional<int> world_size_of(const std::string& dir, const std::vector<int64
 }  // namespace
 
 std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
-                                                      const std::string& checkpoint_dir,
-                                                      int rank) {
+                                                      const std::string& checkpoint_dir, int rank) {
   struct stat info {};
   if (::stat(checkpoint_dir.c_str(), &info) != 0)
     throw config_error("checkpoint directory " + checkpoint_dir + ": " + std::strerror(errno));

@@ -148,8 +148,9 @@ TEST(restore_checkpoint, refuses_what_cannot_be_that_jobs_state_before_reading) 
   EXPECT_EQ(thrown<config_error>(job.state, dir.sub("absent")),
             "checkpoint directory " + dir.sub("absent") + ": No such file or directory");
   EXPECT_EQ(thrown<config_error>(job.state, dir.path(), 1),
-            "the checkpoints in " + dir.path() + " were written by 1 workers: rank 1 is none of "
-            "them");
+            "the checkpoints in " + dir.path() +
+                " were written by 1 workers: rank 1 is none of "
+                "them");
   EXPECT_EQ(thrown<config_error>(job.state, dir.path(), -1), "rank -1 is no rank");
 
   std::vector<unsigned char> other(100);

@@ -23,8 +23,9 @@ struct restored_checkpoint {
 /// (add_check). `state` may register part of what the job registered (a
 /// model without its optimizer), by name and in any order, and host memory
 /// for what the job saved from device memory; the rest of the shard is read,
-/// verified and dropped. It joins no cluster and writes nothing, so it may read the directory of a job that is training: a
-/// checkpoint retention removes meanwhile is skipped for the one before it.
+/// verified and dropped. It joins no cluster and writes nothing, so it may
+/// read the directory of a job that is training: a checkpoint retention
+/// removes meanwhile is skipped for the one before it.
 /// It reads the checkpoint directory, not the memory tiers: a checkpoint
 /// committed in memory only reaches the directory at the next start.
 ///
