@@ -24,19 +24,21 @@ struct restored_checkpoint {
 /// model without its optimizer), by name and in any order, and host memory
 /// for what the job saved from device memory; the rest of the shard is read,
 /// verified and dropped. It joins no cluster and writes nothing, so it may
-/// read the directory of a job that is training: a checkpoint retention
-/// removes meanwhile is skipped for the one before it.
-/// It reads the checkpoint directory, not the memory tiers: a checkpoint
-/// committed in memory only reaches the directory at the next start.
+/// read the directory of a job that is training: a checkpoint that
+/// retention removes meanwhile is skipped, logged, for the one before it
+/// (when that one went too: checkpoint_error, and a second call finds the
+/// newer ones). It reads the checkpoint directory, not the memory tiers: a
+/// checkpoint committed in memory only reaches the directory at the next
+/// start.
 ///
 /// Returns none when the directory holds no committed checkpoint. Throws
 /// config_error when the directory does not exist, `rank` is not one of the
 /// checkpoint's ranks, `state` registers a buffer the checkpoint lacks or
-/// holds in another size, or a check throws; what a restore callback throws
-/// passes through; checkpoint_error when no
-/// committed checkpoint verifies (each is logged as "corrupt", with its file)
-/// or the directory cannot be read. On the calling thread; `state` must not
-/// be used by a handler meanwhile.
+/// holds in another size, or a check throws; checkpoint_error when no
+/// committed checkpoint verifies (each is logged as "corrupt", with its
+/// file) or the directory cannot be read. What a restore callback throws
+/// passes through. On the calling thread; `state` must not be used by a
+/// handler meanwhile.
 std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
                                                       const std::string& checkpoint_dir,
                                                       int rank = 0);
