@@ -473,6 +473,31 @@ class PythonBindingTest(scratch_case.ScratchCase):
         self.assertIn("grace_period must be >= 0", line)
         self.assertFalse(os.path.exists(self.ckpt) and os.listdir(self.ckpt))
 
+    def test_restore_checkpoint_reads_a_saved_step_and_raises_checkpoint_error_when_none_verifies(
+            self):
+        data = bytearray(64)
+        state = lifeboat.CheckpointState()
+        state.add_buffer("data", data)
+        with lifeboat.PreemptionCheckpointHandler(
+                state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=1)) as handler:
+            handler.run(lambda: data.__setitem__(0, 7))
+        copy = bytearray(64)
+        reader = lifeboat.CheckpointState()
+        reader.add_buffer("data", copy)
+        restored = lifeboat.restore_checkpoint(reader, self.ckpt)
+        self.assertEqual((restored.step, restored.total_run_calls, copy[0]), (1, 1, 7))
+        self.assertEqual(repr(restored), f"RestoredCheckpoint(step=1, path='{restored.path}')")
+
+        shard = [name for name in os.listdir(restored.path) if name.endswith(".data")]
+        self.assertEqual(len(shard), 1)
+        with open(os.path.join(restored.path, shard[0]), "r+b") as f:
+            first = f.read(1)
+            f.seek(0)
+            f.write(bytes([first[0] ^ 1]))
+        with self.assertRaisesRegex(lifeboat.CheckpointError, "verified"):
+            lifeboat.restore_checkpoint(reader, self.ckpt)
+        self.assertIsInstance(lifeboat.CheckpointError("x"), RuntimeError)
+
 
 if __name__ == "__main__":
     unittest.main()
