@@ -143,8 +143,10 @@ caf::expected<state_registry> subset_registry(const wire::ShardIndex& index,
     } else {
       auto& mine = *found->second;
       auto kind = from_wire(saved.kind());
-      bool host_for_device = kind == buffer_kind::device && mine.kind == buffer_kind::host;
-      if (kind != mine.kind && !host_for_device)
+      // Host and device memory hold the same bytes: a model trained on a
+      // GPU is read into CPU memory, and the other way round.
+      bool memory = kind != buffer_kind::callbacks && mine.kind != buffer_kind::callbacks;
+      if (kind != mine.kind && !memory)
         add("'" + mine.name + "' is " + to_string(kind) + " in the checkpoint but " +
             to_string(mine.kind) + " registered");
       else if (kind != buffer_kind::callbacks && static_cast<uint64_t>(saved.size()) != mine.size)

@@ -34,8 +34,8 @@ enum class buffer_match { exact, subset };
 
 /// A registry in the order of `index`'s buffers for a reader of part of a
 /// shard: `registry`'s buffer of each name, of the same size (but for
-/// callbacks) and kind, or host memory for a buffer saved from device memory
-/// (the same bytes); for a buffer `registry` lacks, callbacks that drop its
+/// callbacks) and kind, where host and device memory count as one kind (the
+/// same bytes); for a buffer `registry` lacks, callbacks that drop its
 /// bytes, which are read and verified with the rest and held until the load
 /// ends. errc::invalid_config lists every registered buffer that the shard
 /// lacks or holds otherwise. Load with it, without check_buffer_table.

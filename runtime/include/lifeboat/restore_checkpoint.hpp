@@ -21,8 +21,8 @@ struct restored_checkpoint {
 /// Loads rank `rank`'s shard of the newest committed checkpoint in
 /// `checkpoint_dir` that verifies into `state`, after `state`'s checks
 /// (add_check). `state` may register part of what the job registered (a
-/// model without its optimizer), by name and in any order, and host memory
-/// for what the job saved from device memory; the rest of the shard is read,
+/// model without its optimizer), by name and in any order, in host or device
+/// memory whichever the job saved it from; the rest of the shard is read,
 /// verified and dropped. It joins no cluster and writes nothing, so it may
 /// read the directory of a job that is training: a checkpoint that
 /// retention removes meanwhile is skipped, logged, for the one before it
