@@ -332,6 +332,14 @@ class RegistrationTest(unittest.TestCase):
             lifeboat.torch.add_optimizer(state, torch.optim.SGD(params, lr=1, momentum=0.9,
                                                                  dampening=0.5))
 
+    def test_optimizer_state_neither_tensor_nor_number_is_refused(self):
+        param = torch.nn.Parameter(torch.ones(2))
+        lbfgs = torch.optim.LBFGS([param])
+        lbfgs.step(lambda: param.square().sum().backward() or param.square().sum())
+        with self.assertRaisesRegex(lifeboat.ConfigError, "optimizer state 'al' is a list, "
+                                                          "neither a tensor nor a number"):
+            lifeboat.torch.add_optimizer(lifeboat.CheckpointState(), lbfgs)
+
 
 class HandlerCase(scratch_case.ScratchCase):
     """A test case that runs handlers in this process (a world of one) on its
@@ -500,6 +508,70 @@ class RestoreOutsideTheJobTest(HandlerCase):
         self.assertIsNone(lifeboat.restore_checkpoint(state, self.ckpt))
         with self.assertRaisesRegex(lifeboat.ConfigError, "No such file or directory"):
             lifeboat.restore_checkpoint(state, os.path.join(self.ckpt, "absent"))
+
+
+class CountingMomentum(torch.optim.Optimizer):
+    """Momentum SGD that keeps its step count as a Python int, as optimizers
+    outside torch do (transformers' Adafactor), and scales by it."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, {"lr": lr})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["momentum"] = torch.zeros_like(p)
+                state["step"] += 1
+                state["momentum"].mul_(0.9).add_(p.grad)
+                p.add_(state["momentum"], alpha=-group["lr"] / state["step"])
+
+
+class NumberStateTest(HandlerCase):
+    """Optimizer state that is a plain number, saved and restored by
+    handlers in this process."""
+
+    prefix = "lifeboat-torch-numbers-"
+
+    def trainer(self, seed):
+        torch.manual_seed(seed)
+        model = torch.nn.Linear(4, 2)
+        optimizer = CountingMomentum(model.parameters())
+
+        def step():
+            optimizer.zero_grad()
+            model(torch.ones(4)).square().sum().backward()
+            optimizer.step()
+
+        step()  # lifeboat.torch cannot create this optimizer's state
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        lifeboat.torch.add_optimizer(state, optimizer)
+        return model, optimizer, step, lambda: self.handler(state, save_every_steps=3)
+
+    def test_an_int_step_count_resumes_with_the_tensors(self):
+        model, optimizer, step, handler = self.trainer(seed=0)
+        with handler() as running:
+            for _ in range(6):
+                running.run(step)
+        trained = {k: v.clone() for k, v in model.state_dict().items()}
+        steps = [optimizer.state[p]["step"] for p in model.parameters()]
+        self.assertEqual(steps, [7, 7])
+        momentum = [optimizer.state[p]["momentum"].clone() for p in model.parameters()]
+
+        model, optimizer, _, handler = self.trainer(seed=1)
+        with handler() as resumed:
+            self.assertEqual(resumed.total_run_calls, 6)
+        self.assertEqual([optimizer.state[p]["step"] for p in model.parameters()], steps)
+        self.assertTrue(all(isinstance(optimizer.state[p]["step"], int)
+                            for p in model.parameters()))
+        for p, saved in zip(model.parameters(), momentum):
+            self.assertTrue(torch.equal(optimizer.state[p]["momentum"], saved))
+        for name, value in model.state_dict().items():
+            self.assertTrue(torch.equal(value, trained[name]), name)
 
 
 class GrowingCache(torch.nn.Module):

@@ -300,6 +300,10 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
     local = _local_optimizer(optimizer)
     create = _INITIAL_STATE.get(type(local))
     registered = {}
+    # (group, index, key) of state that is a plain number, as optimizers
+    # outside torch keep their step count (transformers' Adafactor): no
+    # memory to restore in place, so saved as JSON.
+    numbers = []
     for g, group in enumerate(local.param_groups):
         for i, param in enumerate(group["params"]):
             entry = local.state[param]
@@ -313,9 +317,13 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
             for key, value in entry.items():
                 if value is None:  # SGD's momentum_buffer without momentum
                     continue
+                if isinstance(value, (bool, int, float)):
+                    numbers.append((g, i, key))
+                    continue
                 if not isinstance(value, torch.Tensor):
-                    raise ConfigError(f"optimizer state '{key}' is a {type(value).__name__}, not a "
-                                      "tensor: lifeboat restores tensors in place")
+                    raise ConfigError(f"optimizer state '{key}' is a {type(value).__name__}, "
+                                      "neither a tensor nor a number: lifeboat.torch cannot save "
+                                      "it")
                 name = f"{prefix}/{g}/{i}/{key}"
                 registered[name] = _register(state, name, value)
 
@@ -340,6 +348,27 @@ def add_optimizer(state, optimizer, prefix="optimizer"):
     _check_unmoved(state, registered, tensors, held)
     _add_plain(state, f"{prefix}/param_groups", lambda: _hyperparameters(optimizer),
                lambda saved: _set_hyperparameters(optimizer, saved))
+    if numbers:
+        _add_numbers(state, local, numbers, f"{prefix}/numbers")
+
+
+def _add_numbers(state, optimizer, numbers, name):
+    """Registers the optimizer state at `numbers` ((group, index, key) each)
+    as one list of numbers under `name`."""
+    def entry(g, i):
+        return optimizer.state[optimizer.param_groups[g]["params"][i]]
+
+    def read():
+        return [entry(g, i)[key] for g, i, key in numbers]
+
+    def write(saved):
+        if len(saved) != len(numbers):
+            raise ConfigError(f"'{name}': the checkpoint holds {len(saved)} numbers of optimizer "
+                              f"state, the optimizer {len(numbers)}")
+        for (g, i, key), number in zip(numbers, saved):
+            entry(g, i)[key] = number
+
+    _add_plain(state, name, read, write)
 
 
 def _parameters(optimizer):
