@@ -349,6 +349,35 @@ class HandlerCase(scratch_case.ScratchCase):
         return lifeboat.PreemptionCheckpointHandler(
             state, self.ckpt, lifeboat.TerminationConfig(save_every_steps=save_every_steps))
 
+    @staticmethod
+    def registered(model, optimizer):
+        """A state with `model` and `optimizer` registered."""
+        state = lifeboat.CheckpointState()
+        lifeboat.torch.add_module(state, model)
+        lifeboat.torch.add_optimizer(state, optimizer)
+        return state
+
+    def handler_of(self, model, optimizer):
+        """What makes a handler that saves `model` and `optimizer` every 3 steps."""
+        state = self.registered(model, optimizer)
+        return lambda: self.handler(state, save_every_steps=3)
+
+    @staticmethod
+    def adam_job():
+        """A Linear and a BatchNorm that Adam trains, registered: the model,
+        the optimizer, the state and one training step."""
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+        state = HandlerCase.registered(model, optimizer)
+
+        def step():
+            optimizer.zero_grad()
+            model(torch.randn(8, 4)).square().sum().backward()
+            optimizer.step()
+
+        return model, optimizer, state, step
+
 
 class MovedStateTest(HandlerCase):
     """A tensor moved or replaced after its registration, with a handler in
@@ -357,22 +386,13 @@ class MovedStateTest(HandlerCase):
 
     prefix = "lifeboat-torch-moved-"
 
-    def registered(self):
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
-        state = lifeboat.CheckpointState()
-        lifeboat.torch.add_module(state, model)
-        lifeboat.torch.add_optimizer(state, optimizer)
-        return model, optimizer, state
-
     def test_state_moved_before_the_handler_is_refused_as_it_is_constructed(self):
         moves = {"model/0.weight": lambda model: model.double(),
                  "model/1.running_mean": lambda model: setattr(model[1], "running_mean",
                                                                torch.zeros(3))}
         for name, move in moves.items():
             with self.subTest(name=name):
-                model, _, state = self.registered()
+                model, _, state, _ = self.adam_job()
                 move(model)
                 with self.assertRaisesRegex(lifeboat.ConfigError,
                                             f"tensor '{name}' no longer uses the memory "
@@ -386,13 +406,7 @@ class MovedStateTest(HandlerCase):
             self.handler(state)
 
     def test_optimizer_state_replaced_while_training_fails_the_next_save(self):
-        model, optimizer, state = self.registered()
-
-        def step():
-            optimizer.zero_grad()
-            model(torch.randn(8, 4)).square().sum().backward()
-            optimizer.step()
-
+        model, optimizer, state, step = self.adam_job()
         with self.handler(state) as handler:
             # Adam's steps and BatchNorm's statistics change in place: saves go on.
             for _ in range(3):
@@ -408,7 +422,7 @@ class MovedStateTest(HandlerCase):
 
 
     def test_a_tensor_added_after_the_registration_is_refused_as_the_handler_is_built(self):
-        model, _, state = self.registered()
+        model, _, state, _ = self.adam_job()
         model[1].register_buffer("extra", torch.zeros(2))
         with self.assertRaisesRegex(lifeboat.ConfigError, "tensor 'model/1.extra' was added to "
                                                           "the state after the registration"):
@@ -433,10 +447,7 @@ class SgdWithoutMomentumTest(HandlerCase):
 
         for _ in range(steps_before):
             step()
-        state = lifeboat.CheckpointState()
-        lifeboat.torch.add_module(state, model)
-        lifeboat.torch.add_optimizer(state, optimizer)
-        return model, step, lambda: self.handler(state, save_every_steps=3)
+        return model, step, self.handler_of(model, optimizer)
 
     def assert_saves_and_resumes(self, steps_before):
         model, step, handler = self.trainer(0, steps_before)
@@ -465,19 +476,7 @@ class RestoreOutsideTheJobTest(HandlerCase):
     prefix = "lifeboat-torch-outside-"
 
     def test_a_model_alone_reads_the_newest_checkpoint_of_a_job_with_its_optimizer(self):
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
-        state = lifeboat.CheckpointState()
-        lifeboat.torch.add_module(state, model)
-        lifeboat.torch.add_optimizer(state, optimizer)
-        lifeboat.torch.add_rng(state)
-
-        def step():
-            optimizer.zero_grad()
-            model(torch.randn(8, 4)).square().sum().backward()
-            optimizer.step()
-
+        _, _, state, step = self.adam_job()
         with self.handler(state, save_every_steps=3) as running:
             for _ in range(7):
                 running.run(step)
@@ -490,12 +489,8 @@ class RestoreOutsideTheJobTest(HandlerCase):
         self.assertEqual((restored.step, restored.total_run_calls), (6, 6))
         self.assertEqual(restored.path, os.path.join(self.ckpt, "step-000000000006"))
 
-        # The same model, resumed by a handler, holds what the evaluation read.
-        resumed = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
-        state = lifeboat.CheckpointState()
-        lifeboat.torch.add_module(state, resumed)
-        lifeboat.torch.add_optimizer(state, torch.optim.Adam(resumed.parameters(), lr=0.1))
-        lifeboat.torch.add_rng(state)
+        # The job, resumed by a handler, holds what the evaluation read.
+        resumed, _, state, _ = self.adam_job()
         with self.handler(state) as handler:
             self.assertEqual(handler.total_run_calls, 6)
         for name, value in resumed.state_dict().items():
@@ -547,10 +542,7 @@ class NumberStateTest(HandlerCase):
             optimizer.step()
 
         step()  # lifeboat.torch cannot create this optimizer's state
-        state = lifeboat.CheckpointState()
-        lifeboat.torch.add_module(state, model)
-        lifeboat.torch.add_optimizer(state, optimizer)
-        return model, optimizer, step, lambda: self.handler(state, save_every_steps=3)
+        return model, optimizer, step, self.handler_of(model, optimizer)
 
     def test_an_int_step_count_resumes_with_the_tensors(self):
         model, optimizer, step, handler = self.trainer(seed=0)
@@ -601,10 +593,7 @@ class NonPersistentBufferTest(HandlerCase):
         torch.manual_seed(seed)
         model = torch.nn.Sequential(GrowingCache())
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        state = lifeboat.CheckpointState()
-        lifeboat.torch.add_module(state, model)
-        lifeboat.torch.add_optimizer(state, optimizer)
-        return model, optimizer, lambda: self.handler(state, save_every_steps=3)
+        return model, optimizer, self.handler_of(model, optimizer)
 
     def test_a_cache_replaced_as_it_grows_neither_fails_a_save_nor_is_restored(self):
         model, optimizer, handler = self.trainer(seed=0)
@@ -642,10 +631,7 @@ class MemoryOrderTest(HandlerCase):
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
         optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
-        state = lifeboat.CheckpointState()
-        lifeboat.torch.add_module(state, model)
-        lifeboat.torch.add_optimizer(state, optimizer)
-        return model, optimizer, lambda: self.handler(state, save_every_steps=3)
+        return model, optimizer, self.handler_of(model, optimizer)
 
     def test_a_channels_last_model_and_its_adam_state_restore_bit_exact(self):
         model, optimizer, handler = self.trainer(seed=0)
