@@ -28,6 +28,15 @@ std::optional<int> world_size_of(const std::string& dir, const std::vector<int64
   return std::nullopt;
 }
 
+// config_error unless `dir` is a directory.
+void check_directory(const std::string& dir) {
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0)
+    throw config_error("checkpoint directory " + dir + ": " + std::strerror(errno));
+  if (!S_ISDIR(info.st_mode))
+    throw config_error("checkpoint directory " + dir + ": not a directory");
+}
+
 // The public API reports a mismatch with the registration as config_error,
 // every other failure to read as checkpoint_error.
 [[noreturn]] void throw_error(const caf::error& err) {
@@ -37,20 +46,26 @@ std::optional<int> world_size_of(const std::string& dir, const std::vector<int64
 
 }  // namespace
 
+std::vector<int64_t> committed_steps(const std::string& checkpoint_dir) {
+  check_directory(checkpoint_dir);
+  auto steps = checkpoint::committed_steps_in(checkpoint_dir);
+  if (!steps) throw_error(steps.error());
+  return std::move(*steps);
+}
+
 std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
-                                                      const std::string& checkpoint_dir, int rank) {
-  struct stat info {};
-  if (::stat(checkpoint_dir.c_str(), &info) != 0)
-    throw config_error("checkpoint directory " + checkpoint_dir + ": " + std::strerror(errno));
-  if (!S_ISDIR(info.st_mode))
-    throw config_error("checkpoint directory " + checkpoint_dir + ": not a directory");
+                                                      const std::string& checkpoint_dir, int rank,
+                                                      std::optional<int64_t> step) {
+  check_directory(checkpoint_dir);
   if (rank < 0) throw config_error("rank " + std::to_string(rank) + " is no rank");
   if (auto err = state.registry().run_checks()) throw config_error(describe(err));
 
-  auto steps = checkpoint::committed_steps_in(checkpoint_dir);
-  if (!steps) throw_error(steps.error());
-  if (steps->empty()) return std::nullopt;
-  auto world_size = world_size_of(checkpoint_dir, *steps);
+  auto steps = step ? std::vector<int64_t>{*step} : committed_steps(checkpoint_dir);
+  if (steps.empty()) return std::nullopt;
+  auto world_size = world_size_of(checkpoint_dir, steps);
+  if (!world_size && step)
+    throw checkpoint_error("no committed checkpoint of step " + std::to_string(*step) + " in " +
+                           checkpoint_dir);
   if (!world_size)
     throw checkpoint_error("no committed checkpoint in " + checkpoint_dir +
                            " has a manifest that can be read");
@@ -61,13 +76,23 @@ std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
 
   auto store = checkpoint::store::open_existing({checkpoint_dir, rank, *world_size});
   if (!store) throw_error(store.error());
-  auto restored =
-      store->restore_latest(state.registry(), std::nullopt, checkpoint::buffer_match::subset);
-  if (!restored) throw_error(restored.error());
-  if (!*restored)
-    throw checkpoint_error("no committed checkpoint in " + checkpoint_dir +
-                           " verified (each skipped checkpoint is logged)");
-  return restored_checkpoint{(*restored)->step, (*restored)->total_run_calls, (*restored)->path};
+  std::optional<checkpoint::checkpoint_info> info;
+  if (step) {
+    bool touched = false;
+    auto read =
+        store->restore_step(*step, state.registry(), touched, checkpoint::buffer_match::subset);
+    if (!read) throw_error(read.error());
+    info = std::move(*read);
+  } else {
+    auto newest =
+        store->restore_latest(state.registry(), std::nullopt, checkpoint::buffer_match::subset);
+    if (!newest) throw_error(newest.error());
+    if (!*newest)
+      throw checkpoint_error("no committed checkpoint in " + checkpoint_dir +
+                             " verified (each skipped checkpoint is logged)");
+    info = std::move(*newest);
+  }
+  return restored_checkpoint{info->step, info->total_run_calls, info->path};
 }
 
 }  // namespace lifeboat

@@ -402,19 +402,26 @@ PYBIND11_MODULE(_lifeboat, m) {
       });
   m.def(
       "restore_checkpoint",
-      [](lifeboat::checkpoint_state& state, std::string dir, int rank) {
+      [](lifeboat::checkpoint_state& state, std::string dir, int rank,
+         std::optional<int64_t> step) {
         py::gil_scoped_release unlocked;
-        return lifeboat::restore_checkpoint(state, dir, rank);
+        return lifeboat::restore_checkpoint(state, dir, rank, step);
       },
       py::arg("state"), py::arg("checkpoint_dir"), py::arg("rank") = 0,
+      py::arg("step") = py::none(),
       "Loads rank `rank`'s shard of the newest committed checkpoint in `checkpoint_dir` that "
-      "verifies into `state`, outside any job (no cluster, nothing written): for evaluation or "
+      "verifies (or of `step` when given) into `state`, outside any job (no cluster, nothing "
+      "written): for evaluation or "
       "export. `state` may register part of the job's state (a model without its optimizer). "
       "Returns a RestoredCheckpoint (step, total_run_calls, path), or None where the "
       "directory holds no committed checkpoint. Raises ConfigError when the directory is "
       "missing, the rank is none of the checkpoint's, or `state` registers a buffer the "
       "checkpoint lacks or holds in another size; "
-      "CheckpointError when no committed checkpoint verifies.");
+      "CheckpointError when no committed checkpoint verifies, or `step`'s is not committed or "
+      "does not verify.");
+  m.def("committed_steps", &lifeboat::committed_steps, py::arg("checkpoint_dir"),
+        "The steps of the committed checkpoints in `checkpoint_dir`, oldest first. Raises "
+        "ConfigError when the directory does not exist.");
 
   py::class_<lifeboat::termination_config>(m, "TerminationConfig")
       .def(py::init(&make_config), py::arg("termination_watcher_fn") = py::none(),

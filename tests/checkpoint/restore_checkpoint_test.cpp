@@ -186,6 +186,30 @@ TEST(restore_checkpoint, a_state_that_registers_part_of_the_checkpoint_gets_that
             std::string::npos);
 }
 
+// An evaluator beside the training: the steps committed so far, each read
+// by its number.
+TEST(restore_checkpoint, committed_steps_lists_them_and_a_named_step_restores_that_one) {
+  temp_dir dir;
+  EXPECT_EQ(committed_steps(dir.path()), std::vector<int64_t>{});
+  save(dir.path(), {3, 6});
+  fs::create_directory(dir.sub("step-000000000009"));  // a save under way
+  ASSERT_EQ(committed_steps(dir.path()), (std::vector<int64_t>{3, 6}));
+  job_state job;
+  auto restored = restore_checkpoint(job.state, dir.path(), 0, 3);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->step, 3);
+  EXPECT_TRUE(job.holds(3));
+
+  try {
+    restore_checkpoint(job.state, dir.path(), 0, 9);
+    ADD_FAILURE() << "step 9 has no manifest";
+  } catch (const checkpoint_error& e) {
+    EXPECT_EQ(std::string{e.what()}, "no committed checkpoint of step 9 in " + dir.path());
+  }
+  EXPECT_TRUE(job.holds(3));
+  EXPECT_THROW(committed_steps(dir.sub("absent")), config_error);
+}
+
 TEST(restore_checkpoint, a_corrupt_checkpoint_gives_the_one_before_and_none_verifying_throws) {
   temp_dir dir;
   save(dir.path(), {1, 2});
@@ -198,6 +222,12 @@ TEST(restore_checkpoint, a_corrupt_checkpoint_gives_the_one_before_and_none_veri
 
   ASSERT_TRUE(checkpoint::testing::flip_byte(data_file(dir.sub("step-000000000001")), 100));
   EXPECT_NE(thrown<checkpoint_error>(job.state, dir.path()).find("verified"), std::string::npos);
+  try {
+    restore_checkpoint(job.state, dir.path(), 0, 2);
+    ADD_FAILURE() << "step 2 is corrupt";
+  } catch (const checkpoint_error& e) {
+    EXPECT_NE(std::string{e.what()}.find("corrupt"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -486,6 +486,8 @@ class PythonBindingTest(scratch_case.ScratchCase):
         reader.add_buffer("data", copy)
         restored = lifeboat.restore_checkpoint(reader, self.ckpt)
         self.assertEqual((restored.step, restored.total_run_calls, copy[0]), (1, 1, 7))
+        self.assertEqual(lifeboat.committed_steps(self.ckpt), [1])
+        self.assertEqual(lifeboat.restore_checkpoint(reader, self.ckpt, step=1).step, 1)
         self.assertEqual(repr(restored), f"RestoredCheckpoint(step=1, path='{restored.path}')")
 
         shard = [name for name in os.listdir(restored.path) if name.endswith(".data")]
@@ -496,6 +498,8 @@ class PythonBindingTest(scratch_case.ScratchCase):
             f.write(bytes([first[0] ^ 1]))
         with self.assertRaisesRegex(lifeboat.CheckpointError, "verified"):
             lifeboat.restore_checkpoint(reader, self.ckpt)
+        with self.assertRaisesRegex(lifeboat.CheckpointError, "no committed checkpoint of step 2"):
+            lifeboat.restore_checkpoint(reader, self.ckpt, step=2)
         self.assertIsInstance(lifeboat.CheckpointError("x"), RuntimeError)
 
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lifeboat/checkpoint_state.hpp"
 
@@ -18,29 +19,36 @@ struct restored_checkpoint {
   std::string path;  // its step directory
 };
 
+/// The steps of the committed checkpoints in `checkpoint_dir`, oldest first:
+/// what an evaluator beside the training polls for new ones. Throws
+/// config_error when the directory does not exist, checkpoint_error when it
+/// cannot be listed.
+std::vector<int64_t> committed_steps(const std::string& checkpoint_dir);
+
 /// Loads rank `rank`'s shard of the newest committed checkpoint in
-/// `checkpoint_dir` that verifies into `state`, after `state`'s checks
-/// (add_check). `state` may register part of what the job registered (a
-/// model without its optimizer), by name and in any order, in host or device
-/// memory whichever the job saved it from; the rest of the shard is read,
-/// verified and dropped. It joins no cluster and writes nothing, so it may
-/// read the directory of a job that is training: a checkpoint that
-/// retention removes meanwhile is skipped, logged, for the one before it
-/// (when that one went too: checkpoint_error, and a second call finds the
-/// newer ones). It reads the checkpoint directory, not the memory tiers: a
-/// checkpoint committed in memory only reaches the directory at the next
-/// start.
+/// `checkpoint_dir` that verifies (or of `step`, and no other, when given)
+/// into `state`, after `state`'s checks (add_check). `state` may register
+/// part of what the job registered (a model without its optimizer), by name
+/// and in any order, in host or device memory whichever the job saved it
+/// from; the rest of the shard is read, verified and dropped. It joins no
+/// cluster and writes nothing, so it may read the directory of a job that is
+/// training: a checkpoint that retention removes meanwhile is skipped,
+/// logged, for the one before it (when that one went too: checkpoint_error,
+/// and a second call finds the newer ones). It reads the checkpoint
+/// directory, not the memory tiers: a checkpoint committed in memory only
+/// reaches the directory at the next start.
 ///
 /// Returns none when the directory holds no committed checkpoint. Throws
 /// config_error when the directory does not exist, `rank` is not one of the
 /// checkpoint's ranks, `state` registers a buffer the checkpoint lacks or
 /// holds in another size, or a check throws; checkpoint_error when no
 /// committed checkpoint verifies (each is logged as "corrupt", with its
-/// file) or the directory cannot be read. What a restore callback throws
-/// passes through. On the calling thread; `state` must not be used by a
-/// handler meanwhile.
+/// file), `step`'s is not committed or does not verify, or the directory
+/// cannot be read. What a restore callback throws passes through. On the
+/// calling thread; `state` must not be used by a handler meanwhile.
 std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
                                                       const std::string& checkpoint_dir,
-                                                      int rank = 0);
+                                                      int rank = 0,
+                                                      std::optional<int64_t> step = std::nullopt);
 
 }  // namespace lifeboat

@@ -7,11 +7,12 @@ importing lifeboat does not import torch).
 
 from lifeboat._lifeboat import (CheckpointError, CheckpointState, ConfigError, PeerError,
                                 PreemptionCheckpointHandler, PreemptionScope,
-                                RestoredCheckpoint, TerminationConfig, restore_checkpoint)
+                                RestoredCheckpoint, TerminationConfig, committed_steps,
+                                restore_checkpoint)
 
 __all__ = ["CheckpointError", "CheckpointState", "ConfigError", "PeerError",
            "PreemptionCheckpointHandler", "PreemptionScope", "RestoredCheckpoint",
-           "TerminationConfig", "restore_checkpoint"]
+           "TerminationConfig", "committed_steps", "restore_checkpoint"]
 
 # Errors and reprs name the package users import, not the extension inside it.
 for _name in __all__:
