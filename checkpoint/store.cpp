@@ -150,14 +150,17 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
                                                                  std::to_string(record.rank()));
   auto index = read_shard_index(path, record);
   if (!index) return std::move(index.error());
-  caf::expected<state_registry> subset{state_registry{}};
+  // A reader of part of the shard loads through a registry in the index's
+  // order, whose stand-ins take the bytes of what it did not register.
+  std::optional<state_registry> subset;
   if (match == buffer_match::subset) {
-    subset = subset_registry(*index, registry);
-    if (!subset) return std::move(subset.error());
+    auto made = subset_registry(*index, registry);
+    if (!made) return std::move(made.error());
+    subset = std::move(*made);
   } else if (auto err = check_buffer_table(*index, registry)) {
     return err;
   }
-  auto& target = match == buffer_match::subset ? *subset : registry;
+  auto& target = subset ? *subset : registry;
   if (auto err = load_shard(path, *index, record.chunks(), target, *pool_, touched)) return err;
   checkpoint_info info;
   info.step = step;
