@@ -63,9 +63,9 @@ def _check_unmoved(state, registered, current, held):
     """Registers a check, run before every save and restore, that each tensor
     still has the memory registered for it and that no tensor was added:
     `registered` maps names to their memory (_memory) then, `current()` the
-    names to the tensors that the state holds now (once per check: 80,000 lookups of one name each took
-    0.4 s of every save), `held()` the same tensors without names, in the
-    order of `registered`.
+    names to the tensors that the state holds now (once per check: 80,000
+    lookups of one name each took 0.4 s of every save), `held()` the same
+    tensors without names, in the order of `registered`.
 
     The check compares each tensor's address and element count first,
     unnamed: a move or a replacement gives a tensor other memory, at another
