@@ -30,7 +30,7 @@ buffer_kind from_wire(wire::ShardBufferKind kind) {
 // A run of the data file that lands in one destination.
 struct segment {
   uint64_t offset;
-  char* dst;
+  char* dst;  // null for a buffer whose bytes a reader drops
   uint64_t size;
 };
 
@@ -43,7 +43,8 @@ std::vector<iovec> destinations(const std::vector<segment>& segs, size_t& first,
   for (size_t i = first; i < segs.size() && segs[i].offset < end; ++i) {
     auto from = std::max(begin, segs[i].offset);
     auto to = std::min(end, segs[i].offset + segs[i].size);
-    if (from < to) iov.push_back({segs[i].dst + (from - segs[i].offset), to - from});
+    if (from < to)
+      iov.push_back({segs[i].dst ? segs[i].dst + (from - segs[i].offset) : nullptr, to - from});
   }
   return iov;
 }
@@ -124,8 +125,8 @@ caf::error check_buffer_table(const wire::ShardIndex& index, const state_registr
                     "checkpoint state does not match the registered buffers: " + diffs);
 }
 
-caf::expected<state_registry> subset_registry(const wire::ShardIndex& index,
-                                              const state_registry& registry) {
+caf::expected<subset_load> subset_registry(const wire::ShardIndex& index,
+                                           const state_registry& registry) {
   std::unordered_map<std::string, const registered_buffer*> wanted;
   for (auto& buf : registry.buffers()) wanted.emplace(buf.name, &buf);
   std::string diffs;
@@ -133,12 +134,13 @@ caf::expected<state_registry> subset_registry(const wire::ShardIndex& index,
     if (!diffs.empty()) diffs += "; ";
     diffs += what;
   };
-  state_registry subset;
+  subset_load subset;
   for (auto& saved : index.buffers()) {
     auto found = wanted.find(saved.name());
     caf::error err;
+    subset.dropped.push_back(found == wanted.end());
     if (found == wanted.end()) {
-      err = subset.add_callbacks(
+      err = subset.registry.add_callbacks(
           saved.name(), [] { return std::string{}; }, [](const std::string&) {});
     } else {
       auto& mine = *found->second;
@@ -153,11 +155,11 @@ caf::expected<state_registry> subset_registry(const wire::ShardIndex& index,
         add("'" + mine.name + "' has " + std::to_string(saved.size()) +
             " bytes in the checkpoint but " + std::to_string(mine.size) + " registered");
       else if (mine.kind == buffer_kind::callbacks)
-        err = subset.add_callbacks(mine.name, mine.save, mine.restore);
+        err = subset.registry.add_callbacks(mine.name, mine.save, mine.restore);
       else if (mine.kind == buffer_kind::host)
-        err = subset.add_host_buffer(mine.name, mine.data, mine.size);
+        err = subset.registry.add_host_buffer(mine.name, mine.data, mine.size);
       else
-        err = subset.add_device_buffer(mine.name, mine.data, mine.size);
+        err = subset.registry.add_device_buffer(mine.name, mine.data, mine.size);
       wanted.erase(found);
     }
     if (err) return err;  // a name the checkpoint holds twice
@@ -180,13 +182,17 @@ namespace {
 struct load_plan {
   staging_lease device_staging;
   std::vector<std::string> callback_bytes;
+  // Per read chunk that also holds dropped bytes, the memory they land in:
+  // one each, as the two reading threads must not write into the same.
+  std::vector<std::vector<char>> scratch;
+  std::vector<bool> dropped;  // by buffer, as load_shard took it
   std::vector<chunk_read> chunks;
 };
 
 // `source` names the data in errors (a file, or a peer's copy of it).
 caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardIndex& index,
                                    const wire::ChunkTable& chunks, const state_registry& registry,
-                                   staging_pool& pool) {
+                                   staging_pool& pool, const std::vector<bool>& dropped) {
   // Sizes and offsets come from files a writer of the checkpoint directory
   // controls: negative ones, or sums that wrap around, must not pass the
   // checks below (a chunk size of -1 once passed the table's size check with
@@ -199,6 +205,8 @@ caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardI
       total / chunk_size + (total % chunk_size != 0 ? 1 : 0))
     return corrupt_file(source, "chunk table does not cover the file");
   load_plan plan;
+  plan.dropped = dropped;
+  plan.dropped.resize(static_cast<size_t>(index.buffers_size()), false);
   uint64_t device_bytes = 0;
   // By the registry's kinds: a reader may take a buffer saved from device
   // memory into host memory (subset_registry).
@@ -221,6 +229,10 @@ caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardI
     if (saved.offset() < 0 || saved.size() < 0 || size > total || offset > total - size)
       return corrupt_file(source, "buffer '" + saved.name() + "' lies past the end");
     char* dst = nullptr;
+    if (plan.dropped[static_cast<size_t>(i)]) {
+      if (size > 0) segs.push_back({offset, nullptr, size});
+      continue;
+    }
     switch (mine.kind) {
       case buffer_kind::host:
         dst = static_cast<char*>(mine.data);
@@ -239,10 +251,31 @@ caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardI
   std::sort(segs.begin(), segs.end(),
             [](const segment& a, const segment& b) { return a.offset < b.offset; });
   size_t first = 0;
-  for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk)
-    plan.chunks.push_back({chunk, begin,
-                           destinations(segs, first, begin, std::min(total, begin + chunk_size)),
-                           chunks.checksums(static_cast<int>(chunk))});
+  for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk) {
+    auto parts = destinations(segs, first, begin, std::min(total, begin + chunk_size));
+    // A chunk of dropped bytes alone is not read; in one read for a wanted
+    // buffer they are verified with it, in scratch memory.
+    uint64_t scratch_bytes = 0;
+    bool wanted = false;
+    for (auto& part : parts) {
+      if (part.iov_base != nullptr)
+        wanted = true;
+      else
+        scratch_bytes += part.iov_len;
+    }
+    if (!wanted && scratch_bytes > 0) continue;
+    if (scratch_bytes > 0) {
+      plan.scratch.emplace_back(scratch_bytes);
+      auto* at = plan.scratch.back().data();
+      for (auto& part : parts) {
+        if (part.iov_base != nullptr) continue;
+        part.iov_base = at;
+        at += part.iov_len;
+      }
+    }
+    plan.chunks.push_back(
+        {chunk, begin, std::move(parts), chunks.checksums(static_cast<int>(chunk))});
+  }
   return plan;
 }
 
@@ -254,6 +287,7 @@ caf::error finish_load(load_plan& plan, const wire::ShardIndex& index,
   for (int i = 0; i < index.buffers_size(); ++i) {
     auto& mine = registry.buffers()[static_cast<size_t>(i)];
     auto size = static_cast<uint64_t>(index.buffers(i).size());
+    if (plan.dropped[static_cast<size_t>(i)]) continue;
     if (mine.kind == buffer_kind::device) {
       if (auto err =
               device::copy_to_device(mine.data, plan.device_staging.data() + device_offset, size))
@@ -270,9 +304,9 @@ caf::error finish_load(load_plan& plan, const wire::ShardIndex& index,
 
 caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index,
                       const wire::ChunkTable& chunks, const state_registry& registry,
-                      staging_pool& pool, bool& touched) {
+                      staging_pool& pool, bool& touched, const std::vector<bool>& dropped) {
   auto data_path = join_path(step_dir, index.data_file());
-  auto plan = plan_load(data_path, index, chunks, registry, pool);
+  auto plan = plan_load(data_path, index, chunks, registry, pool, dropped);
   if (!plan) return std::move(plan.error());
   struct stat st;
   if (::stat(data_path.c_str(), &st) != 0) return io_error("stat", data_path, errno);
@@ -287,7 +321,7 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
 caf::error load_shard_from_stream(const std::string& source, const wire::ShardIndex& index,
                                   const state_registry& registry, staging_pool& pool, bool& touched,
                                   const read_exact_fn& read_exact) {
-  auto plan = plan_load(source, index, index.chunks(), registry, pool);
+  auto plan = plan_load(source, index, index.chunks(), registry, pool, {});
   if (!plan) return std::move(plan.error());
   touched = !plan->chunks.empty();
   if (auto err = receive_chunks(read_exact, source, plan->chunks)) return err;

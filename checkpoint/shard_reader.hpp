@@ -32,23 +32,33 @@ caf::error check_buffer_table(const wire::ShardIndex& index, const state_registr
 /// wants part of the state (a model without its optimizer: subset_registry).
 enum class buffer_match { exact, subset };
 
-/// A registry in the order of `index`'s buffers for a reader of part of a
-/// shard: `registry`'s buffer of each name, of the same size (but for
-/// callbacks) and kind, where host and device memory count as one kind (the
-/// same bytes); for a buffer `registry` lacks, callbacks that drop its
-/// bytes, which are read and verified with the rest and held until the load
-/// ends. errc::invalid_config lists every registered buffer that the shard
-/// lacks or holds otherwise. Load with it, without check_buffer_table.
-caf::expected<state_registry> subset_registry(const wire::ShardIndex& index,
-                                              const state_registry& registry);
+/// What a reader of part of a shard loads into: a registry in the order of
+/// the index's buffers, and which of them stand in for buffers the reader
+/// did not register (their bytes are dropped).
+struct subset_load {
+  state_registry registry;
+  std::vector<bool> dropped;
+};
+
+/// The subset_load of `registry` for `index`: `registry`'s buffer of each
+/// name, of the same size (but for callbacks) and kind, where host and device
+/// memory count as one kind (the same bytes), and a stand-in for each buffer
+/// `registry` lacks. errc::invalid_config lists every registered buffer that
+/// the shard lacks or holds otherwise. Load with it, without
+/// check_buffer_table.
+caf::expected<subset_load> subset_registry(const wire::ShardIndex& index,
+                                           const state_registry& registry);
 
 /// Reads `index`'s data file straight into the registered buffers in large
 /// reads, checking every chunk against `chunks` as it arrives; device buffers
 /// and callbacks are restored only after the whole file verified. `touched` is
-/// set once host memory of the registry was overwritten.
+/// set once host memory of the registry was overwritten. The bytes of a
+/// buffer marked in `dropped` (subset_load) are kept nowhere: a chunk that
+/// holds nothing else is not read, and the rest are verified with the chunk
+/// they share with a wanted buffer.
 caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index,
                       const wire::ChunkTable& chunks, const state_registry& registry,
-                      staging_pool& pool, bool& touched);
+                      staging_pool& pool, bool& touched, const std::vector<bool>& dropped = {});
 
 /// As load_shard, from a stream that carries the data file's bytes in order
 /// (a peer sending its replica), checked against the index's own chunk

@@ -151,8 +151,8 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
   auto index = read_shard_index(path, record);
   if (!index) return std::move(index.error());
   // A reader of part of the shard loads through a registry in the index's
-  // order, whose stand-ins take the bytes of what it did not register.
-  std::optional<state_registry> subset;
+  // order, with stand-ins for what it did not register.
+  std::optional<subset_load> subset;
   if (match == buffer_match::subset) {
     auto made = subset_registry(*index, registry);
     if (!made) return std::move(made.error());
@@ -160,8 +160,10 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
   } else if (auto err = check_buffer_table(*index, registry)) {
     return err;
   }
-  auto& target = subset ? *subset : registry;
-  if (auto err = load_shard(path, *index, record.chunks(), target, *pool_, touched)) return err;
+  auto err = subset ? load_shard(path, *index, record.chunks(), subset->registry, *pool_, touched,
+                                 subset->dropped)
+                    : load_shard(path, *index, record.chunks(), registry, *pool_, touched);
+  if (err) return err;
   checkpoint_info info;
   info.step = step;
   info.total_run_calls = manifest->total_run_calls();

@@ -63,29 +63,52 @@ TEST_F(shard_reader_test, loads_into_buffers_and_callbacks) {
   EXPECT_EQ(user, "user");
 }
 
-// A reader that registers only the callbacks: the host buffer's bytes are
-// read, verified and dropped.
-TEST_F(shard_reader_test, a_subset_registry_loads_what_is_registered_and_drops_the_rest) {
+// A reader that registers only the callbacks ("u", the file's last 4 bytes,
+// in chunk 4 after the end of "w"): the chunks of "w" alone are not read,
+// and the one they share is verified whole.
+TEST_F(shard_reader_test, a_subset_load_reads_only_the_chunks_of_what_is_registered) {
   std::string user;
   state_registry reg;
   ASSERT_FALSE(reg.add_callbacks(
       "u", [] { return std::string{}; }, [&user](const std::string& b) { user = b; }));
   auto subset = subset_registry(index_, reg);
   ASSERT_TRUE(subset) << describe(subset.error());
-  ASSERT_EQ(subset->buffers().size(), 2u);
-  EXPECT_EQ(subset->buffers()[0].name, "w");
-  bool touched = false;
-  ASSERT_FALSE(
-      load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), *subset, *pool_, touched));
+  ASSERT_EQ(subset->registry.buffers().size(), 2u);
+  EXPECT_EQ(subset->registry.buffers()[0].name, "w");
+  EXPECT_EQ(subset->dropped, (std::vector<bool>{true, false}));
+  auto load = [&] {
+    bool touched = false;
+    return load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), subset->registry, *pool_,
+                      touched, subset->dropped);
+  };
+  ASSERT_FALSE(load());
   EXPECT_EQ(user, "user");
 
-  // Bytes the reader does not register still verify.
   auto path = dir_.sub(shard_data_name(0, 1));
   auto bytes = testing::read_file(path);
-  bytes[100] ^= 0x01;
+  bytes[100] ^= 0x01;  // chunk 0: "w" alone
   testing::write_file(path, bytes);
-  EXPECT_EQ(load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), *subset, *pool_, touched),
-            make_error(errc::corrupt));
+  user.clear();
+  ASSERT_FALSE(load());
+  EXPECT_EQ(user, "user");
+  bytes[4500] ^= 0x01;  // chunk 4: the end of "w" and "u"
+  testing::write_file(path, bytes);
+  auto err = load();
+  EXPECT_EQ(err, make_error(errc::corrupt));
+  EXPECT_NE(describe(err).find("chunk 4"), std::string::npos) << describe(err);
+}
+
+// A reader of "w" alone: the last chunk's bytes of "u" go to scratch memory.
+TEST_F(shard_reader_test, a_subset_load_drops_the_bytes_it_shares_a_chunk_with) {
+  std::vector<char> loaded(5000);
+  state_registry reg;
+  ASSERT_FALSE(reg.add_host_buffer("w", loaded.data(), loaded.size()));
+  auto subset = subset_registry(index_, reg);
+  ASSERT_TRUE(subset) << describe(subset.error());
+  bool touched = false;
+  ASSERT_FALSE(load_shard(dir_.path(), index_, manifest_.shards(0).chunks(), subset->registry,
+                          *pool_, touched, subset->dropped));
+  EXPECT_EQ(loaded, saved_);
 }
 
 TEST_F(shard_reader_test, a_subset_registry_refuses_buffers_the_shard_lacks_or_holds_otherwise) {

@@ -95,7 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static_cast<void>(part.add_host_buffer("weights", weights.data(), weights.size()));
     auto subset = subset_registry(*index, part);
     if (!subset) return 0;
-    static_cast<void>(load_shard(dir, *index, record->chunks(), *subset, *pool, touched));
+    static_cast<void>(load_shard(dir, *index, record->chunks(), subset->registry, *pool, touched,
+                                 subset->dropped));
     return 0;
   }
   if (check_buffer_table(*index, registry)) return 0;

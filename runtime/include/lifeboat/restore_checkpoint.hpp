@@ -30,7 +30,8 @@ std::vector<int64_t> committed_steps(const std::string& checkpoint_dir);
 /// into `state`, after `state`'s checks (add_check). `state` may register
 /// part of what the job registered (a model without its optimizer), by name
 /// and in any order, in host or device memory whichever the job saved it
-/// from; the rest of the shard is read, verified and dropped. It joins no
+/// from; the rest of the shard is dropped (what shares no chunk with a
+/// registered buffer is not even read). It joins no
 /// cluster and writes nothing, so it may read the directory of a job that is
 /// training: a checkpoint that retention removes meanwhile is skipped,
 /// logged, for the one before it (when that one went too: checkpoint_error,
