@@ -27,6 +27,35 @@ buffer_kind from_wire(wire::ShardBufferKind kind) {
   }
 }
 
+// The differences between a shard's buffer table and a registry, "; "-joined.
+struct buffer_differences {
+  std::string text;
+
+  void add(const std::string& what) {
+    if (!text.empty()) text += "; ";
+    text += what;
+  }
+
+  // Adds how `mine` differs from `saved` of the same name, in kind (host and
+  // device memory count as one where `memory_alike`) or in size (but for
+  // callbacks); whether they match.
+  bool compare(const wire::ShardBuffer& saved, const registered_buffer& mine, bool memory_alike) {
+    auto kind = from_wire(saved.kind());
+    bool memory = kind != buffer_kind::callbacks && mine.kind != buffer_kind::callbacks;
+    if (kind != mine.kind && !(memory_alike && memory)) {
+      add("'" + mine.name + "' is " + to_string(kind) + " in the checkpoint but " +
+          to_string(mine.kind) + " registered");
+      return false;
+    }
+    if (kind != buffer_kind::callbacks && static_cast<uint64_t>(saved.size()) != mine.size) {
+      add("'" + mine.name + "' has " + std::to_string(saved.size()) +
+          " bytes in the checkpoint but " + std::to_string(mine.size) + " registered");
+      return false;
+    }
+    return true;
+  }
+};
+
 // A run of the data file that lands in one destination.
 struct segment {
   uint64_t offset;
@@ -89,51 +118,37 @@ caf::error verify_shard_files(const std::string& step_dir,
 }
 
 caf::error check_buffer_table(const wire::ShardIndex& index, const state_registry& registry) {
-  std::string diffs;
-  auto add = [&](const std::string& what) {
-    if (!diffs.empty()) diffs += "; ";
-    diffs += what;
-  };
+  buffer_differences diffs;
   auto& bufs = registry.buffers();
   auto count = std::max<size_t>(bufs.size(), static_cast<size_t>(index.buffers_size()));
   for (size_t i = 0; i < count; ++i) {
     if (i >= bufs.size()) {
-      add("checkpoint has '" + index.buffers(i).name() + "', which is not registered");
+      diffs.add("checkpoint has '" + index.buffers(i).name() + "', which is not registered");
       continue;
     }
     if (i >= static_cast<size_t>(index.buffers_size())) {
-      add("'" + bufs[i].name + "' is registered but not in the checkpoint");
+      diffs.add("'" + bufs[i].name + "' is registered but not in the checkpoint");
       continue;
     }
     auto& saved = index.buffers(static_cast<int>(i));
     auto& mine = bufs[i];
     if (saved.name() != mine.name) {
-      add("buffer " + std::to_string(i) + " is '" + saved.name() + "' in the checkpoint but '" +
-          mine.name + "' registered");
+      diffs.add("buffer " + std::to_string(i) + " is '" + saved.name() +
+                "' in the checkpoint but '" + mine.name + "' registered");
       continue;
     }
-    auto kind = from_wire(saved.kind());
-    if (kind != mine.kind)
-      add("'" + mine.name + "' is " + to_string(kind) + " in the checkpoint but " +
-          to_string(mine.kind) + " registered");
-    else if (kind != buffer_kind::callbacks && static_cast<uint64_t>(saved.size()) != mine.size)
-      add("'" + mine.name + "' has " + std::to_string(saved.size()) +
-          " bytes in the checkpoint but " + std::to_string(mine.size) + " registered");
+    diffs.compare(saved, mine, false);
   }
-  if (diffs.empty()) return {};
+  if (diffs.text.empty()) return {};
   return make_error(errc::invalid_config,
-                    "checkpoint state does not match the registered buffers: " + diffs);
+                    "checkpoint state does not match the registered buffers: " + diffs.text);
 }
 
 caf::expected<subset_load> subset_registry(const wire::ShardIndex& index,
                                            const state_registry& registry) {
   std::unordered_map<std::string, const registered_buffer*> wanted;
   for (auto& buf : registry.buffers()) wanted.emplace(buf.name, &buf);
-  std::string diffs;
-  auto add = [&](const std::string& what) {
-    if (!diffs.empty()) diffs += "; ";
-    diffs += what;
-  };
+  buffer_differences diffs;
   subset_load subset;
   for (auto& saved : index.buffers()) {
     auto found = wanted.find(saved.name());
@@ -144,32 +159,26 @@ caf::expected<subset_load> subset_registry(const wire::ShardIndex& index,
           saved.name(), [] { return std::string{}; }, [](const std::string&) {});
     } else {
       auto& mine = *found->second;
-      auto kind = from_wire(saved.kind());
       // Host and device memory hold the same bytes: a model trained on a
       // GPU is read into CPU memory, and the other way round.
-      bool memory = kind != buffer_kind::callbacks && mine.kind != buffer_kind::callbacks;
-      if (kind != mine.kind && !memory)
-        add("'" + mine.name + "' is " + to_string(kind) + " in the checkpoint but " +
-            to_string(mine.kind) + " registered");
-      else if (kind != buffer_kind::callbacks && static_cast<uint64_t>(saved.size()) != mine.size)
-        add("'" + mine.name + "' has " + std::to_string(saved.size()) +
-            " bytes in the checkpoint but " + std::to_string(mine.size) + " registered");
-      else if (mine.kind == buffer_kind::callbacks)
-        err = subset.registry.add_callbacks(mine.name, mine.save, mine.restore);
-      else if (mine.kind == buffer_kind::host)
-        err = subset.registry.add_host_buffer(mine.name, mine.data, mine.size);
-      else
-        err = subset.registry.add_device_buffer(mine.name, mine.data, mine.size);
+      if (diffs.compare(saved, mine, true)) {
+        if (mine.kind == buffer_kind::callbacks)
+          err = subset.registry.add_callbacks(mine.name, mine.save, mine.restore);
+        else if (mine.kind == buffer_kind::host)
+          err = subset.registry.add_host_buffer(mine.name, mine.data, mine.size);
+        else
+          err = subset.registry.add_device_buffer(mine.name, mine.data, mine.size);
+      }
       wanted.erase(found);
     }
     if (err) return err;  // a name the checkpoint holds twice
   }
   for (auto& buf : registry.buffers())
     if (wanted.count(buf.name) > 0)
-      add("'" + buf.name + "' is registered but not in the checkpoint");
-  if (!diffs.empty())
+      diffs.add("'" + buf.name + "' is registered but not in the checkpoint");
+  if (!diffs.text.empty())
     return make_error(errc::invalid_config,
-                      "checkpoint state does not hold the registered buffers: " + diffs);
+                      "checkpoint state does not hold the registered buffers: " + diffs.text);
   return subset;
 }
 
