@@ -27,6 +27,8 @@ except ImportError as error:
     print(f"torch_test: skipped: {sys.executable} cannot import torch ({error})")
     sys.exit(SKIP_EXIT_CODE)
 
+import numpy  # torch's own dependency
+
 import lifeboat
 import lifeboat.torch
 
@@ -291,20 +293,44 @@ class RegistrationTest(unittest.TestCase):
         self.assertEqual(saved, {"grad_scaler": b"{}"})
         state.restore(saved)
 
+    @staticmethod
+    def draws():
+        """What each generator add_rng registers draws next; NumPy's twice
+        from a normal distribution, which caches its second value."""
+        return (torch.rand(4).tolist(), random.random(),
+                torch.nn.functional.dropout(torch.ones(8)).tolist(),
+                numpy.random.randint(1 << 30, size=4).tolist(),
+                numpy.random.standard_normal(), numpy.random.standard_normal())
+
     def test_the_random_generators_draw_after_a_restore_what_they_drew_after_the_save(self):
         state = CallbackRecorder()
         lifeboat.torch.add_rng(state)
         torch.manual_seed(3)
         random.seed(3)
+        numpy.random.seed(3)
+        numpy.random.standard_normal()  # a Gaussian cached in the saved state
         saved = state.save()
-        expected = (torch.rand(4), random.random(), torch.nn.functional.dropout(torch.ones(8)))
-        torch.rand(100)
-        random.random()
+        expected = self.draws()
+        self.draws()
         state.restore(saved)
-        drawn = (torch.rand(4), random.random(), torch.nn.functional.dropout(torch.ones(8)))
-        self.assertTrue(torch.equal(drawn[0], expected[0]))
-        self.assertEqual(drawn[1], expected[1])
-        self.assertTrue(torch.equal(drawn[2], expected[2]))
+        self.assertEqual(self.draws(), expected)
+
+    def test_random_generators_saved_without_numpys_restore_and_leave_numpys_as_seeded(self):
+        state = CallbackRecorder()
+        lifeboat.torch.add_rng(state)
+        torch.manual_seed(4)
+        random.seed(4)
+        numpy.random.seed(4)
+        saved = state.save()
+        expected = self.draws()
+        # A checkpoint of the version that saved no NumPy generator.
+        older = json.loads(saved["rng"])
+        del older["numpy"]
+        torch.manual_seed(5)
+        random.seed(5)
+        numpy.random.seed(4)
+        state.restore({"rng": json.dumps(older).encode()})
+        self.assertEqual(self.draws(), expected)
 
     def test_schedule_state_that_json_cannot_hold_is_refused_when_registered(self):
         class Schedule:

@@ -5,7 +5,7 @@
     lifeboat.torch.add_optimizer(state, optimizer)    # e.g. Adam's moments and steps
     lifeboat.torch.add_scheduler(state, scheduler)    # a learning-rate schedule
     lifeboat.torch.add_grad_scaler(state, scaler)     # mixed precision's loss scale
-    lifeboat.torch.add_rng(state)                     # torch's and Python's generators
+    lifeboat.torch.add_rng(state)                     # torch's, Python's, NumPy's generators
     handler = lifeboat.PreemptionCheckpointHandler(state, "ckpt", config)
 
 Every tensor is registered by its memory: lifeboat saves it from there and
@@ -456,11 +456,38 @@ def add_grad_scaler(state, scaler, prefix="grad_scaler"):
     _add_plain(state, prefix, scaler.state_dict, scaler.load_state_dict)
 
 
+def _numpy():
+    """NumPy, or None where it is not installed (torch runs without it)."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _numpy_rng_state(numpy):
+    # The global generator's legacy state: ('MT19937', 624 uint32 keys, the
+    # position in them, whether a second Gaussian is cached, and that one).
+    kind, keys, position, has_gauss, gauss = numpy.random.get_state(legacy=True)
+    return [kind, base64.b64encode(keys.astype("<u4").tobytes()).decode(), int(position),
+            int(has_gauss), float(gauss)]
+
+
+def _set_numpy_rng_state(numpy, saved):
+    kind, keys, position, has_gauss, gauss = saved
+    numpy.random.set_state((kind, numpy.frombuffer(base64.b64decode(keys), dtype="<u4"),
+                            position, has_gauss, gauss))
+
+
 def _rng_state():
     encode = lambda t: base64.b64encode(t.numpy().tobytes()).decode()  # noqa: E731
     cuda = [encode(s) for s in torch.cuda.get_rng_state_all()] if torch.cuda.is_initialized() \
         else []
-    return {"torch": encode(torch.get_rng_state()), "cuda": cuda, "python": random.getstate()}
+    state = {"torch": encode(torch.get_rng_state()), "cuda": cuda, "python": random.getstate()}
+    numpy = _numpy()
+    if numpy is not None:
+        state["numpy"] = _numpy_rng_state(numpy)
+    return state
 
 
 def _set_rng_state(saved):
@@ -471,12 +498,20 @@ def _set_rng_state(saved):
         torch.cuda.set_rng_state_all([decode(s) for s in saved["cuda"]])
     version, internal, gauss_next = saved["python"]
     random.setstate((version, tuple(internal), gauss_next))
+    # Checkpoints written before NumPy's generator was saved have no entry:
+    # NumPy's generator then keeps the state the trainer seeded it with.
+    numpy = _numpy()
+    if numpy is not None and "numpy" in saved:
+        _set_numpy_rng_state(numpy, saved["numpy"])
 
 
 def add_rng(state, prefix="rng"):
     """Registers this process's random generators as `prefix`: torch's (the
-    CPU's, and each CUDA device's once CUDA is initialised) and Python's
-    `random`. Dropout and random augmentation draw from them, so a resumed
-    run draws what the uninterrupted one drew at the same step.
+    CPU's, and each CUDA device's once CUDA is initialised), Python's
+    `random` and NumPy's global one (`numpy.random.*`, where NumPy is
+    installed). Dropout and random augmentation draw from them, so a resumed
+    run draws what the uninterrupted one drew at the same step. Generators
+    the trainer makes itself (a torch.Generator, numpy.random.default_rng())
+    are its own to register, with add_callbacks.
     """
     _add_plain(state, prefix, _rng_state, _set_rng_state)
