@@ -124,16 +124,18 @@ def pid_of(process, rank):
 
 class CallbackRecorder:
     """Stands for a CheckpointState where lifeboat.torch registers state: it
-    keeps the callbacks, so a test saves and restores through them itself."""
+    keeps the callbacks and the checks, so a test saves, restores and checks
+    through them itself."""
 
     def __init__(self):
         self.callbacks = {}
+        self.checks = []
 
     def add_buffer(self, name, data):
         pass
 
     def add_check(self, check):
-        pass
+        self.checks.append(check)
 
     def add_callbacks(self, name, save, restore):
         self.callbacks[name] = (save, restore)
@@ -149,33 +151,72 @@ class CallbackRecorder:
 class RegistrationTest(unittest.TestCase):
     """lifeboat.torch in this process: what it registers and what it refuses."""
 
-    def adam_after_steps(self, register, steps=3):
+    def after_steps(self, make_optimizer, register, steps=3):
+        """The model's and the optimizer's state after `steps` steps, the
+        optimizer's state created by add_optimizer when `register`; then
+        also whether the checks lifeboat runs before a save pass (the state
+        was updated in place)."""
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.1, amsgrad=True)
+        optimizer = make_optimizer(model.parameters())
+        state = CallbackRecorder()
         if register:
-            state = lifeboat.CheckpointState()
             lifeboat.torch.add_module(state, model)
             lifeboat.torch.add_optimizer(state, optimizer)
-            created = optimizer.state[model[0].weight]
-            self.assertEqual(created["step"].item(), 0)
-            self.assertEqual(created["max_exp_avg_sq"].count_nonzero().item(), 0)
         for step in range(steps):
             x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step))
             optimizer.zero_grad()
             model(x).square().sum().backward()
             optimizer.step()
+        for check in state.checks:
+            check()
         return model.state_dict(), optimizer.state_dict()["state"]
 
-    def test_adam_state_created_up_front_trains_as_the_lazily_created_one(self):
-        (model, optimizer), (lazy_model, lazy_optimizer) = (self.adam_after_steps(True),
-                                                            self.adam_after_steps(False))
+    def assert_created_state_trains_as_the_lazy_one(self, make_optimizer):
+        (model, optimizer), (lazy_model, lazy_optimizer) = (
+            self.after_steps(make_optimizer, True), self.after_steps(make_optimizer, False))
         self.assertEqual(model.keys(), lazy_model.keys())
         for name in model:
             self.assertTrue(torch.equal(model[name], lazy_model[name]), name)
+        self.assertEqual(optimizer.keys(), lazy_optimizer.keys())
         for index, entry in optimizer.items():
+            self.assertEqual(entry.keys(), lazy_optimizer[index].keys())
             for key, value in entry.items():
-                self.assertTrue(torch.equal(value, lazy_optimizer[index][key]), (index, key))
+                lazy = lazy_optimizer[index][key]
+                self.assertEqual(type(value), type(lazy), (index, key))
+                if isinstance(value, torch.Tensor):
+                    self.assertEqual(value.dtype, lazy.dtype, (index, key))
+                    self.assertTrue(torch.equal(value, lazy), (index, key))
+                else:
+                    self.assertEqual(value, lazy, (index, key))
+
+    def test_adam_state_created_up_front_trains_as_the_lazily_created_one(self):
+        def adam(params):
+            return torch.optim.Adam(params, lr=0.1, amsgrad=True)
+        model = torch.nn.Linear(2, 2)
+        optimizer = adam(model.parameters())
+        lifeboat.torch.add_optimizer(lifeboat.CheckpointState(), optimizer)
+        created = optimizer.state[model.weight]
+        self.assertEqual(created["step"].item(), 0)
+        self.assertEqual(created["max_exp_avg_sq"].count_nonzero().item(), 0)
+        self.assert_created_state_trains_as_the_lazy_one(adam)
+
+    @unittest.skipUnless(torch.__version__.startswith("1."),
+                         "these optimizers' state is created up front with torch 1.x only")
+    def test_other_optimizers_state_created_up_front_trains_as_the_lazily_created_one(self):
+        optim = torch.optim
+        for name, make in [
+                ("RMSprop", lambda p: optim.RMSprop(p, lr=0.01)),
+                ("RMSprop momentum centered",
+                 lambda p: optim.RMSprop(p, lr=0.01, momentum=0.9, centered=True)),
+                ("Adadelta", lambda p: optim.Adadelta(p)),
+                ("Adamax", lambda p: optim.Adamax(p, lr=0.1)),
+                ("NAdam", lambda p: optim.NAdam(p, lr=0.1)),
+                ("RAdam", lambda p: optim.RAdam(p, lr=0.1)),
+                ("ASGD", lambda p: optim.ASGD(p, lr=0.1, t0=1)),
+                ("Rprop", lambda p: optim.Rprop(p, lr=0.05))]:
+            with self.subTest(optimizer=name):
+                self.assert_created_state_trains_as_the_lazy_one(make)
 
     def test_tensors_that_cannot_be_restored_in_place_are_refused(self):
         state = lifeboat.CheckpointState()
@@ -352,8 +393,8 @@ class RegistrationTest(unittest.TestCase):
     def test_optimizer_state_that_cannot_be_created_exactly_is_refused(self):
         params = [torch.nn.Parameter(torch.zeros(2))]
         state = lifeboat.CheckpointState()
-        with self.assertRaisesRegex(lifeboat.ConfigError, "RMSprop has no state"):
-            lifeboat.torch.add_optimizer(state, torch.optim.RMSprop(params))
+        with self.assertRaisesRegex(lifeboat.ConfigError, "LBFGS has no state"):
+            lifeboat.torch.add_optimizer(state, torch.optim.LBFGS(params))
         with self.assertRaisesRegex(lifeboat.ConfigError, "dampening"):
             lifeboat.torch.add_optimizer(state, torch.optim.SGD(params, lr=1, momentum=0.9,
                                                                  dampening=0.5))

@@ -237,6 +237,10 @@ def add_module(state, module, prefix="model"):
                                            (buffer for _, buffer in _saved_buffers(module))))
 
 
+def _zeros(param):
+    return torch.zeros_like(param, memory_format=torch.preserve_format)
+
+
 def _adam_state(param, group):
     # torch.optim.Adam's and AdamW's first step, as of torch 1.13: step 0 (a
     # float tensor, on the device when capturable or fused) and zero moments.
@@ -245,11 +249,9 @@ def _adam_state(param, group):
         step = torch.zeros((1,), dtype=torch.float, device=param.device)
     else:
         step = torch.tensor(0.)
-    state = {"step": step,
-             "exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format),
-             "exp_avg_sq": torch.zeros_like(param, memory_format=torch.preserve_format)}
+    state = {"step": step, "exp_avg": _zeros(param), "exp_avg_sq": _zeros(param)}
     if group["amsgrad"]:
-        state["max_exp_avg_sq"] = torch.zeros_like(param, memory_format=torch.preserve_format)
+        state["max_exp_avg_sq"] = _zeros(param)
     return state
 
 
@@ -262,13 +264,52 @@ def _sgd_state(param, group):
     if group["dampening"] != 0:
         raise ConfigError("SGD with dampening creates its momentum differently at the first step: "
                           "register the optimizer after it")
-    return {"momentum_buffer": torch.zeros_like(param, memory_format=torch.preserve_format)}
+    return {"momentum_buffer": _zeros(param)}
+
+
+def _rmsprop_state(param, group):
+    state = {"step": 0, "square_avg": _zeros(param)}
+    if group["momentum"] > 0:
+        state["momentum_buffer"] = _zeros(param)
+    if group["centered"]:
+        state["grad_avg"] = _zeros(param)
+    return state
+
+
+def _rprop_state(param, group):
+    # Rprop's first step fills its step sizes with the learning rate, in a new
+    # tensor shaped as the gradient (contiguous), the real and imaginary parts
+    # of a complex one alike.
+    lr = group["lr"]
+    return {"step": 0, "prev": _zeros(param),
+            "step_size": torch.full(param.shape, complex(lr, lr) if param.dtype.is_complex
+                                    else lr, dtype=param.dtype, device=param.device)}
 
 
 # The optimizers whose state add_optimizer creates before their first step,
 # exactly as that step would.
 _INITIAL_STATE = {torch.optim.Adam: _adam_state, torch.optim.AdamW: _adam_state,
                   torch.optim.SGD: _sgd_state}
+
+# These create theirs as torch 1.13 does; torch 2.0 made their step counts
+# tensors, so with another torch they are registered after their first step.
+if torch.__version__.startswith("1."):
+    _INITIAL_STATE.update({
+        torch.optim.RMSprop: _rmsprop_state,
+        torch.optim.Adadelta: lambda param, group: {
+            "step": 0, "square_avg": _zeros(param), "acc_delta": _zeros(param)},
+        torch.optim.Adamax: lambda param, group: {
+            "step": torch.tensor(0.), "exp_avg": _zeros(param), "exp_inf": _zeros(param)},
+        torch.optim.NAdam: lambda param, group: {
+            "step": torch.tensor(0.), "mu_product": torch.tensor(1.),
+            "exp_avg": _zeros(param), "exp_avg_sq": _zeros(param)},
+        torch.optim.RAdam: lambda param, group: {
+            "step": torch.tensor(0.), "exp_avg": _zeros(param), "exp_avg_sq": _zeros(param)},
+        torch.optim.ASGD: lambda param, group: {
+            "step": torch.tensor(0.), "eta": torch.tensor(group["lr"]),
+            "mu": torch.tensor(1.), "ax": _zeros(param)},
+        torch.optim.Rprop: _rprop_state,
+    })
 
 
 def _local_optimizer(optimizer):
