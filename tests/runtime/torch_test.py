@@ -343,12 +343,19 @@ class RegistrationTest(unittest.TestCase):
                 numpy.random.randint(1 << 30, size=4).tolist(),
                 numpy.random.standard_normal(), numpy.random.standard_normal())
 
-    def test_the_random_generators_draw_after_a_restore_what_they_drew_after_the_save(self):
+    @staticmethod
+    def seeded_rng(seed, numpy_seed=None):
+        """A CallbackRecorder with add_rng's state, once torch's and Python's
+        generators are seeded with `seed`, NumPy's with `numpy_seed` (`seed`)."""
         state = CallbackRecorder()
         lifeboat.torch.add_rng(state)
-        torch.manual_seed(3)
-        random.seed(3)
-        numpy.random.seed(3)
+        torch.manual_seed(seed)
+        random.seed(seed)
+        numpy.random.seed(seed if numpy_seed is None else numpy_seed)
+        return state
+
+    def test_the_random_generators_draw_after_a_restore_what_they_drew_after_the_save(self):
+        state = self.seeded_rng(3)
         numpy.random.standard_normal()  # a Gaussian cached in the saved state
         saved = state.save()
         expected = self.draws()
@@ -357,19 +364,13 @@ class RegistrationTest(unittest.TestCase):
         self.assertEqual(self.draws(), expected)
 
     def test_random_generators_saved_without_numpys_restore_and_leave_numpys_as_seeded(self):
-        state = CallbackRecorder()
-        lifeboat.torch.add_rng(state)
-        torch.manual_seed(4)
-        random.seed(4)
-        numpy.random.seed(4)
+        state = self.seeded_rng(4)
         saved = state.save()
         expected = self.draws()
         # A checkpoint of the version that saved no NumPy generator.
         older = json.loads(saved["rng"])
         del older["numpy"]
-        torch.manual_seed(5)
-        random.seed(5)
-        numpy.random.seed(4)
+        self.seeded_rng(5, numpy_seed=4)
         state.restore({"rng": json.dumps(older).encode()})
         self.assertEqual(self.draws(), expected)
 
