@@ -736,6 +736,65 @@ class MemoryOrderTest(HandlerCase):
             handler()
 
 
+class QuantizationAwareTest(HandlerCase):
+    """A model prepared for quantization-aware training (per-channel weight
+    observers, fused fake quantization), saved and restored in place by
+    handlers in this process (a world of one)."""
+
+    prefix = "lifeboat-torch-qat-"
+
+    @staticmethod
+    def prepared(seed):
+        torch.manual_seed(seed)
+        quantization = torch.ao.quantization
+        model = torch.nn.Sequential(quantization.QuantStub(), torch.nn.Conv2d(3, 4, 3),
+                                    torch.nn.ReLU(), quantization.DeQuantStub())
+        model.qconfig = quantization.get_default_qat_qconfig("fbgemm")
+        with warnings.catch_warnings():  # "reduce_range will be deprecated ..."
+            warnings.simplefilter("ignore")
+            quantization.prepare_qat(model.train(), inplace=True)
+        return model
+
+    def trainer(self, seed):
+        """A prepared model after one forward pass, its SGD and its handler."""
+        model = self.prepared(seed)
+        model(torch.randn(2, 3, 8, 8))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        return model, optimizer, self.handler_of(model, optimizer)
+
+    def test_registered_before_its_first_forward_pass_it_is_refused_naming_the_observer(self):
+        model = self.prepared(0)
+        with self.assertRaisesRegex(
+                lifeboat.ConfigError,
+                r"'model/1.weight_fake_quant.activation_post_process.min_val' is empty until its "
+                r"quantization observer \(MovingAveragePerChannelMinMaxObserver\) sees its "
+                "first batch.*run a forward pass of the prepared model before registering it"):
+            lifeboat.torch.add_module(lifeboat.CheckpointState(), model)
+        model(torch.randn(2, 3, 8, 8))  # its memory was left to torch to resize
+
+    def test_registered_after_a_forward_pass_its_weights_and_observers_restore_bit_exact(self):
+        model, optimizer, handler = self.trainer(seed=0)
+
+        def step():
+            optimizer.zero_grad()
+            model(torch.randn(2, 3, 8, 8)).square().sum().backward()
+            optimizer.step()
+
+        with handler() as running:
+            for _ in range(3):
+                running.run(step)
+        trained = {k: v.clone() for k, v in model.state_dict().items()}
+        self.assertEqual(trained["1.weight_fake_quant.scale"].shape, (4,))
+
+        model, optimizer, handler = self.trainer(seed=1)
+        self.assertFalse(torch.equal(model[1].weight, trained["1.weight"]))
+        with handler() as resumed:
+            self.assertEqual(resumed.total_run_calls, 3)
+        self.assertEqual(model.state_dict().keys(), trained.keys())
+        for name, value in model.state_dict().items():
+            self.assertTrue(torch.equal(value, trained[name]), name)
+
+
 class UnregisteredParameterTest(HandlerCase):
     """An optimizer that trains a parameter no registered tensor holds, in
     this process (a world of one): refused before the restore, as lifeboat

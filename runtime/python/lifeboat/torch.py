@@ -224,9 +224,35 @@ def _saved_buffers(module):
             yield (f"{path}.{leaf}" if path else leaf), buffer
 
 
+def _check_observers(module, prefix):
+    """Refuses a quantization observer that has not seen a batch yet where
+    its statistics are empty (a per-channel observer's, as quantization-aware
+    training's default weight observer keeps them): torch resizes them at the
+    first forward pass, which it cannot do to memory lifeboat holds (the pass
+    raised "Trying to resize storage that is not resizable")."""
+    try:
+        from torch.ao.quantization.observer import ObserverBase
+    except ImportError:  # a torch without torch.ao
+        return
+    for path, owner in module.named_modules():
+        if not isinstance(owner, ObserverBase):
+            continue
+        for leaf, buffer in owner._buffers.items():
+            if buffer is not None and buffer.numel() == 0:
+                raise ConfigError(
+                    f"tensor '{prefix}/{path}.{leaf}' is empty until its quantization observer "
+                    f"({type(owner).__name__}) sees its first batch, when torch resizes it, "
+                    "which it cannot do to memory lifeboat holds: run a forward pass of the "
+                    "prepared model before registering it")
+
+
 def add_module(state, module, prefix="model"):
     """Registers a module's parameters and the buffers its state_dict holds
-    (not the non-persistent ones) as `prefix/<name>`."""
+    (not the non-persistent ones) as `prefix/<name>`. Torch cannot resize a
+    registered tensor in place; a quantization-aware model whose observers
+    would resize theirs at the first forward pass is refused until after it."""
+    _check_observers(module, prefix)
+
     def tensors():
         return {f"{prefix}/{name}": tensor for name, tensor in
                 itertools.chain(module.named_parameters(), _saved_buffers(module))}
