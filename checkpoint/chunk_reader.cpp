@@ -16,12 +16,6 @@ namespace lifeboat::checkpoint {
 
 namespace {
 
-// Read, then hashed while it is still in the cache: a block this size fits
-// the L2 of current server cores. Hashing whole 8 MiB chunks after reading
-// them reads every byte back from memory, and restore ran at 0.76x of a
-// plain read of a cached file.
-constexpr uint64_t hash_block = uint64_t{1} << 20;
-
 struct failure {
   uint64_t chunk;
   caf::error error;
@@ -38,7 +32,7 @@ std::optional<failure> read_one(const Fill& fill, const std::string& source,
   for (auto& part : chunk.parts) {
     auto* dst = static_cast<char*>(part.iov_base);
     for (uint64_t done = 0; done < part.iov_len;) {
-      auto len = std::min<uint64_t>(hash_block, part.iov_len - done);
+      auto len = std::min<uint64_t>(hash_block_bytes, part.iov_len - done);
       if (auto err = fill(dst + done, len, offset)) return failure{chunk.index, std::move(err)};
       XXH3_64bits_update(&state, dst + done, len);
       done += len;

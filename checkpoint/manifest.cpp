@@ -98,4 +98,14 @@ caf::expected<wire::CheckpointManifest> read_manifest(const std::string& step_di
   return manifest;
 }
 
+caf::expected<const wire::ShardRecord*> rank_record(const wire::CheckpointManifest& manifest,
+                                                    const std::string& step_dir, int rank) {
+  auto& record = manifest.shards(rank);
+  if (record.rank() != rank)
+    return corrupt_file(
+        join_path(step_dir, manifest_file_name),
+        "shard " + std::to_string(rank) + " is recorded as rank " + std::to_string(record.rank()));
+  return &record;
+}
+
 }  // namespace lifeboat::checkpoint

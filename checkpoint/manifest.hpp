@@ -22,4 +22,10 @@ caf::error write_manifest(file_system& fs, const std::string& step_dir, int64_t 
 /// errc::corrupt when garbled, errc::version_mismatch for another schema.
 caf::expected<wire::CheckpointManifest> read_manifest(const std::string& step_dir, int64_t step);
 
+/// Rank `rank`'s record in `manifest` (read from `step_dir`, rank < its world
+/// size), or errc::corrupt naming the manifest where it records another rank
+/// in that place.
+caf::expected<const wire::ShardRecord*> rank_record(const wire::CheckpointManifest& manifest,
+                                                    const std::string& step_dir, int rank);
+
 }  // namespace lifeboat::checkpoint

@@ -1,7 +1,9 @@
 #include "checkpoint/shard_reader.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <unordered_map>
 #include <vector>
@@ -14,8 +16,6 @@
 
 namespace lifeboat::checkpoint {
 
-namespace {
-
 buffer_kind from_wire(wire::ShardBufferKind kind) {
   switch (kind) {
     case wire::SHARD_BUFFER_DEVICE:
@@ -26,6 +26,8 @@ buffer_kind from_wire(wire::ShardBufferKind kind) {
       return buffer_kind::host;
   }
 }
+
+namespace {
 
 // The differences between a shard's buffer table and a registry, "; "-joined.
 struct buffer_differences {
@@ -198,10 +200,10 @@ struct load_plan {
   std::vector<chunk_read> chunks;
 };
 
-// `source` names the data in errors (a file, or a peer's copy of it).
-caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardIndex& index,
-                                   const wire::ChunkTable& chunks, const state_registry& registry,
-                                   staging_pool& pool, const std::vector<bool>& dropped) {
+// Whether `chunks` covers `index`'s data exactly and every buffer lies within
+// it. `source` names the data in errors (a file, or a peer's copy of it).
+caf::error check_layout(const std::string& source, const wire::ShardIndex& index,
+                        const wire::ChunkTable& chunks) {
   // Sizes and offsets come from files a writer of the checkpoint directory
   // controls: negative ones, or sums that wrap around, must not pass the
   // checks below (a chunk size of -1 once passed the table's size check with
@@ -213,6 +215,31 @@ caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardI
   if (static_cast<uint64_t>(chunks.checksums_size()) !=
       total / chunk_size + (total % chunk_size != 0 ? 1 : 0))
     return corrupt_file(source, "chunk table does not cover the file");
+  for (auto& saved : index.buffers()) {
+    auto offset = static_cast<uint64_t>(saved.offset());
+    auto size = static_cast<uint64_t>(saved.size());
+    if (saved.offset() < 0 || saved.size() < 0 || size > total || offset > total - size)
+      return corrupt_file(source, "buffer '" + saved.name() + "' lies past the end");
+  }
+  return {};
+}
+
+// Checks the size of the data file at `path` against `index`.
+caf::error check_data_size(const std::string& path, const wire::ShardIndex& index) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return io_error("stat", path, errno);
+  if (static_cast<uint64_t>(st.st_size) != static_cast<uint64_t>(index.data_bytes()))
+    return corrupt_file(path, std::to_string(st.st_size) + " bytes, index says " +
+                                  std::to_string(index.data_bytes()));
+  return {};
+}
+
+caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardIndex& index,
+                                   const wire::ChunkTable& chunks, const state_registry& registry,
+                                   staging_pool& pool, const std::vector<bool>& dropped) {
+  if (auto err = check_layout(source, index, chunks)) return err;
+  const auto total = static_cast<uint64_t>(index.data_bytes());
+  const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
   load_plan plan;
   plan.dropped = dropped;
   plan.dropped.resize(static_cast<size_t>(index.buffers_size()), false);
@@ -235,8 +262,6 @@ caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardI
     auto& mine = registry.buffers()[static_cast<size_t>(i)];
     auto offset = static_cast<uint64_t>(saved.offset());
     auto size = static_cast<uint64_t>(saved.size());
-    if (saved.offset() < 0 || saved.size() < 0 || size > total || offset > total - size)
-      return corrupt_file(source, "buffer '" + saved.name() + "' lies past the end");
     char* dst = nullptr;
     if (plan.dropped[static_cast<size_t>(i)]) {
       if (size > 0) segs.push_back({offset, nullptr, size});
@@ -317,11 +342,7 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
   auto data_path = join_path(step_dir, index.data_file());
   auto plan = plan_load(data_path, index, chunks, registry, pool, dropped);
   if (!plan) return std::move(plan.error());
-  struct stat st;
-  if (::stat(data_path.c_str(), &st) != 0) return io_error("stat", data_path, errno);
-  if (static_cast<uint64_t>(st.st_size) != static_cast<uint64_t>(index.data_bytes()))
-    return corrupt_file(data_path, std::to_string(st.st_size) + " bytes, index says " +
-                                       std::to_string(index.data_bytes()));
+  if (auto err = check_data_size(data_path, index)) return err;
   touched = !plan->chunks.empty();
   if (auto err = read_chunks(data_path, plan->chunks)) return err;
   return finish_load(*plan, index, registry);
@@ -335,6 +356,39 @@ caf::error load_shard_from_stream(const std::string& source, const wire::ShardIn
   touched = !plan->chunks.empty();
   if (auto err = receive_chunks(read_exact, source, plan->chunks)) return err;
   return finish_load(*plan, index, registry);
+}
+
+caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex& index,
+                             const wire::ChunkTable& chunks) {
+  auto data_path = join_path(step_dir, index.data_file());
+  if (auto err = check_layout(data_path, index, chunks)) return err;
+  if (auto err = check_data_size(data_path, index)) return err;
+  auto fd = open_file(data_path, O_RDONLY);
+  if (!fd) return std::move(fd.error());
+  ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  // Every block of every chunk lands in the same scratch memory, read and
+  // hashed one after the other: the check keeps no byte, so a shard larger
+  // than the host's memory is checked in 1 MiB.
+  std::vector<char> scratch(hash_block_bytes);
+  const auto total = static_cast<uint64_t>(index.data_bytes());
+  const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
+  std::vector<chunk_read> reads;
+  for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk) {
+    chunk_read read{chunk, begin, {}, chunks.checksums(static_cast<int>(chunk))};
+    auto end = std::min(total, begin + chunk_size);
+    for (auto at = begin; at < end; at += hash_block_bytes)
+      read.parts.push_back({scratch.data(), std::min(hash_block_bytes, end - at)});
+    reads.push_back(std::move(read));
+  }
+  uint64_t position = 0;
+  return receive_chunks(
+      [&](char* data, size_t size) {
+        auto err =
+            preadv_all(fd->get(), {iovec{data, size}}, static_cast<off_t>(position), data_path);
+        position += size;
+        return err;
+      },
+      data_path, reads);
 }
 
 }  // namespace lifeboat::checkpoint

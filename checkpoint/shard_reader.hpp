@@ -12,6 +12,9 @@
 
 namespace lifeboat::checkpoint {
 
+/// The kind of memory a shard's buffer was saved from.
+buffer_kind from_wire(wire::ShardBufferKind kind);
+
 /// Reads and checks one shard's index against its manifest record.
 caf::expected<wire::ShardIndex> read_shard_index(const std::string& step_dir,
                                                  const wire::ShardRecord& record);
@@ -67,5 +70,12 @@ caf::error load_shard(const std::string& step_dir, const wire::ShardIndex& index
 caf::error load_shard_from_stream(const std::string& source, const wire::ShardIndex& index,
                                   const state_registry& registry, staging_pool& pool, bool& touched,
                                   const read_exact_fn& read_exact);
+
+/// Reads `index`'s data file in `step_dir` and checks every chunk against
+/// `chunks` (the manifest's record of them), as a restore would, without a
+/// registry: the bytes are kept nowhere (1 MiB of scratch memory). Writes
+/// nothing. errc::corrupt names the file and the first bad chunk.
+caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex& index,
+                             const wire::ChunkTable& chunks);
 
 }  // namespace lifeboat::checkpoint

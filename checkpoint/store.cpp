@@ -143,11 +143,9 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
                                                 " workers, this job has " +
                                                 std::to_string(cfg_.world_size));
   if (auto err = verify_shard_files(path, *manifest)) return err;
-  auto& record = manifest->shards(cfg_.rank);
-  if (record.rank() != cfg_.rank)
-    return corrupt_file(join_path(path, manifest_file_name), "shard " + std::to_string(cfg_.rank) +
-                                                                 " is recorded as rank " +
-                                                                 std::to_string(record.rank()));
+  auto found = rank_record(*manifest, path, cfg_.rank);
+  if (!found) return std::move(found.error());
+  auto& record = **found;
   auto index = read_shard_index(path, record);
   if (!index) return std::move(index.error());
   // A reader of part of the shard loads through a registry in the index's

@@ -14,7 +14,8 @@ using namespace lifeboat::test;
 TEST(help_test, every_app_prints_its_usage_and_exits_0) {
   for (const std::string& app :
        {lifeboat::test::built(LIFEBOAT_LAUNCH), lifeboat::test::built(LIFEBOAT_DEMO),
-        lifeboat::test::built(LIFEBOAT_COORDINATOR), lifeboat::test::built(LIFEBOAT_STATUS)}) {
+        lifeboat::test::built(LIFEBOAT_COORDINATOR), lifeboat::test::built(LIFEBOAT_STATUS),
+        lifeboat::test::built(LIFEBOAT_CHECKPOINT)}) {
     for (const char* flag : {"--help", "-h"}) {
       child_process run{{app, flag}};
       output_log log{run};

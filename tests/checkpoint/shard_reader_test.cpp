@@ -194,5 +194,29 @@ TEST_F(shard_reader_test, negative_chunk_sizes_and_wrapping_offsets_are_corrupt)
   EXPECT_FALSE(touched);
 }
 
+// A check of the shard that keeps none of its bytes: every chunk read and
+// hashed, the last (shorter) one included, in the file's order.
+TEST_F(shard_reader_test, verify_shard_data_checks_every_chunk_without_a_registry) {
+  auto& chunks = manifest_.shards(0).chunks();
+  ASSERT_FALSE(verify_shard_data(dir_.path(), index_, chunks));
+  auto path = dir_.sub(shard_data_name(0, 1));
+  auto good = testing::read_file(path);
+  for (auto [offset, range] :
+       {std::pair{100, "chunk 0 (bytes 0..1024)"}, std::pair{5003, "chunk 4 (bytes 4096..5004)"}}) {
+    auto bytes = good;
+    bytes[offset] ^= 0x01;
+    testing::write_file(path, bytes);
+    EXPECT_EQ(describe(verify_shard_data(dir_.path(), index_, chunks)),
+              "corrupt: corrupt file " + path + ": checksum mismatch in " + range);
+  }
+  testing::write_file(path, good.substr(0, 4000));
+  EXPECT_EQ(describe(verify_shard_data(dir_.path(), index_, chunks)),
+            "corrupt: corrupt file " + path + ": 4000 bytes, index says 5004");
+  testing::write_file(path, good);
+  wire::ChunkTable no_chunks;
+  no_chunks.set_chunk_size(-1);
+  EXPECT_EQ(verify_shard_data(dir_.path(), index_, no_chunks), make_error(errc::corrupt));
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

@@ -1,0 +1,74 @@
+#include "checkpoint/verify_checkpoint.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "messages/errors.hpp"
+#include "tests/checkpoint/test_support.hpp"
+#include "tests/support/build_tree.hpp"
+
+namespace lifeboat::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::temp_dir;
+
+constexpr int64_t fixture_step = 17;
+
+// A copy of store_test's format fixture: two ranks' shards of step 17
+// (3000 + 500 bytes and callback state each).
+void copy_fixture(const temp_dir& dir) {
+  fs::copy(test::built("tests/checkpoint/testdata/format-2026-11-25"), dir.path(),
+           fs::copy_options::recursive);
+}
+
+std::string step_file(const temp_dir& dir, const std::string& name) {
+  return dir.sub("step-000000000017/" + name);
+}
+
+TEST(verify_checkpoint, reads_every_ranks_shard_and_writes_nothing) {
+  temp_dir dir;
+  copy_fixture(dir);
+  auto before = fs::last_write_time(dir.sub("step-000000000017"));
+  auto verified = verify_checkpoint(dir.path(), fixture_step);
+  ASSERT_TRUE(verified) << describe(verified.error());
+  EXPECT_EQ(verified->manifest.world_size(), 2);
+  EXPECT_EQ(verified->manifest.total_run_calls(), 17);
+  EXPECT_EQ(verified->bytes, fs::file_size(step_file(dir, "shard-00000-of-00002.data")) +
+                                 fs::file_size(step_file(dir, "shard-00001-of-00002.data")));
+  EXPECT_EQ(fs::last_write_time(dir.sub("step-000000000017")), before);
+}
+
+// Rank 1's shard, which no restore of rank 0 reads, is checked too.
+TEST(verify_checkpoint, a_flipped_byte_in_any_ranks_data_names_its_file_and_chunk) {
+  temp_dir dir;
+  copy_fixture(dir);
+  auto data = step_file(dir, "shard-00001-of-00002.data");
+  ASSERT_TRUE(testing::flip_byte(data, 10));
+  auto verified = verify_checkpoint(dir.path(), fixture_step);
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(verified.error(), make_error(errc::corrupt));
+  EXPECT_NE(describe(verified.error()).find(data + ": checksum mismatch in chunk 0"),
+            std::string::npos)
+      << describe(verified.error());
+}
+
+TEST(verify_checkpoint, a_missing_index_or_an_uncommitted_step_is_named) {
+  temp_dir dir;
+  copy_fixture(dir);
+  auto index = step_file(dir, "shard-00001-of-00002.index");
+  fs::remove(index);
+  auto verified = verify_checkpoint(dir.path(), fixture_step);
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(describe(verified.error()), "corrupt: corrupt file " + index + ": missing");
+
+  fs::remove(step_file(dir, "MANIFEST"));
+  verified = verify_checkpoint(dir.path(), fixture_step);
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(verified.error(), make_error(errc::not_found));
+  EXPECT_EQ(verify_checkpoint(dir.path(), 3).error(), make_error(errc::not_found));
+}
+
+}  // namespace
+}  // namespace lifeboat::checkpoint
