@@ -136,8 +136,8 @@ int verify(const options& opts, const std::vector<int64_t>& steps) {
     char seconds[32];
     std::snprintf(seconds, sizeof(seconds), "%.3f",
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    std::cout << "step=" << step << " verified: " << verified->manifest.shards_size()
-              << " shards, " << verified->bytes << " bytes in " << seconds << " s\n";
+    std::cout << "step=" << step << " verified: " << verified->manifest.shards_size() << " shards, "
+              << verified->bytes << " bytes in " << seconds << " s\n";
   }
   return code;
 }
@@ -157,7 +157,8 @@ int buffers(const options& opts, int64_t step) {
   if (!index) return fail(lifeboat::describe(index.error()), exit_not_verified);
   // The name last: it may hold spaces ("model/0.weight (memory order 0,2,3,1)").
   for (auto& buffer : index->buffers())
-    std::cout << "bytes=" << buffer.size() << " kind=" << cp::to_string(cp::from_wire(buffer.kind()))
+    std::cout << "bytes=" << buffer.size()
+              << " kind=" << cp::to_string(cp::from_wire(buffer.kind()))
               << " name=" << buffer.name() << "\n";
   return exit_ok;
 }
@@ -175,9 +176,9 @@ int main(int argc, char** argv) {
   std::vector<int64_t> steps = *committed;
   if (opts.step) {
     if (std::find(steps.begin(), steps.end(), *opts.step) == steps.end())
-      return fail("no committed checkpoint of step " + std::to_string(*opts.step) + " in " +
-                      opts.dir,
-                  exit_not_verified);
+      return fail(
+          "no committed checkpoint of step " + std::to_string(*opts.step) + " in " + opts.dir,
+          exit_not_verified);
     steps = {*opts.step};
   }
   if (steps.empty()) return fail("no committed checkpoint in " + opts.dir, exit_not_verified);

@@ -200,8 +200,10 @@ struct load_plan {
   std::vector<chunk_read> chunks;
 };
 
-// Whether `chunks` covers `index`'s data exactly and every buffer lies within
-// it. `source` names the data in errors (a file, or a peer's copy of it).
+// Whether `chunks` covers `index`'s data exactly and the buffers, in the
+// index's order, lie back to back from its start to its end, as a writer
+// lays them out (take_snapshot). `source` names the data in errors (a file,
+// or a peer's copy of it).
 caf::error check_layout(const std::string& source, const wire::ShardIndex& index,
                         const wire::ChunkTable& chunks) {
   // Sizes and offsets come from files a writer of the checkpoint directory
@@ -215,12 +217,23 @@ caf::error check_layout(const std::string& source, const wire::ShardIndex& index
   if (static_cast<uint64_t>(chunks.checksums_size()) !=
       total / chunk_size + (total % chunk_size != 0 ? 1 : 0))
     return corrupt_file(source, "chunk table does not cover the file");
+  // A gap would be bytes of no buffer: a load, which hashes what lands in
+  // buffers, found the chunk corrupt, a check of the whole file found it good.
+  uint64_t end = 0;
   for (auto& saved : index.buffers()) {
     auto offset = static_cast<uint64_t>(saved.offset());
     auto size = static_cast<uint64_t>(saved.size());
     if (saved.offset() < 0 || saved.size() < 0 || size > total || offset > total - size)
       return corrupt_file(source, "buffer '" + saved.name() + "' lies past the end");
+    if (offset != end)
+      return corrupt_file(source, "buffer '" + saved.name() + "' begins at byte " +
+                                      std::to_string(offset) + ", the one before it ends at " +
+                                      std::to_string(end));
+    end += size;
   }
+  if (end != total)
+    return corrupt_file(source, "the buffers end at byte " + std::to_string(end) +
+                                    ", the data at " + std::to_string(total));
   return {};
 }
 
@@ -282,8 +295,7 @@ caf::expected<load_plan> plan_load(const std::string& source, const wire::ShardI
     }
     if (size > 0) segs.push_back({offset, dst, size});
   }
-  std::sort(segs.begin(), segs.end(),
-            [](const segment& a, const segment& b) { return a.offset < b.offset; });
+  // In the index's order, the segments are sorted by offset (check_layout).
   size_t first = 0;
   for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk) {
     auto parts = destinations(segs, first, begin, std::min(total, begin + chunk_size));

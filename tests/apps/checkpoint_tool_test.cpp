@@ -51,10 +51,10 @@ TEST_F(checkpoint_tool_test, lists_the_committed_checkpoints) {
   fs::create_directory(dir() + "/step-000000000020");  // a save under way
   auto listed = run_tool({"list", dir()});
   EXPECT_EQ(listed.code, 0);
-  EXPECT_EQ(listed.lines, std::vector<std::string>{
-                              "step=17 world_size=2 total_run_calls=17 bytes=7046 "
-                              "created=2026-11-28T04:12:02Z path=" +
-                              step_dir()});
+  EXPECT_EQ(listed.lines,
+            std::vector<std::string>{"step=17 world_size=2 total_run_calls=17 bytes=7046 "
+                                     "created=2026-11-28T04:12:02Z path=" +
+                                     step_dir()});
 }
 
 TEST_F(checkpoint_tool_test, verifies_every_ranks_bytes_and_names_a_corrupt_file) {
@@ -75,9 +75,9 @@ TEST_F(checkpoint_tool_test, verifies_every_ranks_bytes_and_names_a_corrupt_file
   file.close();
   auto corrupt = run_tool({"verify", dir(), "--step", "17"});
   EXPECT_EQ(corrupt.code, exit_not_verified);
-  EXPECT_EQ(corrupt.lines, std::vector<std::string>{
-                               "step=17 not verified: corrupt: corrupt file " + data +
-                               ": checksum mismatch in chunk 0 (bytes 0..3523)"});
+  EXPECT_EQ(corrupt.lines,
+            std::vector<std::string>{"step=17 not verified: corrupt: corrupt file " + data +
+                                     ": checksum mismatch in chunk 0 (bytes 0..3523)"});
 }
 
 TEST_F(checkpoint_tool_test, prints_the_buffers_of_a_ranks_shard) {
@@ -102,9 +102,9 @@ TEST_F(checkpoint_tool_test, says_what_it_cannot_answer) {
 
   auto other_step = run_tool({"verify", dir(), "--step", "16"});
   EXPECT_EQ(other_step.code, exit_not_verified);
-  EXPECT_EQ(other_step.lines, std::vector<std::string>{
-                                  "lifeboat-checkpoint: no committed checkpoint of step 16 in " +
-                                  dir()});
+  EXPECT_EQ(other_step.lines,
+            std::vector<std::string>{"lifeboat-checkpoint: no committed checkpoint of step 16 in " +
+                                     dir()});
 
   fs::remove(step_dir() + "/MANIFEST");
   auto none = run_tool({"list", dir()});

@@ -194,6 +194,34 @@ TEST_F(shard_reader_test, negative_chunk_sizes_and_wrapping_offsets_are_corrupt)
   EXPECT_FALSE(touched);
 }
 
+// Bytes of no buffer (between two, or after the last) are in no writer's
+// file: a load, which hashes what lands in buffers, and the check of the
+// whole file must both refuse them, and say so (the second is
+// tests/fuzz/corpus/fuzz_shard_index/regression-bytes-of-no-buffer).
+TEST_F(shard_reader_test, bytes_that_belong_to_no_buffer_are_corrupt) {
+  auto path = dir_.sub(shard_data_name(0, 1));
+  auto gap = index_;
+  gap.mutable_buffers(0)->set_size(4990);
+  auto trailing = index_;
+  trailing.mutable_buffers(1)->set_size(2);
+  for (auto& [index, why] :
+       {std::pair{gap, "buffer 'u' begins at byte 5000, the one before it ends at 4990"},
+        std::pair{trailing, "the buffers end at byte 5002, the data at 5004"}}) {
+    auto expected = "corrupt: corrupt file " + path + ": " + why;
+    EXPECT_EQ(describe(verify_shard_data(dir_.path(), index, manifest_.shards(0).chunks())),
+              expected);
+    std::vector<char> loaded(static_cast<size_t>(index.buffers(0).size()));
+    std::string user;
+    state_registry reg;
+    register_target(reg, loaded, user);
+    bool touched = false;
+    EXPECT_EQ(describe(load_shard(dir_.path(), index, manifest_.shards(0).chunks(), reg, *pool_,
+                                  touched)),
+              expected);
+    EXPECT_FALSE(touched);
+  }
+}
+
 // A check of the shard that keeps none of its bytes: every chunk read and
 // hashed, the last (shorter) one included, in the file's order.
 TEST_F(shard_reader_test, verify_shard_data_checks_every_chunk_without_a_registry) {

@@ -9,7 +9,9 @@
 // checksums of the data file (which it writes with data_bytes bytes of a
 // fixed pattern), so the fuzzer reaches a complete load as well as each check;
 // bit 2, whether the load is a reader's of part of the shard (subset_registry:
-// "weights" alone, every other buffer dropped) instead of a job's.
+// "weights" alone, every other buffer dropped) instead of a job's. A job's
+// load and verify_shard_data, which reads the file without a registry, must
+// agree on whether the shard is good.
 
 #include <cstdint>
 #include <string>
@@ -99,7 +101,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                  subset->dropped));
     return 0;
   }
+  // The check outside any job (lifeboat-checkpoint verify) reads the file
+  // whatever is registered; where a job's load reads every chunk too, both
+  // must find the shard good, or both not.
+  auto verified = verify_shard_data(dir, *index, record->chunks());
   if (check_buffer_table(*index, registry)) return 0;
-  static_cast<void>(load_shard(dir, *index, record->chunks(), registry, *pool, touched));
+  auto loaded = load_shard(dir, *index, record->chunks(), registry, *pool, touched);
+  if (static_cast<bool>(loaded) != static_cast<bool>(verified)) __builtin_trap();
   return 0;
 }
