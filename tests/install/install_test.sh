@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs lifeboat to a temporary prefix, then builds the C++ example of
 # README.md as a program outside the tree with find_package(lifeboat), runs
-# it in local mode, and runs it again to see it restore its last checkpoint.
+# it in local mode, and runs it again to see it restore its last checkpoint;
+# then the installed apps: lifeboat-checkpoint verifies what the runs wrote.
 set -euo pipefail
 build_dir=$1
 source_dir=$2
@@ -58,5 +59,23 @@ grep -q 'restored checkpoint at step 1000' "$work/second.err" || {
   cat "$work/second.err" >&2
   exit 1
 }
+
+# The installed apps: lifeboat-checkpoint finds the example's checkpoints
+# whole (the two retention keeps).
+verified=$("$work/prefix/bin/lifeboat-checkpoint" verify "$work/checkpoints") || {
+  echo "install_test: the installed lifeboat-checkpoint did not verify the checkpoints" >&2
+  echo "$verified" >&2
+  exit 1
+}
+grep -q '^step=1000 verified: 1 shards, ' <<<"$verified" || {
+  echo "install_test: lifeboat-checkpoint verify said: $verified" >&2
+  exit 1
+}
+for app in lifeboat-launch lifeboat-coordinator lifeboat-demo lifeboat-status; do
+  "$work/prefix/bin/$app" --help >/dev/null || {
+    echo "install_test: the installed $app does not run" >&2
+    exit 1
+  }
+done
 
 echo "install_test: the installed package builds and runs the README example"
