@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/store.hpp"
+#include "checkpoint/verify_checkpoint.hpp"
 #include "lifeboat/errors.hpp"
 #include "messages/errors.hpp"
 
@@ -93,6 +95,21 @@ std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
     info = std::move(*newest);
   }
   return restored_checkpoint{info->step, info->total_run_calls, info->path};
+}
+
+verified_checkpoint verify_checkpoint(const std::string& checkpoint_dir,
+                                      std::optional<int64_t> step) {
+  auto steps = committed_steps(checkpoint_dir);
+  if (step && std::find(steps.begin(), steps.end(), *step) == steps.end())
+    throw checkpoint_error("no committed checkpoint of step " + std::to_string(*step) + " in " +
+                           checkpoint_dir);
+  if (steps.empty()) throw checkpoint_error("no committed checkpoint in " + checkpoint_dir);
+  auto checked = step.value_or(steps.back());
+  auto verified = checkpoint::verify_checkpoint(checkpoint_dir, checked);
+  if (!verified) throw checkpoint_error(describe(verified.error()));
+  return {checked, verified->manifest.total_run_calls(), verified->manifest.world_size(),
+          verified->bytes,
+          checkpoint::join_path(checkpoint_dir, checkpoint::step_dir_name(checked))};
 }
 
 }  // namespace lifeboat

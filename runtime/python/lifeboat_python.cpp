@@ -419,6 +419,30 @@ PYBIND11_MODULE(_lifeboat, m) {
       "checkpoint lacks or holds in another size; "
       "CheckpointError when no committed checkpoint verifies, or `step`'s is not committed or "
       "does not verify.");
+  py::class_<lifeboat::verified_checkpoint>(m, "VerifiedCheckpoint")
+      .def_readonly("step", &lifeboat::verified_checkpoint::step)
+      .def_readonly("total_run_calls", &lifeboat::verified_checkpoint::total_run_calls)
+      .def_readonly("world_size", &lifeboat::verified_checkpoint::world_size)
+      .def_readonly("bytes", &lifeboat::verified_checkpoint::bytes)
+      .def_readonly("path", &lifeboat::verified_checkpoint::path)
+      .def("__repr__", [](const lifeboat::verified_checkpoint& v) {
+        return "VerifiedCheckpoint(step=" + std::to_string(v.step) +
+               ", world_size=" + std::to_string(v.world_size) +
+               ", bytes=" + std::to_string(v.bytes) + ", path='" + v.path + "')";
+      });
+  m.def(
+      "verify_checkpoint",
+      [](std::string dir, std::optional<int64_t> step) {
+        py::gil_scoped_release unlocked;
+        return lifeboat::verify_checkpoint(dir, step);
+      },
+      py::arg("checkpoint_dir"), py::arg("step") = py::none(),
+      "Checks every rank's shard of the newest committed checkpoint in `checkpoint_dir` (or of "
+      "`step`) as each rank's restore would, every byte against its checksums, keeping none: "
+      "before a checkpoint is copied, archived or exported. Writes nothing. Returns a "
+      "VerifiedCheckpoint (step, total_run_calls, world_size, bytes, path). Raises "
+      "ConfigError when the directory is missing; CheckpointError when it holds no committed "
+      "checkpoint (of `step`) or the checkpoint does not verify, naming the file and chunk.");
   m.def("committed_steps", &lifeboat::committed_steps, py::arg("checkpoint_dir"),
         "The steps of the committed checkpoints in `checkpoint_dir`, oldest first. Raises "
         "ConfigError when the directory does not exist.");

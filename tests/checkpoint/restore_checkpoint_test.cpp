@@ -223,5 +223,35 @@ TEST(restore_checkpoint, a_corrupt_checkpoint_gives_the_one_before_and_none_veri
   EXPECT_NE(corrupt.find("corrupt"), std::string::npos) << corrupt;
 }
 
+// The public check of a whole checkpoint: the newest by default, or a named
+// step; what it refuses, it names.
+TEST(restore_checkpoint,
+     verify_checkpoint_checks_the_newest_or_a_named_step_and_names_what_is_wrong) {
+  temp_dir dir;
+  save(dir.path(), {3, 6});
+  auto newest = verify_checkpoint(dir.path());
+  EXPECT_EQ(newest.step, 6);
+  EXPECT_EQ(newest.total_run_calls, 6);
+  EXPECT_EQ(newest.world_size, 1);
+  EXPECT_EQ(newest.path, dir.path() + "/step-000000000006");
+  EXPECT_EQ(newest.bytes, fs::file_size(data_file(newest.path)));
+  EXPECT_EQ(verify_checkpoint(dir.path(), 3).step, 3);
+
+  ASSERT_TRUE(checkpoint::testing::flip_byte(data_file(newest.path), 100));
+  try {
+    verify_checkpoint(dir.path());
+    ADD_FAILURE() << "a corrupt newest checkpoint verified";
+  } catch (const checkpoint_error& e) {
+    EXPECT_NE(std::string{e.what()}.find(data_file(newest.path) + ": checksum mismatch in chunk 0"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(verify_checkpoint(dir.path(), 3).step, 3);
+  EXPECT_THROW(verify_checkpoint(dir.path(), 4), checkpoint_error);
+  EXPECT_THROW(verify_checkpoint(dir.sub("absent")), config_error);
+  temp_dir empty;
+  EXPECT_THROW(verify_checkpoint(empty.path()), checkpoint_error);
+}
+
 }  // namespace
 }  // namespace lifeboat

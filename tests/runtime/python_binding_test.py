@@ -489,6 +489,10 @@ class PythonBindingTest(scratch_case.ScratchCase):
         self.assertEqual(lifeboat.committed_steps(self.ckpt), [1])
         self.assertEqual(lifeboat.restore_checkpoint(reader, self.ckpt, step=1).step, 1)
         self.assertEqual(repr(restored), f"RestoredCheckpoint(step=1, path='{restored.path}')")
+        verified = lifeboat.verify_checkpoint(self.ckpt)
+        self.assertEqual((verified.step, verified.world_size, verified.path),
+                         (1, 1, restored.path))
+        self.assertGreaterEqual(verified.bytes, 64)
 
         shard = [name for name in os.listdir(restored.path) if name.endswith(".data")]
         self.assertEqual(len(shard), 1)
@@ -498,6 +502,9 @@ class PythonBindingTest(scratch_case.ScratchCase):
             f.write(bytes([first[0] ^ 1]))
         with self.assertRaisesRegex(lifeboat.CheckpointError, "verified"):
             lifeboat.restore_checkpoint(reader, self.ckpt)
+        with self.assertRaisesRegex(lifeboat.CheckpointError,
+                                    f"{shard[0]}: checksum mismatch in chunk 0"):
+            lifeboat.verify_checkpoint(self.ckpt, step=1)
         with self.assertRaisesRegex(lifeboat.CheckpointError, "no committed checkpoint of step 2"):
             lifeboat.restore_checkpoint(reader, self.ckpt, step=2)
         self.assertIsInstance(lifeboat.CheckpointError("x"), RuntimeError)

@@ -1,7 +1,8 @@
 #pragma once
 
 // Reading a job's checkpoints outside the job: the trained state for an
-// evaluation or an export, without a handler, a cluster or a launcher.
+// evaluation or an export, and a check of a whole checkpoint, without a
+// handler, a cluster or a launcher.
 
 #include <cstdint>
 #include <optional>
@@ -51,5 +52,27 @@ std::optional<restored_checkpoint> restore_checkpoint(checkpoint_state& state,
                                                       const std::string& checkpoint_dir,
                                                       int rank = 0,
                                                       std::optional<int64_t> step = std::nullopt);
+
+/// A committed checkpoint that verify_checkpoint found whole.
+struct verified_checkpoint {
+  int64_t step = 0;
+  int64_t total_run_calls = 0;
+  int world_size = 0;
+  uint64_t bytes = 0;  // every rank's data
+  std::string path;    // its step directory
+};
+
+/// Checks every rank's shard of the newest committed checkpoint in
+/// `checkpoint_dir` (or of `step`) as each rank's restore would: the
+/// manifest, each index, each data file's size and every chunk's checksum,
+/// into no state, 1 MiB of memory whatever the shard's size. Before a
+/// checkpoint is copied, archived or exported: a restore reads one rank's
+/// shard and falls back to an older checkpoint where it is corrupt, this
+/// names what is wrong with this one. Writes nothing. Throws config_error
+/// when the directory does not exist; checkpoint_error when it holds no
+/// committed checkpoint (of `step`) or the checkpoint does not verify (the
+/// file, and the chunk). On the calling thread.
+verified_checkpoint verify_checkpoint(const std::string& checkpoint_dir,
+                                      std::optional<int64_t> step = std::nullopt);
 
 }  // namespace lifeboat

@@ -7,12 +7,13 @@ importing lifeboat does not import torch).
 
 from lifeboat._lifeboat import (CheckpointError, CheckpointState, ConfigError, PeerError,
                                 PreemptionCheckpointHandler, PreemptionScope,
-                                RestoredCheckpoint, TerminationConfig, committed_steps,
-                                restore_checkpoint)
+                                RestoredCheckpoint, TerminationConfig, VerifiedCheckpoint,
+                                committed_steps, restore_checkpoint, verify_checkpoint)
 
 __all__ = ["CheckpointError", "CheckpointState", "ConfigError", "PeerError",
            "PreemptionCheckpointHandler", "PreemptionScope", "RestoredCheckpoint",
-           "TerminationConfig", "committed_steps", "restore_checkpoint"]
+           "TerminationConfig", "VerifiedCheckpoint", "committed_steps", "restore_checkpoint",
+           "verify_checkpoint"]
 
 # Errors and reprs name the package users import, not the extension inside it.
 for _name in __all__:
