@@ -1,5 +1,11 @@
 #include "checkpoint/verify_checkpoint.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <thread>
+#include <vector>
+
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
@@ -8,6 +14,20 @@
 
 namespace lifeboat::checkpoint {
 
+namespace {
+
+// Rank `rank`'s shard, checked as its restore would.
+caf::error verify_rank(const std::string& step_dir, const wire::CheckpointManifest& manifest,
+                       int rank) {
+  auto record = rank_record(manifest, step_dir, rank);
+  if (!record) return std::move(record.error());
+  auto index = read_shard_index(step_dir, **record);
+  if (!index) return std::move(index.error());
+  return verify_shard_data(step_dir, *index, (*record)->chunks());
+}
+
+}  // namespace
+
 caf::expected<verified_checkpoint> verify_checkpoint(const std::string& dir, int64_t step) {
   auto step_dir = join_path(dir, step_dir_name(step));
   auto manifest = read_manifest(step_dir, step);
@@ -15,16 +35,30 @@ caf::expected<verified_checkpoint> verify_checkpoint(const std::string& dir, int
   // The cheap checks of every shard first, as each rank's restore makes
   // them: a missing or truncated file is named before any data is read.
   if (auto err = verify_shard_files(step_dir, *manifest)) return err;
-  verified_checkpoint out;
-  for (int rank = 0; rank < manifest->shards_size(); ++rank) {
-    auto found = rank_record(*manifest, step_dir, rank);
-    if (!found) return std::move(found.error());
-    auto& record = **found;
-    auto index = read_shard_index(step_dir, record);
-    if (!index) return std::move(index.error());
-    if (auto err = verify_shard_data(step_dir, *index, record.chunks())) return err;
-    out.bytes += static_cast<uint64_t>(record.data_bytes());
+  // One shard per core at a time: reading and hashing a shard keeps one core
+  // busy, and a job's checkpoint has a shard per rank.
+  auto ranks = manifest->shards_size();
+  auto threads =
+      std::max(1, std::min(static_cast<int>(std::thread::hardware_concurrency()), ranks));
+  std::vector<caf::error> errors(static_cast<size_t>(ranks));
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int rank = next++; rank < ranks; rank = next++)
+      errors[static_cast<size_t>(rank)] = verify_rank(step_dir, *manifest, rank);
+  };
+  std::vector<std::thread> helpers;
+  try {
+    for (int i = 1; i < threads; ++i) helpers.emplace_back(work);
+  } catch (const std::system_error&) {
+    // No more threads to be had: those started and this one check the rest.
   }
+  work();
+  for (auto& helper : helpers) helper.join();
+  // The lowest rank's error, whichever thread found one first.
+  for (auto& err : errors)
+    if (err) return std::move(err);
+  verified_checkpoint out;
+  for (auto& shard : manifest->shards()) out.bytes += static_cast<uint64_t>(shard.data_bytes());
   out.manifest = std::move(*manifest);
   return out;
 }

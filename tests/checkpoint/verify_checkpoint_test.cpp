@@ -54,6 +54,20 @@ TEST(verify_checkpoint, a_flipped_byte_in_any_ranks_data_names_its_file_and_chun
       << describe(verified.error());
 }
 
+// The shards are checked side by side; the error is the lowest rank's,
+// whichever was found first.
+TEST(verify_checkpoint, of_two_corrupt_shards_the_lowest_ranks_is_named) {
+  temp_dir dir;
+  copy_fixture(dir);
+  auto rank0 = step_file(dir, "shard-00000-of-00002.data");
+  ASSERT_TRUE(testing::flip_byte(rank0, fs::file_size(rank0) - 1));
+  ASSERT_TRUE(testing::flip_byte(step_file(dir, "shard-00001-of-00002.data"), 0));
+  auto verified = verify_checkpoint(dir.path(), fixture_step);
+  ASSERT_FALSE(verified);
+  EXPECT_NE(describe(verified.error()).find(rank0 + ": checksum mismatch"), std::string::npos)
+      << describe(verified.error());
+}
+
 TEST(verify_checkpoint, a_missing_index_or_an_uncommitted_step_is_named) {
   temp_dir dir;
   copy_fixture(dir);
