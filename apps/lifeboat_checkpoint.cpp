@@ -9,11 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <variant>
@@ -35,7 +35,7 @@ namespace cp = lifeboat::checkpoint;
 constexpr const char* program = "lifeboat-checkpoint";
 constexpr int exit_ok = 0;
 constexpr int exit_not_verified = 1;
-constexpr int64_t max_step = INT64_MAX;
+constexpr int64_t max_step = std::numeric_limits<int64_t>::max();
 constexpr int64_t max_rank = 1 << 20;
 
 constexpr const char* synopsis =
