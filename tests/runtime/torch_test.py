@@ -151,20 +151,25 @@ class CallbackRecorder:
 class RegistrationTest(unittest.TestCase):
     """lifeboat.torch in this process: what it registers and what it refuses."""
 
-    def after_steps(self, make_optimizer, register, steps=3):
+    def after_steps(self, make_optimizer, register, sparse=False, steps=3):
         """The model's and the optimizer's state after `steps` steps, the
         optimizer's state created by add_optimizer when `register`; then
         also whether the checks lifeboat runs before a save pass (the state
-        was updated in place)."""
+        was updated in place). `sparse`: an embedding with sparse gradients."""
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+        if sparse:
+            model = torch.nn.Embedding(10, 3, sparse=True)
+        else:
+            model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
         optimizer = make_optimizer(model.parameters())
         state = CallbackRecorder()
         if register:
             lifeboat.torch.add_module(state, model)
             lifeboat.torch.add_optimizer(state, optimizer)
         for step in range(steps):
-            x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step))
+            generator = torch.Generator().manual_seed(step)
+            x = torch.randint(10, (8,), generator=generator) if sparse else \
+                torch.randn(8, 4, generator=generator)
             optimizer.zero_grad()
             model(x).square().sum().backward()
             optimizer.step()
@@ -172,9 +177,10 @@ class RegistrationTest(unittest.TestCase):
             check()
         return model.state_dict(), optimizer.state_dict()["state"]
 
-    def assert_created_state_trains_as_the_lazy_one(self, make_optimizer):
+    def assert_created_state_trains_as_the_lazy_one(self, make_optimizer, sparse=False):
         (model, optimizer), (lazy_model, lazy_optimizer) = (
-            self.after_steps(make_optimizer, True), self.after_steps(make_optimizer, False))
+            self.after_steps(make_optimizer, True, sparse),
+            self.after_steps(make_optimizer, False, sparse))
         self.assertEqual(model.keys(), lazy_model.keys())
         for name in model:
             self.assertTrue(torch.equal(model[name], lazy_model[name]), name)
@@ -217,6 +223,9 @@ class RegistrationTest(unittest.TestCase):
                 ("Rprop", lambda p: optim.Rprop(p, lr=0.05))]:
             with self.subTest(optimizer=name):
                 self.assert_created_state_trains_as_the_lazy_one(make)
+        with self.subTest(optimizer="SparseAdam"):
+            self.assert_created_state_trains_as_the_lazy_one(
+                lambda p: optim.SparseAdam(list(p), lr=0.1), sparse=True)
 
     def test_tensors_that_cannot_be_restored_in_place_are_refused(self):
         state = lifeboat.CheckpointState()

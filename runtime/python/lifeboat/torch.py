@@ -335,6 +335,8 @@ if torch.__version__.startswith("1."):
             "step": torch.tensor(0.), "eta": torch.tensor(group["lr"]),
             "mu": torch.tensor(1.), "ax": _zeros(param)},
         torch.optim.Rprop: _rprop_state,
+        torch.optim.SparseAdam: lambda param, group: {
+            "step": 0, "exp_avg": _zeros(param), "exp_avg_sq": _zeros(param)},
     })
 
 
