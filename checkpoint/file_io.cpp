@@ -116,10 +116,13 @@ caf::error preadv_all(int fd, std::vector<iovec> iov, off_t offset, const std::s
 }
 
 caf::expected<std::string> read_whole_file(const std::string& path) {
-  auto fd = open_file(path, O_RDONLY);
+  // Non-blocking: opening a FIFO planted under a checkpoint file's name
+  // would wait for a writer forever (a regular file reads as it would).
+  auto fd = open_file(path, O_RDONLY | O_NONBLOCK);
   if (!fd) return std::move(fd.error());
   struct stat st;
   if (::fstat(fd->get(), &st) != 0) return io_error("stat", path, errno);
+  if (!S_ISREG(st.st_mode)) return corrupt_file(path, "is not a regular file");
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   if (!bytes.empty()) {
     if (auto err = preadv_all(fd->get(), {iovec{bytes.data(), bytes.size()}}, 0, path)) return err;

@@ -73,6 +73,8 @@ caf::error pwrite_all(file_system& fs, int fd, const char* data, size_t size, of
 /// A file shorter than that is errc::corrupt.
 caf::error preadv_all(int fd, std::vector<iovec> iov, off_t offset, const std::string& path);
 
+/// The bytes of the regular file at `path`; errc::corrupt naming it when it is
+/// something else (a FIFO, a directory), at once.
 caf::expected<std::string> read_whole_file(const std::string& path);
 
 caf::error fsync_fd(file_system& fs, int fd, const std::string& path);

@@ -375,6 +375,9 @@ caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex
   auto data_path = join_path(step_dir, index.data_file());
   if (auto err = check_layout(data_path, index, chunks)) return err;
   if (auto err = check_data_size(data_path, index)) return err;
+  // Nothing to read: the file is not even opened (as a load opens none), so
+  // a FIFO of size 0 in its place cannot hold the check.
+  if (index.data_bytes() == 0) return {};
   auto fd = open_file(data_path, O_RDONLY);
   if (!fd) return std::move(fd.error());
   ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);

@@ -1,6 +1,7 @@
 #include "checkpoint/file_io.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <string>
 #include <vector>
@@ -18,6 +19,20 @@ using testing::read_file;
 using testing::temp_dir;
 
 file_system& posix() { return *posix_file_system(); }
+
+// A FIFO in a checkpoint file's place, with no writer: refused at once,
+// where opening it for reading used to wait for a writer forever.
+TEST(file_io, read_whole_file_refuses_what_is_not_a_regular_file_without_waiting) {
+  temp_dir dir;
+  ASSERT_EQ(::mkfifo(dir.sub("MANIFEST").c_str(), 0600), 0);
+  auto read = read_whole_file(dir.sub("MANIFEST"));
+  ASSERT_FALSE(read);
+  EXPECT_EQ(describe(read.error()),
+            "corrupt: corrupt file " + dir.sub("MANIFEST") + ": is not a regular file");
+  read = read_whole_file(dir.path());
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error(), make_error(errc::corrupt));
+}
 
 TEST(file_io, durable_write_replaces_the_file_and_leaves_no_temp) {
   temp_dir dir;
