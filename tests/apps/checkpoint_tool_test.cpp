@@ -57,6 +57,20 @@ TEST_F(checkpoint_tool_test, lists_the_committed_checkpoints) {
                                      step_dir()});
 }
 
+// A committed step whose manifest does not read is listed as such, beside
+// the good one, and the exit code says something is wrong.
+TEST_F(checkpoint_tool_test, lists_a_step_whose_manifest_does_not_read_as_unreadable) {
+  auto bad = dir() + "/step-000000000011";
+  fs::create_directory(bad);
+  std::ofstream{bad + "/MANIFEST"};
+  auto listed = run_tool({"list", dir()});
+  EXPECT_EQ(listed.code, exit_not_verified);
+  ASSERT_EQ(listed.lines.size(), 2u);
+  EXPECT_EQ(listed.lines[0],
+            "step=11 unreadable: corrupt: corrupt file " + bad + "/MANIFEST: too short (0 bytes)");
+  EXPECT_EQ(listed.lines[1].rfind("step=17 world_size=2 ", 0), 0u) << listed.lines[1];
+}
+
 TEST_F(checkpoint_tool_test, verifies_every_ranks_bytes_and_names_a_corrupt_file) {
   auto verified = run_tool({"verify", dir()});
   EXPECT_EQ(verified.code, 0);
