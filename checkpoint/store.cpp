@@ -158,10 +158,10 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
   } else if (auto err = check_buffer_table(*index, registry)) {
     return err;
   }
-  auto err = subset ? load_shard(path, *index, record.chunks(), subset->registry, *pool_, touched,
-                                 subset->dropped)
-                    : load_shard(path, *index, record.chunks(), registry, *pool_, touched);
-  if (err) return err;
+  auto& target = subset ? subset->registry : registry;
+  if (auto err = load_shard(path, *index, record.chunks(), target, *pool_, touched,
+                            subset ? subset->dropped : std::vector<bool>{}))
+    return err;
   checkpoint_info info;
   info.step = step;
   info.total_run_calls = manifest->total_run_calls();

@@ -12,9 +12,9 @@ class config_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-/// A checkpoint directory that holds committed checkpoints none of which
-/// could be read back (each corrupt, or the directory unreadable), raised by
-/// restore_checkpoint.
+/// A checkpoint that could not be read back or checked (corrupt, not
+/// committed, or a directory that cannot be read), raised by
+/// restore_checkpoint, verify_checkpoint and committed_steps.
 class checkpoint_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
