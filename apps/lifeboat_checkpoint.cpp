@@ -5,7 +5,8 @@
 // (as a restore of every rank would check it), and what a rank's shard holds.
 // Exits 0 when it could answer, 1 when there is no committed checkpoint to
 // look at or one does not verify, 2 after a bad command line or a directory
-// that cannot be read.
+// that cannot be read. A step removed while it is looked at (beside a running
+// job) gets a line saying so and does not fail the command.
 
 #include <algorithm>
 #include <chrono>
@@ -102,10 +103,21 @@ std::string step_dir(const options& opts, int64_t step) {
   return cp::join_path(opts.dir, cp::step_dir_name(step));
 }
 
+// A step that a running job's retention removed after it was listed as
+// committed: no longer there to look at, which says nothing about its bytes.
+bool removed(const caf::error& err, int64_t step) {
+  if (err != lifeboat::make_error(lifeboat::errc::not_found)) return false;
+  std::cout << "step=" << step
+            << " removed during the check: no longer committed (a running job's retention "
+               "removes its older checkpoints as it saves)\n";
+  return true;
+}
+
 int list(const options& opts, const std::vector<int64_t>& steps) {
   int code = exit_ok;
   for (auto step : steps) {
     auto manifest = cp::read_manifest(step_dir(opts, step), step);
+    if (!manifest && removed(manifest.error(), step)) continue;
     if (!manifest) {
       std::cout << "step=" << step << " unreadable: " << lifeboat::describe(manifest.error())
                 << "\n";
@@ -127,6 +139,7 @@ int verify(const options& opts, const std::vector<int64_t>& steps) {
   for (auto step : steps) {
     auto start = std::chrono::steady_clock::now();
     auto verified = cp::verify_checkpoint(opts.dir, step);
+    if (!verified && removed(verified.error(), step)) continue;
     if (!verified) {
       std::cout << "step=" << step << " not verified: " << lifeboat::describe(verified.error())
                 << "\n";

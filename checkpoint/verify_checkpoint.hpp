@@ -25,6 +25,17 @@ struct verified_checkpoint {
 /// `step`; errc::corrupt naming the first bad file (and chunk);
 /// errc::version_mismatch for a manifest of another schema; errc::io_error
 /// where a file cannot be read.
+/// A step removed while it is checked (a running job's retention removes its
+/// older checkpoints as it saves, manifest first) is errc::not_found saying
+/// so, not a corrupt one: see verify_shards.
 caf::expected<verified_checkpoint> verify_checkpoint(const std::string& dir, int64_t step);
+
+/// What verify_checkpoint does once it has read `manifest`, the manifest of
+/// `step` in `dir`. When a check fails and the step's manifest is gone, the
+/// step was removed during the check and the missing file says nothing about
+/// its bytes: errc::not_found, "was removed during the check"; the other
+/// errors are verify_checkpoint's.
+caf::expected<verified_checkpoint> verify_shards(const std::string& dir, int64_t step,
+                                                 wire::CheckpointManifest manifest);
 
 }  // namespace lifeboat::checkpoint

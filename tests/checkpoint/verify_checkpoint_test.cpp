@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "checkpoint/manifest.hpp"
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/support/build_tree.hpp"
@@ -82,6 +83,41 @@ TEST(verify_checkpoint, a_missing_index_or_an_uncommitted_step_is_named) {
   ASSERT_FALSE(verified);
   EXPECT_EQ(verified.error(), make_error(errc::not_found));
   EXPECT_EQ(verify_checkpoint(dir.path(), 3).error(), make_error(errc::not_found));
+}
+
+// Beside a running job: the manifest was read, then the job's retention
+// removed the step (manifest first, then its files) before every shard was
+// checked. The missing files are no corruption; the step is gone.
+TEST(verify_checkpoint, a_step_removed_during_the_check_is_not_found_not_corrupt) {
+  temp_dir dir;
+  copy_fixture(dir);
+  auto manifest = read_manifest(dir.sub("step-000000000017"), fixture_step);
+  ASSERT_TRUE(manifest) << describe(manifest.error());
+  fs::remove(step_file(dir, "MANIFEST"));
+  fs::remove_all(dir.sub("step-000000000017"));
+  auto verified = verify_shards(dir.path(), fixture_step, *manifest);
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(verified.error(), make_error(errc::not_found));
+  EXPECT_NE(
+      describe(verified.error()).find("step 17 in " + dir.path() + " was removed during the check"),
+      std::string::npos)
+      << describe(verified.error());
+}
+
+// Only a step that is gone: the same missing file in a step still
+// committed is the checkpoint's fault.
+TEST(verify_checkpoint, a_missing_file_of_a_step_still_committed_is_corrupt) {
+  temp_dir dir;
+  copy_fixture(dir);
+  auto manifest = read_manifest(dir.sub("step-000000000017"), fixture_step);
+  ASSERT_TRUE(manifest) << describe(manifest.error());
+  auto data = step_file(dir, "shard-00001-of-00002.data");
+  fs::remove(data);
+  auto verified = verify_shards(dir.path(), fixture_step, *manifest);
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(verified.error(), make_error(errc::corrupt));
+  EXPECT_NE(describe(verified.error()).find(data + ": missing"), std::string::npos)
+      << describe(verified.error());
 }
 
 }  // namespace

@@ -70,8 +70,11 @@ struct verified_checkpoint {
 /// shard and falls back to an older checkpoint where it is corrupt, this
 /// names what is wrong with this one. Writes nothing. Throws config_error
 /// when the directory does not exist; checkpoint_error when it holds no
-/// committed checkpoint (of `step`) or the checkpoint does not verify (the
-/// file, and the chunk). On the calling thread.
+/// committed checkpoint (of `step`), the checkpoint does not verify (the
+/// file, and the chunk), or a running job's retention removed it during the
+/// check ("was removed during the check"). Blocks the calling thread, which
+/// checks shards with one more thread per further core, a shard each at a
+/// time.
 verified_checkpoint verify_checkpoint(const std::string& checkpoint_dir,
                                       std::optional<int64_t> step = std::nullopt);
 
