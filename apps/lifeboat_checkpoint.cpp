@@ -94,6 +94,30 @@ std::string utc_time(int64_t unix_ms) {
   return text;
 }
 
+// The rank directories ("rank-00000-of-00002") in `dir`, sorted: a memory
+// tier's job directory holds one per rank of its host, each laid out as a
+// checkpoint directory, and no checkpoint itself.
+std::vector<std::string> rank_dirs_in(const std::string& dir) {
+  std::vector<std::string> out;
+  if (auto names = cp::list_dir(dir))
+    for (auto& name : *names)
+      if (name.rfind("rank-", 0) == 0 && name.find("-of-") != std::string::npos)
+        out.push_back(cp::join_path(dir, name));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Why `dir` holds no committed checkpoint to look at, with a pointer to
+// where they are when it is a memory tier's job directory.
+std::string none_committed(const std::string& dir) {
+  auto ranks = rank_dirs_in(dir);
+  if (ranks.empty()) return "no committed checkpoint in " + dir;
+  std::string listed;
+  for (auto& rank : ranks) listed += (listed.empty() ? "" : ", ") + rank;
+  return "no committed checkpoint in " + dir +
+         ": it is a memory tier's directory, with a checkpoint directory per rank: " + listed;
+}
+
 int fail(const std::string& why, int code) {
   std::cerr << program << ": " << why << "\n";
   return code;
@@ -194,7 +218,7 @@ int main(int argc, char** argv) {
           exit_not_verified);
     steps = {*opts.step};
   }
-  if (steps.empty()) return fail("no committed checkpoint in " + opts.dir, exit_not_verified);
+  if (steps.empty()) return fail(none_committed(opts.dir), exit_not_verified);
   if (opts.command == "list") return list(opts, steps);
   if (opts.command == "verify") return verify(opts, steps);
   return buffers(opts, steps.back());

@@ -126,6 +126,18 @@ TEST_F(checkpoint_tool_test, says_what_it_cannot_answer) {
   EXPECT_EQ(none.lines,
             std::vector<std::string>{"lifeboat-checkpoint: no committed checkpoint in " + dir()});
 
+  // A memory tier's job directory (LIFEBOAT_LOCAL_DIR, /dev/shm/lifeboat-...)
+  // holds its ranks' checkpoint directories: named, ordered by rank.
+  fs::create_directory(dir() + "/rank-00001-of-00002");
+  fs::create_directory(dir() + "/rank-00000-of-00002");
+  auto tier = run_tool({"verify", dir()});
+  EXPECT_EQ(tier.code, exit_not_verified);
+  EXPECT_EQ(tier.lines, std::vector<std::string>{
+                            "lifeboat-checkpoint: no committed checkpoint in " + dir() +
+                            ": it is a memory tier's directory, with a checkpoint directory per "
+                            "rank: " +
+                            dir() + "/rank-00000-of-00002, " + dir() + "/rank-00001-of-00002"});
+
   auto misused = run_tool({"list", dir(), "--step", "17"});
   EXPECT_EQ(misused.code, exit_usage);
   ASSERT_FALSE(misused.lines.empty());
