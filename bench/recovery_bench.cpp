@@ -21,8 +21,11 @@
 // steady state).
 // The read is set beside a memcpy of the same bytes in the same run: one
 // rank's bytes on one thread, and every rank's on as many threads at once;
+// and beside plain reads of as many files of a rank's size in the memory
+// tiers' file system (pread into touched memory, no hashing): its floor;
 // the peer's copy ("the copy took C s") beside as many loopback TCP
 // connections sending one rank's bytes each at once.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -234,6 +238,45 @@ double memcpy_seconds(size_t bytes, int threads) {
   return best;
 }
 
+// The best of memcpy_rounds plain reads, on each of `threads` threads at
+// once, of a file of `bytes` in `dir` (the memory tiers' file system) into
+// memory already touched, 1 MiB per pread(2) as a restore reads: what the
+// kernel's read of that file system costs before a restore hashes anything.
+double file_read_seconds(const fs::path& dir, size_t bytes, int threads) {
+  constexpr size_t block = size_t{1} << 20;
+  std::vector<std::string> paths;
+  std::vector<char> content(bytes, 1);
+  for (int t = 0; t < threads; ++t) {
+    paths.push_back((dir / ("read-reference-" + std::to_string(t))).string());
+    std::ofstream out{paths.back(), std::ios::binary};
+    out.write(content.data(), static_cast<std::streamsize>(bytes));
+    if (!out.flush()) throw bench_error("cannot write " + paths.back());
+  }
+  std::vector<std::vector<char>> to(threads, std::vector<char>(bytes, 0));
+  std::atomic<bool> failed{false};
+  double best = 1e9;
+  for (int round = 0; round < memcpy_rounds; ++round) {
+    auto start = clock_type::now();
+    std::vector<std::thread> reads;
+    for (int t = 0; t < threads; ++t)
+      reads.emplace_back([&, t] {
+        lifeboat::bench::fd_guard in{::open(paths[t].c_str(), O_RDONLY)};
+        // A whole block per call from a regular file; anything less fails the bench.
+        for (size_t done = 0; done < bytes && !failed; done += block) {
+          auto want = std::min(block, bytes - done);
+          if (in.fd < 0 || ::pread(in.fd, to[t].data() + done, want, static_cast<off_t>(done)) !=
+                               static_cast<ssize_t>(want))
+            failed = true;
+        }
+      });
+    for (auto& r : reads) r.join();
+    best = std::min(best, seconds_between(start, clock_type::now()));
+  }
+  for (auto& path : paths) fs::remove(path);
+  if (failed) throw bench_error("a read of the reference files failed");
+  return best;
+}
+
 // Seconds for `threads` loopback TCP connections at once to carry `bytes`
 // each, sender to receiver (the best of memcpy_rounds).
 double loopback_seconds(size_t bytes, int threads) {
@@ -303,6 +346,9 @@ int main() {
     fs::remove_all(scratch);
     auto one = memcpy_seconds(bytes, 1);
     auto all = memcpy_seconds(bytes, workers);
+    fs::create_directories(memory);
+    auto file_read = file_read_seconds(memory, bytes, workers);
+    fs::remove_all(memory);
     auto tcp = loopback_seconds(bytes, workers);
     print("warm-up, from memory", warm_up);
     print("from the memory tier", from_memory);
@@ -312,6 +358,11 @@ int main() {
                 one, all, workers);
     std::printf("memory-tier read vs memcpy (%d threads): %.2fx the memcpy's speed\n", workers,
                 from_memory.read > 0 ? all / from_memory.read : 0.0);
+    std::printf(
+        "plain pread of %d files of %d MiB in %s at once: %.3f s; the memory-tier read "
+        "is %.2fx its speed\n",
+        workers, state_mb(), memory_root().c_str(), file_read,
+        from_memory.read > 0 ? file_read / from_memory.read : 0.0);
     std::printf("loopback TCP, %d connections of %d MiB at once: %.3f s\n", workers, state_mb(),
                 tcp);
     std::printf("peer copy %.3f s vs loopback TCP: %.2fx its speed\n", from_peer.peer_copy,
