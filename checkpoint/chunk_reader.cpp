@@ -99,10 +99,10 @@ caf::error read_chunks(const std::string& path, const std::vector<chunk_read>& c
 }
 
 caf::error receive_chunks(const read_exact_fn& read_exact, const std::string& source,
-                          const std::vector<chunk_read>& chunks) {
+                          const std::vector<chunk_read>& chunks, uint64_t stream_begin) {
   // A stream cannot skip: bytes that no buffer takes (an index whose
   // buffers leave a gap) would shift every later chunk.
-  uint64_t position = 0;
+  uint64_t position = stream_begin;
   auto fill = [&](char* dst, uint64_t len, uint64_t) {
     position += len;
     return read_exact(dst, len);

@@ -42,11 +42,11 @@ caf::error read_chunks(const std::string& path, const std::vector<chunk_read>& c
 using read_exact_fn = std::function<caf::error(char* data, size_t size)>;
 
 /// As read_chunks, from a stream that carries the file's bytes in order (a
-/// peer sending a replica): `chunks` follow each other without gaps from the
-/// stream's start; each is checked as it arrives, so a restore needs no copy
-/// of the file. Stops at the first failure: errc::corrupt naming `source` and
-/// the chunk, or the stream's error.
+/// peer sending a replica) from its byte `stream_begin` on: `chunks` follow
+/// each other without gaps from there; each is checked as it arrives, so a
+/// restore needs no copy of the file. Stops at the first failure:
+/// errc::corrupt naming `source` and the chunk, or the stream's error.
 caf::error receive_chunks(const read_exact_fn& read_exact, const std::string& source,
-                          const std::vector<chunk_read>& chunks);
+                          const std::vector<chunk_read>& chunks, uint64_t stream_begin = 0);
 
 }  // namespace lifeboat::checkpoint

@@ -370,14 +370,23 @@ caf::error load_shard_from_stream(const std::string& source, const wire::ShardIn
   return finish_load(*plan, index, registry);
 }
 
-caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex& index,
-                             const wire::ChunkTable& chunks) {
+caf::expected<uint64_t> shard_chunk_count(const std::string& step_dir,
+                                          const wire::ShardIndex& index,
+                                          const wire::ChunkTable& chunks) {
   auto data_path = join_path(step_dir, index.data_file());
   if (auto err = check_layout(data_path, index, chunks)) return err;
   if (auto err = check_data_size(data_path, index)) return err;
+  const auto total = static_cast<uint64_t>(index.data_bytes());
+  const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
+  return total == 0 ? 0 : (total + chunk_size - 1) / chunk_size;
+}
+
+caf::error verify_shard_chunks(const std::string& step_dir, const wire::ShardIndex& index,
+                               const wire::ChunkTable& chunks, uint64_t first, uint64_t end) {
   // Nothing to read: the file is not even opened (as a load opens none), so
   // a FIFO of size 0 in its place cannot hold the check.
-  if (index.data_bytes() == 0) return {};
+  if (first >= end) return {};
+  auto data_path = join_path(step_dir, index.data_file());
   auto fd = open_file(data_path, O_RDONLY);
   if (!fd) return std::move(fd.error());
   ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -388,14 +397,15 @@ caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex
   const auto total = static_cast<uint64_t>(index.data_bytes());
   const auto chunk_size = static_cast<uint64_t>(chunks.chunk_size());
   std::vector<chunk_read> reads;
-  for (uint64_t begin = 0, chunk = 0; begin < total; begin += chunk_size, ++chunk) {
+  for (auto chunk = first; chunk < end; ++chunk) {
+    auto begin = chunk * chunk_size;
     chunk_read read{chunk, begin, {}, chunks.checksums(static_cast<int>(chunk))};
-    auto end = std::min(total, begin + chunk_size);
-    for (auto at = begin; at < end; at += hash_block_bytes)
-      read.parts.push_back({scratch.data(), std::min(hash_block_bytes, end - at)});
+    auto stop = std::min(total, begin + chunk_size);
+    for (auto at = begin; at < stop; at += hash_block_bytes)
+      read.parts.push_back({scratch.data(), std::min(hash_block_bytes, stop - at)});
     reads.push_back(std::move(read));
   }
-  uint64_t position = 0;
+  uint64_t position = first * chunk_size;
   return receive_chunks(
       [&](char* data, size_t size) {
         auto err =
@@ -403,7 +413,14 @@ caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex
         position += size;
         return err;
       },
-      data_path, reads);
+      data_path, reads, first * chunk_size);
+}
+
+caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex& index,
+                             const wire::ChunkTable& chunks) {
+  auto count = shard_chunk_count(step_dir, index, chunks);
+  if (!count) return std::move(count.error());
+  return verify_shard_chunks(step_dir, index, chunks, 0, *count);
 }
 
 }  // namespace lifeboat::checkpoint

@@ -78,4 +78,18 @@ caf::error load_shard_from_stream(const std::string& source, const wire::ShardIn
 caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex& index,
                              const wire::ChunkTable& chunks);
 
+/// verify_shard_data in parts, for threads that check one shard side by
+/// side: first the checks that read no data (the index's buffers against
+/// `chunks`, the data file's size), which return the number of chunks to
+/// read; errc::corrupt as verify_shard_data's.
+caf::expected<uint64_t> shard_chunk_count(const std::string& step_dir,
+                                          const wire::ShardIndex& index,
+                                          const wire::ChunkTable& chunks);
+
+/// Then chunks [first, end) of a shard that passed shard_chunk_count, each
+/// call with a descriptor and 1 MiB of scratch memory of its own: the first
+/// bad chunk of the range, as verify_shard_data names it.
+caf::error verify_shard_chunks(const std::string& step_dir, const wire::ShardIndex& index,
+                               const wire::ChunkTable& chunks, uint64_t first, uint64_t end);
+
 }  // namespace lifeboat::checkpoint

@@ -19,8 +19,9 @@ struct verified_checkpoint {
 /// Checks every rank's shard of the committed checkpoint of `step` in `dir`
 /// as a restore of each rank would (the manifest, each index against it,
 /// each data file's size and every chunk's checksum), outside any job: no
-/// registry, no store, nothing written; a shard per core at a time, each in
-/// 1 MiB of memory (verify_shard_data).
+/// registry, no store, nothing written; a thread per core, each on a shard
+/// or, with fewer shards than cores, on a part of one, each in 1 MiB of
+/// memory (verify_shard_chunks).
 /// Errors: errc::not_found when `dir` holds no committed checkpoint of
 /// `step`; errc::corrupt naming the first bad file (and chunk);
 /// errc::version_mismatch for a manifest of another schema; errc::io_error

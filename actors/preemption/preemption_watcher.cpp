@@ -32,10 +32,13 @@ std::string describe_failure(const membership_event& e) {
   return e.message.empty() ? who + " failed" : who + " failed: " + e.message;
 }
 
+// The message is read once the workers have exited, often after the
+// deadline: that one is "passed", where a count of seconds read "in -1 s".
 std::string describe_notice(const wire::Notice& n) {
-  auto left_s = (n.deadline_unix_ms() - unix_now_ms()) / 1000;
+  auto left_ms = n.deadline_unix_ms() - unix_now_ms();
+  auto deadline = left_ms > 0 ? "in " + std::to_string(left_ms / 1000) + " s" : "passed";
   return "rank " + std::to_string(n.rank()) + ": " + n.reason() + " (source " + n.source() +
-         ", deadline in " + std::to_string(left_s) + " s)";
+         ", deadline " + deadline + ")";
 }
 
 // The earliest deadline among the notices workers recorded.

@@ -246,5 +246,26 @@ TEST_F(shard_reader_test, verify_shard_data_checks_every_chunk_without_a_registr
   EXPECT_EQ(verify_shard_data(dir_.path(), index_, no_chunks), make_error(errc::corrupt));
 }
 
+// The same check in parts, as threads make it side by side: the chunks to
+// read, then each range alone, naming the first bad chunk in it.
+TEST_F(shard_reader_test, verify_shard_chunks_checks_its_range_only) {
+  auto& chunks = manifest_.shards(0).chunks();
+  auto count = shard_chunk_count(dir_.path(), index_, chunks);
+  ASSERT_TRUE(count) << describe(count.error());
+  EXPECT_EQ(*count, 5u);
+  auto path = dir_.sub(shard_data_name(0, 1));
+  auto bytes = testing::read_file(path);
+  bytes[100] ^= 0x01;   // chunk 0
+  bytes[2100] ^= 0x01;  // chunk 2
+  testing::write_file(path, bytes);
+  EXPECT_FALSE(verify_shard_chunks(dir_.path(), index_, chunks, 1, 2));
+  EXPECT_FALSE(verify_shard_chunks(dir_.path(), index_, chunks, 3, 5));
+  EXPECT_FALSE(verify_shard_chunks(dir_.path(), index_, chunks, 4, 4));
+  EXPECT_EQ(describe(verify_shard_chunks(dir_.path(), index_, chunks, 1, 5)),
+            "corrupt: corrupt file " + path + ": checksum mismatch in chunk 2 (bytes 2048..3072)");
+  EXPECT_EQ(describe(verify_shard_chunks(dir_.path(), index_, chunks, 0, 5)),
+            "corrupt: corrupt file " + path + ": checksum mismatch in chunk 0 (bytes 0..1024)");
+}
+
 }  // namespace
 }  // namespace lifeboat::checkpoint

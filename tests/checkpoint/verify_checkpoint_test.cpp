@@ -4,7 +4,11 @@
 
 #include <filesystem>
 
+#include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
+#include "checkpoint/shard_writer.hpp"
+#include "checkpoint/snapshot.hpp"
+#include "checkpoint/state_registry.hpp"
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/support/build_tree.hpp"
@@ -118,6 +122,39 @@ TEST(verify_checkpoint, a_missing_file_of_a_step_still_committed_is_corrupt) {
   EXPECT_EQ(verified.error(), make_error(errc::corrupt));
   EXPECT_NE(describe(verified.error()).find(data + ": missing"), std::string::npos)
       << describe(verified.error());
+}
+
+// One worker's shard of several chunks: where there are more cores than
+// shards the shard is checked in parts side by side, and the first bad chunk
+// is still the one named, whichever part was checked first.
+TEST(verify_checkpoint, a_shard_checked_in_parts_names_its_first_bad_chunk) {
+  temp_dir dir;
+  constexpr int64_t step = 1;
+  auto step_dir = dir.sub("step-000000000001");
+  ASSERT_TRUE(fs::create_directory(step_dir));
+  auto saved = testing::pattern(16 * 1024, 3);
+  state_registry saver;
+  ASSERT_FALSE(saver.add_host_buffer("w", saved.data(), saved.size()));
+  auto pool = staging_pool::make();
+  auto snap = take_snapshot(saver, *pool);
+  ASSERT_TRUE(snap);
+  shard_write_options options;
+  options.chunk_size = 1024;
+  ASSERT_TRUE(write_shard_files(step_dir, step, 0, 1, *snap, options));
+  ASSERT_FALSE(write_manifest(*posix_file_system(), step_dir, step, 1, 1));
+  auto verified = verify_checkpoint(dir.path(), step);
+  ASSERT_TRUE(verified) << describe(verified.error());
+  EXPECT_EQ(verified->bytes, saved.size());
+
+  auto data = step_dir + "/" + shard_data_name(0, 1);
+  auto bytes = testing::read_file(data);
+  bytes[15 * 1024 + 7] ^= 0x01;  // chunk 15, in the last part
+  bytes[3 * 1024 + 7] ^= 0x01;   // chunk 3, in the first
+  testing::write_file(data, bytes);
+  verified = verify_checkpoint(dir.path(), step);
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(describe(verified.error()),
+            "corrupt: corrupt file " + data + ": checksum mismatch in chunk 3 (bytes 3072..4096)");
 }
 
 }  // namespace

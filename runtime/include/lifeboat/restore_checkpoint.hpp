@@ -65,7 +65,7 @@ struct verified_checkpoint {
 /// Checks every rank's shard of the newest committed checkpoint in
 /// `checkpoint_dir` (or of `step`) as each rank's restore would: the
 /// manifest, each index, each data file's size and every chunk's checksum,
-/// into no state, 1 MiB of memory whatever the shard's size. Before a
+/// into no state, 1 MiB of memory per thread whatever the shards' sizes. Before a
 /// checkpoint is copied, archived or exported: a restore reads one rank's
 /// shard and falls back to an older checkpoint where it is corrupt, this
 /// names what is wrong with this one. Writes nothing. Throws config_error
@@ -73,8 +73,8 @@ struct verified_checkpoint {
 /// committed checkpoint (of `step`), the checkpoint does not verify (the
 /// file, and the chunk), or a running job's retention removed it during the
 /// check ("was removed during the check"). Blocks the calling thread, which
-/// checks shards with one more thread per further core, a shard each at a
-/// time.
+/// checks with one more thread per further core, each on a shard or on a
+/// part of one.
 verified_checkpoint verify_checkpoint(const std::string& checkpoint_dir,
                                       std::optional<int64_t> step = std::nullopt);
 

@@ -68,6 +68,17 @@ TEST_F(watcher_test, the_message_names_the_earliest_notice_and_is_empty_before_a
       << message;
 }
 
+// Read after the workers exited, a notice without a grace period is past
+// its deadline: said so, not as a negative count of seconds.
+TEST_F(watcher_test, a_deadline_already_passed_is_said_to_have_passed) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  ASSERT_FALSE(record_notice(*a, 0, "signal:SIGTERM", -1500));
+  EXPECT_EQ(watcher.preemption_message(),
+            "rank 0: signal:SIGTERM received (source signal:SIGTERM, deadline passed)");
+}
+
 TEST_F(watcher_test, a_garbled_record_is_skipped) {
   preemption_watcher watcher{sys, service};
   auto a = join(0);
