@@ -24,6 +24,7 @@
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "checkpoint/shard_reader.hpp"
 #include "checkpoint/store.hpp"
 #include "checkpoint/verify_checkpoint.hpp"
@@ -94,23 +95,11 @@ std::string utc_time(int64_t unix_ms) {
   return text;
 }
 
-// The rank directories ("rank-00000-of-00002") in `dir`, sorted: a memory
-// tier's job directory holds one per rank of its host, each laid out as a
-// checkpoint directory, and no checkpoint itself.
-std::vector<std::string> rank_dirs_in(const std::string& dir) {
-  std::vector<std::string> out;
-  if (auto names = cp::list_dir(dir))
-    for (auto& name : *names)
-      if (name.rfind("rank-", 0) == 0 && name.find("-of-") != std::string::npos)
-        out.push_back(cp::join_path(dir, name));
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Why `dir` holds no committed checkpoint to look at, with a pointer to
-// where they are when it is a memory tier's job directory.
+// where they are when it is a memory tier's job directory (which holds a
+// checkpoint directory per rank of its host, and no checkpoint itself).
 std::string none_committed(const std::string& dir) {
-  auto ranks = rank_dirs_in(dir);
+  auto ranks = cp::memory_tier_rank_dirs(dir);
   if (ranks.empty()) return "no committed checkpoint in " + dir;
   std::string listed;
   for (auto& rank : ranks) listed += (listed.empty() ? "" : ", ") + rank;
@@ -127,9 +116,10 @@ std::string step_dir(const options& opts, int64_t step) {
   return cp::join_path(opts.dir, cp::step_dir_name(step));
 }
 
-// A step that a running job's retention removed after it was listed as
-// committed: no longer there to look at, which says nothing about its bytes.
-bool removed(const caf::error& err, int64_t step) {
+// Says so when `err` is that of a step that a running job's retention
+// removed after it was listed as committed: no longer there to look at,
+// which says nothing about its bytes. Whether it was.
+bool report_if_removed(const caf::error& err, int64_t step) {
   if (err != lifeboat::make_error(lifeboat::errc::not_found)) return false;
   std::cout << "step=" << step
             << " removed during the check: no longer committed (a running job's retention "
@@ -141,7 +131,7 @@ int list(const options& opts, const std::vector<int64_t>& steps) {
   int code = exit_ok;
   for (auto step : steps) {
     auto manifest = cp::read_manifest(step_dir(opts, step), step);
-    if (!manifest && removed(manifest.error(), step)) continue;
+    if (!manifest && report_if_removed(manifest.error(), step)) continue;
     if (!manifest) {
       std::cout << "step=" << step << " unreadable: " << lifeboat::describe(manifest.error())
                 << "\n";
@@ -163,7 +153,7 @@ int verify(const options& opts, const std::vector<int64_t>& steps) {
   for (auto step : steps) {
     auto start = std::chrono::steady_clock::now();
     auto verified = cp::verify_checkpoint(opts.dir, step);
-    if (!verified && removed(verified.error(), step)) continue;
+    if (!verified && report_if_removed(verified.error(), step)) continue;
     if (!verified) {
       std::cout << "step=" << step << " not verified: " << lifeboat::describe(verified.error())
                 << "\n";

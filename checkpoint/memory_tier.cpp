@@ -65,12 +65,8 @@ caf::error record_owner(const std::string& dir, const std::string& absolute) {
 // replicas it keeps for peers.
 std::vector<std::filesystem::path> rank_dirs_in(const std::filesystem::path& job) {
   std::vector<std::filesystem::path> out;
-  for (auto& parent : {job, job / peer_tier_dir_name}) {
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it{parent, ec}, end; !ec && it != end;
-         it.increment(ec))
-      if (it->path().filename().string().rfind("rank-", 0) == 0) out.push_back(it->path());
-  }
+  for (auto& parent : {job, job / peer_tier_dir_name})
+    for (auto& dir : memory_tier_rank_dirs(parent.string())) out.emplace_back(dir);
   return out;
 }
 
@@ -179,6 +175,15 @@ caf::expected<uint64_t> free_bytes(const std::string& dir) {
 }
 
 }  // namespace
+
+std::vector<std::string> memory_tier_rank_dirs(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().rfind("rank-", 0) == 0) out.push_back(it->path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir) {
   auto name = memory_dir_name(checkpoint_dir);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -28,6 +29,12 @@ constexpr const char* memory_tier_spare_name = "spare.data";
 /// The subdirectory of a job's memory directory where a worker keeps the
 /// replicas it holds, one memory tier per rank: `<dir>/peer/rank-RRRRR-of-WWWWW`.
 constexpr const char* peer_tier_dir_name = "peer";
+
+/// The rank directories (`rank-RRRRR-of-WWWWW`, each laid out as the
+/// checkpoint directory of one worker) directly in `dir`, a job's memory
+/// directory or its peer_tier_dir_name subdirectory, sorted; none where
+/// `dir` cannot be read.
+std::vector<std::string> memory_tier_rank_dirs(const std::string& dir);
 
 /// "/dev/shm/lifeboat-<16 hex digits>": the memory tier of the job whose
 /// checkpoint directory is `checkpoint_dir` (which must exist). The digits
