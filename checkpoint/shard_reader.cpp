@@ -405,7 +405,8 @@ caf::error verify_shard_chunks(const std::string& step_dir, const wire::ShardInd
       read.parts.push_back({scratch.data(), std::min(hash_block_bytes, stop - at)});
     reads.push_back(std::move(read));
   }
-  uint64_t position = first * chunk_size;
+  const auto start = first * chunk_size;
+  uint64_t position = start;
   return receive_chunks(
       [&](char* data, size_t size) {
         auto err =
@@ -413,7 +414,7 @@ caf::error verify_shard_chunks(const std::string& step_dir, const wire::ShardInd
         position += size;
         return err;
       },
-      data_path, reads, first * chunk_size);
+      data_path, reads, start);
 }
 
 caf::error verify_shard_data(const std::string& step_dir, const wire::ShardIndex& index,

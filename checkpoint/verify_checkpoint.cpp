@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -20,7 +19,6 @@ namespace {
 // Part of one rank's shard to check: chunks [first, end).
 struct shard_part {
   int rank;
-  std::shared_ptr<const wire::ShardIndex> index;
   uint64_t first;
   uint64_t end;
 };
@@ -39,6 +37,7 @@ caf::expected<uint64_t> check_shards(const std::string& step_dir,
   // speed of `cat` on two cores).
   auto parts_per_shard = static_cast<uint64_t>(std::max(1, cores / std::max(1, ranks)));
   std::vector<caf::error> rank_errors(static_cast<size_t>(ranks));
+  std::vector<wire::ShardIndex> indexes(static_cast<size_t>(ranks));
   std::vector<shard_part> parts;
   for (int rank = 0; rank < ranks; ++rank) {
     auto& err = rank_errors[static_cast<size_t>(rank)];
@@ -57,10 +56,10 @@ caf::expected<uint64_t> check_shards(const std::string& step_dir,
       err = std::move(count.error());
       continue;
     }
-    auto shared = std::make_shared<const wire::ShardIndex>(std::move(*index));
+    indexes[static_cast<size_t>(rank)] = std::move(*index);
     auto per_part = std::max<uint64_t>(1, (*count + parts_per_shard - 1) / parts_per_shard);
     for (uint64_t first = 0; first < *count; first += per_part)
-      parts.push_back({rank, shared, first, std::min(*count, first + per_part)});
+      parts.push_back({rank, first, std::min(*count, first + per_part)});
   }
   // In order of rank and chunk: the first failed part names the lowest
   // rank's first bad chunk, whichever thread found one first.
@@ -69,8 +68,9 @@ caf::expected<uint64_t> check_shards(const std::string& step_dir,
   auto work = [&] {
     for (auto i = next++; i < parts.size(); i = next++) {
       auto& part = parts[i];
-      part_errors[i] = verify_shard_chunks(
-          step_dir, *part.index, manifest.shards(part.rank).chunks(), part.first, part.end);
+      part_errors[i] =
+          verify_shard_chunks(step_dir, indexes[static_cast<size_t>(part.rank)],
+                              manifest.shards(part.rank).chunks(), part.first, part.end);
     }
   };
   auto threads = std::min(static_cast<size_t>(cores), parts.size());
