@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -99,6 +100,24 @@ caf::expected<verified_checkpoint> verify_checkpoint(const std::string& dir, int
   auto manifest = read_manifest(join_path(dir, step_dir_name(step)), step);
   if (!manifest) return std::move(manifest.error());
   return verify_shards(dir, step, std::move(*manifest));
+}
+
+caf::expected<verified_checkpoint> verify_newest(const std::string& dir, const step_listing& list) {
+  std::optional<int64_t> removed;
+  caf::error last;
+  for (int attempt = 0; attempt < newest_check_attempts; ++attempt) {
+    auto steps = list();
+    if (!steps) return std::move(steps.error());
+    if (steps->empty() && !removed)
+      return make_error(errc::not_found, "no committed checkpoint in " + dir);
+    // Nothing newer than the step that went: what removed it was no save.
+    if (steps->empty() || (removed && steps->back() <= *removed)) break;
+    auto verified = verify_checkpoint(dir, steps->back());
+    if (verified || verified.error() != make_error(errc::not_found)) return verified;
+    removed = steps->back();
+    last = std::move(verified.error());
+  }
+  return last;
 }
 
 caf::expected<verified_checkpoint> verify_shards(const std::string& dir, int64_t step,

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -30,6 +32,24 @@ struct verified_checkpoint {
 /// older checkpoints as it saves, manifest first) is errc::not_found saying
 /// so, not a corrupt one: see verify_shards.
 caf::expected<verified_checkpoint> verify_checkpoint(const std::string& dir, int64_t step);
+
+/// The steps of the committed checkpoints in a directory, oldest first
+/// (committed_steps_in, or a test's listing).
+using step_listing = std::function<caf::expected<std::vector<int64_t>>()>;
+
+/// How many times verify_newest checks a newest checkpoint, the first one
+/// and those committed while the one before was checked.
+constexpr int newest_check_attempts = 4;
+
+/// verify_checkpoint of the newest committed checkpoint of `dir`, as `list`
+/// finds them. Beside a running job the newest is removed while it is
+/// checked when the job commits newer ones meanwhile (its retention keeps
+/// the newest few): then the newest committed since is checked, up to
+/// newest_check_attempts checks in all; a step that is not newer than the
+/// one removed ends the search. The manifest's step says which was checked.
+/// Errors: `list`'s; errc::not_found when `dir` holds no committed
+/// checkpoint, or the last one checked was removed; verify_checkpoint's.
+caf::expected<verified_checkpoint> verify_newest(const std::string& dir, const step_listing& list);
 
 /// What verify_checkpoint does once it has read `manifest`, the manifest of
 /// `step` in `dir`. When a check fails and the step's manifest is gone, the

@@ -103,10 +103,13 @@ verified_checkpoint verify_checkpoint(const std::string& checkpoint_dir,
   if (step && std::find(steps.begin(), steps.end(), *step) == steps.end())
     throw checkpoint_error("no committed checkpoint of step " + std::to_string(*step) + " in " +
                            checkpoint_dir);
-  if (steps.empty()) throw checkpoint_error("no committed checkpoint in " + checkpoint_dir);
-  auto checked = step.value_or(steps.back());
-  auto verified = checkpoint::verify_checkpoint(checkpoint_dir, checked);
+  // The newest is listed again where a running job removed it meanwhile.
+  auto verified = step ? checkpoint::verify_checkpoint(checkpoint_dir, *step)
+                       : checkpoint::verify_newest(checkpoint_dir, [&] {
+                           return checkpoint::committed_steps_in(checkpoint_dir);
+                         });
   if (!verified) throw checkpoint_error(describe(verified.error()));
+  auto checked = verified->manifest.step();
   return {checked, verified->manifest.total_run_calls(), verified->manifest.world_size(),
           verified->bytes,
           checkpoint::join_path(checkpoint_dir, checkpoint::step_dir_name(checked))};

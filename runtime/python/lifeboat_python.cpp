@@ -439,7 +439,9 @@ PYBIND11_MODULE(_lifeboat, m) {
       py::arg("checkpoint_dir"), py::arg("step") = py::none(),
       "Checks every rank's shard of the newest committed checkpoint in `checkpoint_dir` (or of "
       "`step`) as each rank's restore would, every byte against its checksums, keeping none: "
-      "before a checkpoint is copied, archived or exported. Writes nothing. Returns a "
+      "before a checkpoint is copied, archived or exported. Beside a running job whose retention "
+      "removes the newest during the check, the newest committed since is checked. Writes "
+      "nothing. Returns a "
       "VerifiedCheckpoint (step, total_run_calls, world_size, bytes, path). Raises "
       "ConfigError when the directory is missing; CheckpointError when it holds no committed "
       "checkpoint (of `step`) or the checkpoint does not verify, naming the file and chunk.");

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/shard_writer.hpp"
 #include "checkpoint/snapshot.hpp"
 #include "checkpoint/state_registry.hpp"
+#include "checkpoint/store.hpp"
 #include "messages/errors.hpp"
 #include "tests/checkpoint/test_support.hpp"
 #include "tests/support/build_tree.hpp"
@@ -124,24 +126,40 @@ TEST(verify_checkpoint, a_missing_file_of_a_step_still_committed_is_corrupt) {
       << describe(verified.error());
 }
 
+// Commits `step` in `dir` as a job of one worker would: `saved`, in chunks
+// of 1 KiB. Its step directory, empty where a write failed (and the test).
+std::string commit_step(const temp_dir& dir, int64_t step, std::vector<char> saved) {
+  auto step_dir = dir.sub(step_dir_name(step));
+  state_registry saver;
+  auto pool = staging_pool::make();
+  if (!fs::create_directory(step_dir) || saver.add_host_buffer("w", saved.data(), saved.size()))
+    return {};
+  auto snap = take_snapshot(saver, *pool);
+  if (!snap) return {};
+  shard_write_options options;
+  options.chunk_size = 1024;
+  if (!write_shard_files(step_dir, step, 0, 1, *snap, options) ||
+      write_manifest(*posix_file_system(), step_dir, step, 1, step))
+    return {};
+  return step_dir;
+}
+
+// What a running job's retention does to an older step: the manifest
+// first, then the rest.
+void remove_step(const temp_dir& dir, int64_t step) {
+  fs::remove(dir.sub(step_dir_name(step) + "/" + manifest_file_name));
+  fs::remove_all(dir.sub(step_dir_name(step)));
+}
+
 // One worker's shard of several chunks: where there are more cores than
 // shards the shard is checked in parts side by side, and the first bad chunk
 // is still the one named, whichever part was checked first.
 TEST(verify_checkpoint, a_shard_checked_in_parts_names_its_first_bad_chunk) {
   temp_dir dir;
   constexpr int64_t step = 1;
-  auto step_dir = dir.sub("step-000000000001");
-  ASSERT_TRUE(fs::create_directory(step_dir));
   auto saved = testing::pattern(16 * 1024, 3);
-  state_registry saver;
-  ASSERT_FALSE(saver.add_host_buffer("w", saved.data(), saved.size()));
-  auto pool = staging_pool::make();
-  auto snap = take_snapshot(saver, *pool);
-  ASSERT_TRUE(snap);
-  shard_write_options options;
-  options.chunk_size = 1024;
-  ASSERT_TRUE(write_shard_files(step_dir, step, 0, 1, *snap, options));
-  ASSERT_FALSE(write_manifest(*posix_file_system(), step_dir, step, 1, 1));
+  auto step_dir = commit_step(dir, step, saved);
+  ASSERT_FALSE(step_dir.empty());
   auto verified = verify_checkpoint(dir.path(), step);
   ASSERT_TRUE(verified) << describe(verified.error());
   EXPECT_EQ(verified->bytes, saved.size());
@@ -155,6 +173,98 @@ TEST(verify_checkpoint, a_shard_checked_in_parts_names_its_first_bad_chunk) {
   ASSERT_FALSE(verified);
   EXPECT_EQ(describe(verified.error()),
             "corrupt: corrupt file " + data + ": checksum mismatch in chunk 3 (bytes 3072..4096)");
+}
+
+// The directory as committed_steps_in lists it, the listings counted in
+// `listings`. After each, `job` (given the listing's number) acts on the
+// directory as a running job would before the check reads it; false: it
+// could not (an io_error).
+step_listing listing_of(
+    const temp_dir& dir, int& listings, std::function<bool(int)> job = [](int) { return true; }) {
+  return [&dir, &listings, job]() -> caf::expected<std::vector<int64_t>> {
+    auto steps = committed_steps_in(dir.path());
+    if (!job(++listings)) return make_error(errc::io_error, "the test's job failed");
+    return steps;
+  };
+}
+
+// Steps 1 and 2 committed in `dir`.
+bool commit_two(const temp_dir& dir) {
+  return !commit_step(dir, 1, testing::pattern(4096, 1)).empty() &&
+         !commit_step(dir, 2, testing::pattern(4096, 2)).empty();
+}
+
+TEST(verify_newest, checks_the_newest_committed_step) {
+  temp_dir dir;
+  ASSERT_TRUE(commit_two(dir));
+  int listings = 0;
+  auto verified = verify_newest(dir.path(), listing_of(dir, listings));
+  ASSERT_TRUE(verified) << describe(verified.error());
+  EXPECT_EQ(verified->manifest.step(), 2);
+  EXPECT_EQ(verified->bytes, 4096U);
+  EXPECT_EQ(listings, 1);
+
+  temp_dir empty;
+  verified = verify_newest(empty.path(), listing_of(empty, listings));
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(describe(verified.error()), "not_found: no committed checkpoint in " + empty.path());
+}
+
+// Right after the listing the job commits step 3 and its retention removes
+// step 2, the newest listed: step 3 is the one checked.
+TEST(verify_newest, a_newest_removed_by_a_newer_save_checks_the_newer_one) {
+  temp_dir dir;
+  ASSERT_TRUE(commit_two(dir));
+  int listings = 0;
+  auto verified = verify_newest(dir.path(), listing_of(dir, listings, [&](int listing) {
+                                  if (listing > 1) return true;
+                                  remove_step(dir, 2);
+                                  return !commit_step(dir, 3, testing::pattern(4096, 3)).empty();
+                                }));
+  ASSERT_TRUE(verified) << describe(verified.error());
+  EXPECT_EQ(verified->manifest.step(), 3);
+  EXPECT_EQ(listings, 2);
+}
+
+// A newest removed with nothing newer committed was not replaced by a save:
+// it is named as removed, and no older step is checked in its place.
+TEST(verify_newest, a_newest_removed_without_a_newer_save_is_not_found) {
+  temp_dir dir;
+  ASSERT_TRUE(commit_two(dir));
+  int listings = 0;
+  auto verified = verify_newest(dir.path(), listing_of(dir, listings, [&](int listing) {
+                                  if (listing == 1) remove_step(dir, 2);
+                                  return true;
+                                }));
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(verified.error(), make_error(errc::not_found));
+  EXPECT_EQ(listings, 2);
+}
+
+// A job that saves faster than a step is checked: the search stops after
+// newest_check_attempts checks, each of a step removed meanwhile.
+TEST(verify_newest, gives_up_after_its_attempts_beside_a_job_faster_than_the_check) {
+  temp_dir dir;
+  ASSERT_TRUE(commit_two(dir));
+  int listings = 0;
+  auto verified =
+      verify_newest(dir.path(), listing_of(dir, listings, [&](int listing) {
+                      remove_step(dir, listing + 1);
+                      return !commit_step(dir, listing + 2, testing::pattern(4096, 7)).empty();
+                    }));
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(verified.error(), make_error(errc::not_found));
+  EXPECT_EQ(listings, newest_check_attempts);
+}
+
+// A listing that fails is the error.
+TEST(verify_newest, a_failed_listing_is_the_error) {
+  temp_dir dir;
+  auto verified = verify_newest(dir.path(), []() -> caf::expected<std::vector<int64_t>> {
+    return make_error(errc::io_error, "cannot list");
+  });
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(describe(verified.error()), "io_error: cannot list");
 }
 
 }  // namespace

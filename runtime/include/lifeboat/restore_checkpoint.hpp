@@ -72,7 +72,9 @@ struct verified_checkpoint {
 /// when the directory does not exist; checkpoint_error when it holds no
 /// committed checkpoint (of `step`), the checkpoint does not verify (the
 /// file, and the chunk), or a running job's retention removed it during the
-/// check ("was removed during the check"). Blocks the calling thread, which
+/// check ("was removed during the check"): without `step`, the newest one
+/// committed since is checked instead (checkpoint::verify_newest), and only
+/// the last of those removed is an error. Blocks the calling thread, which
 /// checks with one more thread per further core, each on a shard or on a
 /// part of one.
 verified_checkpoint verify_checkpoint(const std::string& checkpoint_dir,
