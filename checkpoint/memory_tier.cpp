@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -225,18 +226,23 @@ caf::error claim_local_memory_dir(const std::string& dir, const std::string& che
     auto owner = read_whole_file(join_path(dir, owner_file_name));
     auto owner_now = owner ? memory_dir_name(*owner) : caf::expected<std::string>{owner.error()};
     auto named = owner ? *owner : std::string{"unknown"};
-    if (owner_now && *owner_now == *recorded)
+    // A record without tiers is that of a job that ended (its last rank
+    // removed its tiers, and the record stayed where the directory holds
+    // files of others): nothing of it to restore, the directory is free.
+    auto tiers = rank_dirs_in(dir);
+    if (!tiers.empty() && owner_now && *owner_now == *recorded)
       return make_error(errc::refused,
                         dir + " holds the memory tier of another checkpoint directory, " + named +
                             ": restored, it would start this job from that job's state (give "
                             "each checkpoint directory a LIFEBOAT_LOCAL_DIR of its own)");
     // Gone or made again: no start restores these any more. A store a worker
     // holds is this job's own, made meanwhile by a rank that claimed first.
-    for (auto& rank_dir : rank_dirs_in(dir))
+    for (auto& rank_dir : tiers)
       if (!held(rank_dir))
         if (auto err = remove_tree(rank_dir.string())) return err;
-    log(log_level::info, component, "removed the memory tier in ", dir,
-        " of a checkpoint directory that is gone (", named, ")");
+    if (!tiers.empty())
+      log(log_level::info, component, "removed the memory tier in ", dir,
+          " of a checkpoint directory that is gone (", named, ")");
   }
   // The path first: a record whose CHECKPOINT_ID is there is whole.
   auto& files = *posix_file_system();
@@ -508,21 +514,20 @@ caf::expected<checkpoint_info> memory_tier::restore_step(int64_t step, state_reg
 
 caf::error memory_tier::remove() {
   if (auto err = remove_tree(path())) return err;
-  // The job's directory goes with its last rank: once it holds no file but
-  // its record (the peer tier's replicas, under it, go first). While another
-  // rank of this host still has files there, it stays. Two last ranks at
-  // once may both try: a failure here is only a leftover.
+  // The job's directory goes with its last rank: once no tier is left in it
+  // (the peer tier's replicas go first). While another rank of this host
+  // still has one there, it stays. Entry by entry, only what lifeboat put
+  // there, never as a tree: it may be the user's LIFEBOAT_LOCAL_DIR, which
+  // may hold files of others, written there while this runs. Two last ranks
+  // at once may both try: a failure here is only a leftover.
   namespace fs = std::filesystem;
   auto job = fs::path{path()}.parent_path();
-  std::error_code ec;
-  bool empty = true;
-  for (fs::recursive_directory_iterator it{job, ec}, end; !ec && it != end; it.increment(ec))
-    if (!it->is_directory(ec) && it->path() != job / owner_file_name &&
-        it->path() != job / owner_id_file_name)
-      empty = false;
-  if (!ec && empty)
-    if (auto err = remove_tree(job.string()))
-      log(log_level::debug, component, "the job's memory directory stays: ", describe(err));
+  if (!rank_dirs_in(job).empty()) return {};
+  for (auto* name : {owner_file_name, owner_id_file_name}) ::unlink((job / name).c_str());
+  ::rmdir((job / peer_tier_dir_name).c_str());
+  if (::rmdir(job.c_str()) != 0 && errno != ENOENT)
+    log(log_level::debug, component, "the job's memory directory ", job.string(),
+        " stays: ", std::strerror(errno));
   return {};
 }
 

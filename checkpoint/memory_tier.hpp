@@ -55,7 +55,9 @@ caf::expected<std::string> memory_dir_name(const std::string& checkpoint_dir);
 /// tiers of another checkpoint directory is errc::refused, naming it:
 /// restored, they would start this job from another job's state. Unless that
 /// checkpoint directory is gone or was made again: then no start can restore
-/// its tiers, and they are removed. errc::refused too where another user
+/// its tiers, and they are removed. A record of another checkpoint
+/// directory without tiers (that job ended) is replaced by this job's.
+/// errc::refused too where another user
 /// could have made or could change `dir` (as memory_tier::open).
 caf::error claim_local_memory_dir(const std::string& dir, const std::string& checkpoint_dir);
 
@@ -159,7 +161,9 @@ class memory_tier {
   caf::expected<checkpoint_info> restore_step(int64_t step, state_registry& registry,
                                               bool& touched);
 
-  /// Removes this rank's memory tier (at a clean end of training).
+  /// Removes this rank's memory tier (at a clean end of training); the last
+  /// rank of a host to go removes the job's record and its directory too,
+  /// unless files of others are there (then the directory stays).
   caf::error remove();
 
   const std::string& path() const { return store_.config().dir; }

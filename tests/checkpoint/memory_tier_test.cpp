@@ -63,6 +63,32 @@ class memory_tier_test : public ::testing::Test {
     return ::testing::AssertionSuccess();
   }
 
+  // A LIFEBOAT_LOCAL_DIR (not made yet) and two checkpoint directories.
+  struct local_dirs {
+    std::string local;
+    std::string first;
+    std::string second;
+  };
+  local_dirs make_local_dirs() {
+    local_dirs out{dir_.sub("local"), dir_.sub("first"), dir_.sub("second")};
+    std::filesystem::create_directories(out.first);
+    std::filesystem::create_directories(out.second);
+    return out;
+  }
+
+  // Whether `local` is claimed for `checkpoint_dir`, and a tier opened there
+  // holds no checkpoint: a fresh start.
+  static ::testing::AssertionResult starts_fresh(const std::string& local,
+                                                 const std::string& checkpoint_dir) {
+    if (auto err = claim_local_memory_dir(local, checkpoint_dir))
+      return ::testing::AssertionFailure() << describe(err);
+    auto tier = memory_tier::open(local, rank, world_size);
+    if (!tier) return ::testing::AssertionFailure() << describe(tier.error());
+    if (auto step = tier->newest_step(std::nullopt))
+      return ::testing::AssertionFailure() << "the tier holds step " << *step;
+    return ::testing::AssertionSuccess();
+  }
+
   static ino_t inode_of(const std::string& path) {
     struct stat st {};
     EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
@@ -239,11 +265,7 @@ TEST_F(memory_tier_test, a_job_of_another_size_on_the_same_directory_is_refused_
 // until that directory is gone or made again.
 TEST_F(memory_tier_test, a_local_dir_serves_the_checkpoint_directory_that_claimed_it) {
   namespace fs = std::filesystem;
-  auto local = dir_.sub("local");
-  auto first = dir_.sub("first");
-  auto second = dir_.sub("second");
-  fs::create_directories(first);
-  fs::create_directories(second);
+  auto [local, first, second] = make_local_dirs();
   ASSERT_FALSE(claim_local_memory_dir(local, first));
   ASSERT_FALSE(claim_local_memory_dir(local, first));
   std::string rank_dir;
@@ -279,10 +301,44 @@ TEST_F(memory_tier_test, a_local_dir_serves_the_checkpoint_directory_that_claime
   if (memory_dir_name(second) == before)
     GTEST_SKIP() << "this file system cannot tell a directory made again (same inode, no birth "
                     "time)";
+  EXPECT_TRUE(starts_fresh(local, second));
+}
+
+// LIFEBOAT_LOCAL_DIR where other files live too (a tmpfs's root, say): a
+// clean end removes the job's tier and its record and nothing else, and the
+// next checkpoint directory takes the directory, the first one still there.
+TEST_F(memory_tier_test, a_finished_jobs_local_dir_goes_to_the_next_checkpoint_directory) {
+  auto [local, first, second] = make_local_dirs();
+  ASSERT_FALSE(claim_local_memory_dir(local, first));
+  auto others = local + "/another-programs-file";
+  testing::write_file(others, "kept");
+  {
+    auto tier = memory_tier::open(local, rank, world_size);
+    ASSERT_TRUE(tier);
+    ASSERT_TRUE(save(*tier, 1));
+    EXPECT_FALSE(tier->remove());
+  }
+  EXPECT_EQ(testing::read_file(others), "kept");
+  EXPECT_FALSE(testing::exists(local + "/CHECKPOINT_DIR"));
+  EXPECT_FALSE(testing::exists(local + "/CHECKPOINT_ID"));
+  EXPECT_TRUE(starts_fresh(local, second));
+  EXPECT_EQ(testing::read_file(local + "/CHECKPOINT_DIR"), second);
+}
+
+// A record that no tier came with (its job ended, or never saved) holds
+// nothing to restore: it does not keep another checkpoint directory out.
+TEST_F(memory_tier_test, a_record_without_tiers_does_not_refuse_another_checkpoint_directory) {
+  auto [local, first, second] = make_local_dirs();
+  ASSERT_FALSE(claim_local_memory_dir(local, first));
   ASSERT_FALSE(claim_local_memory_dir(local, second));
-  auto tier = memory_tier::open(local, rank, world_size);
-  ASSERT_TRUE(tier);
-  EXPECT_EQ(tier->newest_step(std::nullopt), std::nullopt);
+  EXPECT_EQ(testing::read_file(local + "/CHECKPOINT_DIR"), second);
+  // Now with a tier of the second: the first is refused.
+  {
+    auto tier = memory_tier::open(local, rank, world_size);
+    ASSERT_TRUE(tier);
+    ASSERT_TRUE(save(*tier, 1));
+  }
+  EXPECT_EQ(claim_local_memory_dir(local, first), make_error(errc::refused));
 }
 
 TEST_F(memory_tier_test, a_save_writes_into_the_spare_allocated_for_it) {
