@@ -317,7 +317,13 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
   // A job of another size on the same checkpoint directory (the job started
   // again with another --nproc while the first still runs) holds other rank
   // directories: each job would write its steps over the other's.
-  if (auto other = other_world_held(dir, world_size); other != 0)
+  if (auto other = other_world_held(dir, world_size); other != 0) {
+    // The rank directory this open made for nothing goes: left, it would
+    // keep the running job's directory at its clean end. One that holds
+    // checkpoints (of an earlier run of this size) stays.
+    if (!opened->newest_committed_step(std::nullopt))
+      if (auto err = remove_tree(opened->config().dir))
+        log(log_level::debug, component, "a refused rank directory stays: ", describe(err));
     return make_error(errc::already_exists,
                       dir + " holds the memory tier of a job of " + std::to_string(other) +
                           " workers that is running on the same checkpoint directory: the job "
@@ -325,6 +331,7 @@ caf::expected<memory_tier> memory_tier::open(const std::string& dir, int rank, i
                           std::to_string(world_size) +
                           " workers while the first still runs? Two jobs on one checkpoint "
                           "directory write their checkpoints over each other's");
+  }
   // A crash during a save leaves a manifest-less step behind; nobody else
   // writes into this rank's tier (the lock says so), so it can go now.
   if (auto err = opened->remove_partial()) return err;

@@ -256,6 +256,9 @@ TEST_F(memory_tier_test, a_job_of_another_size_on_the_same_directory_is_refused_
                         " workers that is running on the same checkpoint directory"),
               std::string::npos)
         << describe(other.error());
+    // The refused open leaves nothing: the running job's directory goes at
+    // its clean end.
+    EXPECT_FALSE(testing::exists(dir_.sub("job/rank-00002-of-00005")));
   }
   // Its tiers left behind by a job that ended are no job's.
   EXPECT_TRUE(memory_tier::open(dir_.sub("job"), rank, world_size + 1));
