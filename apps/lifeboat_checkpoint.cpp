@@ -95,18 +95,6 @@ std::string utc_time(int64_t unix_ms) {
   return text;
 }
 
-// Why `dir` holds no committed checkpoint to look at, with a pointer to
-// where they are when it is a memory tier's job directory (which holds a
-// checkpoint directory per rank of its host, and no checkpoint itself).
-std::string none_committed(const std::string& dir) {
-  auto ranks = cp::memory_tier_rank_dirs(dir);
-  if (ranks.empty()) return "no committed checkpoint in " + dir;
-  std::string listed;
-  for (auto& rank : ranks) listed += (listed.empty() ? "" : ", ") + rank;
-  return "no committed checkpoint in " + dir +
-         ": it is a memory tier's directory, with a checkpoint directory per rank: " + listed;
-}
-
 int fail(const std::string& why, int code) {
   std::cerr << program << ": " << why << "\n";
   return code;
@@ -208,7 +196,7 @@ int main(int argc, char** argv) {
           exit_not_verified);
     steps = {*opts.step};
   }
-  if (steps.empty()) return fail(none_committed(opts.dir), exit_not_verified);
+  if (steps.empty()) return fail(cp::none_committed_in(opts.dir), exit_not_verified);
   if (opts.command == "list") return list(opts, steps);
   if (opts.command == "verify") return verify(opts, steps);
   return buffers(opts, steps.back());

@@ -186,6 +186,15 @@ std::vector<std::string> memory_tier_rank_dirs(const std::string& dir) {
   return out;
 }
 
+std::string none_committed_in(const std::string& dir) {
+  auto ranks = memory_tier_rank_dirs(dir);
+  if (ranks.empty()) return "no committed checkpoint in " + dir;
+  std::string listed;
+  for (auto& rank : ranks) listed += (listed.empty() ? "" : ", ") + rank;
+  return "no committed checkpoint in " + dir +
+         ": it is a memory tier's directory, with a checkpoint directory per rank: " + listed;
+}
+
 caf::expected<std::string> default_memory_dir(const std::string& checkpoint_dir) {
   auto name = memory_dir_name(checkpoint_dir);
   if (!name) return name;

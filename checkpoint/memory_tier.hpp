@@ -36,6 +36,12 @@ constexpr const char* peer_tier_dir_name = "peer";
 /// `dir` cannot be read.
 std::vector<std::string> memory_tier_rank_dirs(const std::string& dir);
 
+/// Why `dir` holds no committed checkpoint to look at: "no committed
+/// checkpoint in DIR", and where it is a job's memory directory (which holds
+/// a checkpoint directory per rank of its host, and no checkpoint itself)
+/// the rank directories to look into.
+std::string none_committed_in(const std::string& dir);
+
 /// "/dev/shm/lifeboat-<16 hex digits>": the memory tier of the job whose
 /// checkpoint directory is `checkpoint_dir` (which must exist). The digits
 /// hash its absolute path, device, inode and birth time, so a directory

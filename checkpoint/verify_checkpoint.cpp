@@ -10,6 +10,7 @@
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "checkpoint/shard_reader.hpp"
 #include "messages/errors.hpp"
 
@@ -108,8 +109,7 @@ caf::expected<verified_checkpoint> verify_newest(const std::string& dir, const s
   for (int attempt = 0; attempt < newest_check_attempts; ++attempt) {
     auto steps = list();
     if (!steps) return std::move(steps.error());
-    if (steps->empty() && !removed)
-      return make_error(errc::not_found, "no committed checkpoint in " + dir);
+    if (steps->empty() && !removed) return make_error(errc::not_found, none_committed_in(dir));
     // Nothing newer than the step that went: what removed it was no save.
     if (steps->empty() || (removed && steps->back() <= *removed)) break;
     auto verified = verify_checkpoint(dir, steps->back());

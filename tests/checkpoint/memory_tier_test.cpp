@@ -344,6 +344,16 @@ TEST_F(memory_tier_test, a_record_without_tiers_does_not_refuse_another_checkpoi
   EXPECT_EQ(claim_local_memory_dir(local, first), make_error(errc::refused));
 }
 
+TEST_F(memory_tier_test, none_committed_in_names_a_job_directorys_ranks) {
+  auto job = dir_.sub("job");
+  EXPECT_EQ(none_committed_in(job), "no committed checkpoint in " + job);
+  auto tier = open();
+  EXPECT_EQ(none_committed_in(job),
+            "no committed checkpoint in " + job +
+                ": it is a memory tier's directory, with a checkpoint directory per rank: " +
+                tier.path());
+}
+
 TEST_F(memory_tier_test, a_save_writes_into_the_spare_allocated_for_it) {
   auto tier = open();
   auto bytes = shard_bytes(3);

@@ -7,6 +7,7 @@
 
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
+#include "checkpoint/memory_tier.hpp"
 #include "checkpoint/shard_writer.hpp"
 #include "checkpoint/snapshot.hpp"
 #include "checkpoint/state_registry.hpp"
@@ -208,6 +209,12 @@ TEST(verify_newest, checks_the_newest_committed_step) {
   verified = verify_newest(empty.path(), listing_of(empty, listings));
   ASSERT_FALSE(verified);
   EXPECT_EQ(describe(verified.error()), "not_found: no committed checkpoint in " + empty.path());
+
+  // A memory tier's directory holds a checkpoint directory per rank: named.
+  ASSERT_TRUE(fs::create_directory(empty.sub("rank-00000-of-00001")));
+  verified = verify_newest(empty.path(), listing_of(empty, listings));
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(describe(verified.error()), "not_found: " + none_committed_in(empty.path()));
 }
 
 // Right after the listing the job commits step 3 and its retention removes
