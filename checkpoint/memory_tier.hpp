@@ -63,8 +63,8 @@ caf::expected<std::string> memory_dir_name(const std::string& checkpoint_dir);
 /// checkpoint directory is gone or was made again: then no start can restore
 /// its tiers, and they are removed. A record of another checkpoint
 /// directory without tiers (that job ended) is replaced by this job's.
-/// errc::refused too where another user
-/// could have made or could change `dir` (as memory_tier::open).
+/// errc::refused too where another user could have made or could change
+/// `dir` (as memory_tier::open).
 caf::error claim_local_memory_dir(const std::string& dir, const std::string& checkpoint_dir);
 
 /// Records `checkpoint_dir` in `dir` (a job's default memory directory,
