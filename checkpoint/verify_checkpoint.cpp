@@ -25,6 +25,20 @@ struct shard_part {
   uint64_t end;
 };
 
+// Rank `rank`'s shard index into `index`, after the checks that read no
+// data (its record, its buffers against the chunk table, its data file's
+// size): the number of its chunks to read.
+caf::expected<uint64_t> read_index(const std::string& step_dir,
+                                   const wire::CheckpointManifest& manifest, int rank,
+                                   wire::ShardIndex& index) {
+  auto record = rank_record(manifest, step_dir, rank);
+  if (!record) return std::move(record.error());
+  auto read = read_shard_index(step_dir, **record);
+  if (!read) return std::move(read.error());
+  index = std::move(*read);
+  return shard_chunk_count(step_dir, index, (*record)->chunks());
+}
+
 // Every rank's shard of `manifest` in `step_dir`: the data bytes checked.
 caf::expected<uint64_t> check_shards(const std::string& step_dir,
                                      const wire::CheckpointManifest& manifest) {
@@ -42,23 +56,11 @@ caf::expected<uint64_t> check_shards(const std::string& step_dir,
   std::vector<wire::ShardIndex> indexes(static_cast<size_t>(ranks));
   std::vector<shard_part> parts;
   for (int rank = 0; rank < ranks; ++rank) {
-    auto& err = rank_errors[static_cast<size_t>(rank)];
-    auto record = rank_record(manifest, step_dir, rank);
-    if (!record) {
-      err = std::move(record.error());
-      continue;
-    }
-    auto index = read_shard_index(step_dir, **record);
-    if (!index) {
-      err = std::move(index.error());
-      continue;
-    }
-    auto count = shard_chunk_count(step_dir, *index, (*record)->chunks());
+    auto count = read_index(step_dir, manifest, rank, indexes[static_cast<size_t>(rank)]);
     if (!count) {
-      err = std::move(count.error());
+      rank_errors[static_cast<size_t>(rank)] = std::move(count.error());
       continue;
     }
-    indexes[static_cast<size_t>(rank)] = std::move(*index);
     auto per_part = std::max<uint64_t>(1, (*count + parts_per_shard - 1) / parts_per_shard);
     for (uint64_t first = 0; first < *count; first += per_part)
       parts.push_back({rank, first, std::min(*count, first + per_part)});
