@@ -42,19 +42,22 @@ exit_controller_actor::behavior_type exit_controller(
                         : "rank " + std::to_string(failure.rank) +
                               (failure.lost ? " lost: " : " failed: ") + failure.message;
         log(log_level::error, "exit_controller", st.reason);
-        st.gate->fail(failure.rank, failure.message, failure.lost);
         // This rank's own training thread is stuck (a hang of rank -1 is the
         // whole job's: every rank's is): waiting for it to raise is
-        // pointless, and where it is stuck is what a person needs.
-        if ((failure.rank == cfg.rank || failure.rank < 0) &&
-            failure.code == static_cast<int32_t>(errc::hung)) {
+        // pointless, and where it is stuck is what a person needs. Its stack
+        // is written before the gate fails: a thread the failure releases
+        // (from a failed barrier) would leave where it was stuck, or end the
+        // process in its preemption scope before the stack was written.
+        bool hung = (failure.rank == cfg.rank || failure.rank < 0) &&
+                    failure.code == static_cast<int32_t>(errc::hung);
+        if (hung) {
           log(log_level::error, "exit_controller", failure.rank < 0 ? "the job" : "this rank",
               " is hung (", failure.message, "); the stack of this rank's training thread follows");
           if (cfg.dump_stacks) cfg.dump_stacks();
-          self->delayed_send(self, cfg.hung_exit_delay, watchdog_atom::value, failure_exit_code);
-          return;
         }
-        self->delayed_send(self, cfg.failure_exit_bound, watchdog_atom::value, failure_exit_code);
+        st.gate->fail(failure.rank, failure.message, failure.lost);
+        self->delayed_send(self, hung ? cfg.hung_exit_delay : cfg.failure_exit_bound,
+                           watchdog_atom::value, failure_exit_code);
       },
       [=](committed_atom, const wire::SaveCommitted& committed) {
         auto& st = self->state;

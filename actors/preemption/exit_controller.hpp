@@ -47,7 +47,7 @@ struct exit_controller_config {
   /// This worker's rank: a hang the service names it with is its own.
   int32_t rank = -1;
   /// Writes the stack of the training thread (bounded); called before a hung
-  /// rank exits, on the controller's thread.
+  /// rank exits, on the controller's thread, before the step gate fails.
   std::function<void()> dump_stacks;
   /// A hung rank exits this long after its stacks are written: the service's
   /// broadcast of the hang reaches the peers first even where this rank hosts it.

@@ -21,6 +21,7 @@
 #include "actors/preemption/protocol.hpp"
 #include "actors/preemption/step_gate.hpp"
 #include "actors/system_config.hpp"
+#include "messages/errors.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
@@ -110,6 +111,29 @@ TEST_F(exit_controller_test, a_lost_service_is_named_by_its_message) {
               peer_failure{-1, 0, "coordination service lost: connection closed", true});
   EXPECT_EQ(state(), "exiting: coordination service lost: connection closed");
   EXPECT_EQ(gate_->failure().origin_rank, -1);
+}
+
+// A hung job's ranks write their stacks while their training threads are
+// still where they were stuck: the gate, which releases a thread from a
+// failed barrier, fails only after.
+TEST_F(exit_controller_test, a_hangs_stacks_are_written_before_the_trainer_is_released) {
+  std::atomic<int> dumps{0};
+  std::atomic<bool> failed_at_dump{false};
+  exit_controller_config cfg;
+  cfg.rank = 1;
+  cfg.dump_stacks = [&] {
+    ++dumps;
+    failed_at_dump = gate_->failure().failed;
+  };
+  // Far beyond the test: the controller is stopped long before.
+  cfg.hung_exit_delay = 600s;
+  auto hung = sys_.spawn(exit_controller, cfg, gate_);
+  self_->send(hung, peer_failure{-1, static_cast<int32_t>(errc::hung), "hang: job", false});
+  EXPECT_EQ(test::status_of(self_, hung).state(), "exiting: hang: job");
+  EXPECT_EQ(dumps.load(), 1);
+  EXPECT_FALSE(failed_at_dump.load());
+  EXPECT_TRUE(gate_->failure().failed);
+  self_->send_exit(hung, caf::exit_reason::user_shutdown);
 }
 
 // A controller over a fresh gate in a process of its own: `trainer` plays
