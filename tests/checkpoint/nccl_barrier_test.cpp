@@ -1,6 +1,9 @@
 // Needs a GPU: skips with the reason where no CUDA device can be used.
 #include "checkpoint/nccl_barrier.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -96,6 +99,48 @@ TEST_F(nccl_barrier_one_rank_test, device_buffers_round_trip_through_the_store) 
   std::vector<char> back(device_bytes);
   ASSERT_EQ(cudaMemcpy(back.data(), dev, device_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, saved);
+  cudaFree(dev);
+}
+
+// A reader of part of a shard (buffer_match::subset, as restore_checkpoint
+// reads) takes what one kind of memory saved into the other: a model trained
+// on a GPU read into CPU memory for an export, and the other way round.
+TEST_F(nccl_barrier_one_rank_test, a_reader_takes_host_saved_bytes_into_device_memory_and_back) {
+  testing::temp_dir dir;
+  auto saved = testing::pattern(device_bytes, 7);
+  auto host = saved;
+  void* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, device_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dev, saved.data(), device_bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  // Step 1 from host memory, step 2 from device memory, the same name.
+  auto st = store::open({dir.path(), 0, 1});
+  ASSERT_TRUE(st);
+  for (int64_t step : {1, 2}) {
+    state_registry from;
+    ASSERT_FALSE(step == 1 ? from.add_host_buffer("weights", host.data(), device_bytes)
+                           : from.add_device_buffer("weights", dev, device_bytes));
+    auto snap = st->take_snapshot(from);
+    ASSERT_TRUE(snap) << describe(snap.error());
+    ASSERT_TRUE(st->write_shard(*snap, step));
+    ASSERT_FALSE(st->commit(step, step));
+  }
+
+  ASSERT_EQ(cudaMemset(dev, 0, device_bytes), cudaSuccess);
+  state_registry into_device;
+  ASSERT_FALSE(into_device.add_device_buffer("weights", dev, device_bytes));
+  bool touched = false;
+  auto read = st->restore_step(1, into_device, touched, buffer_match::subset);
+  ASSERT_TRUE(read) << describe(read.error());
+  std::vector<char> back(device_bytes);
+  ASSERT_EQ(cudaMemcpy(back.data(), dev, device_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, saved);
+
+  std::fill(host.begin(), host.end(), 0);
+  state_registry into_host;
+  ASSERT_FALSE(into_host.add_host_buffer("weights", host.data(), device_bytes));
+  read = st->restore_step(2, into_host, touched, buffer_match::subset);
+  ASSERT_TRUE(read) << describe(read.error());
+  EXPECT_EQ(host, saved);
   cudaFree(dev);
 }
 
