@@ -186,6 +186,12 @@ class PythonBindingTest(scratch_case.ScratchCase):
             self.assertIn("native stack of the training thread", out, cluster.transcript())
         self.assertIn("hang_forever", "\n".join(cluster.workers[1].lines),
                       cluster.transcript())
+        # The peers' stacks show where they waited (the step's closing
+        # barrier), written before the failure released them from it.
+        for rank in (0, 2):
+            frames = [l.strip() for l in cluster.workers[rank].lines
+                      if l.strip().startswith("File ")]
+            self.assertTrue(any(f.endswith(" in step") for f in frames), cluster.transcript())
 
     def test_a_save_fn_saves_instead_of_lifeboat_once_per_worker(self):
         os.makedirs(self.ckpt)
