@@ -46,8 +46,7 @@ exit_controller_actor::behavior_type exit_controller(
         // whole job's: every rank's is): waiting for it to raise is
         // pointless, and where it is stuck is what a person needs. Its stack
         // is written before the gate fails: a thread the failure releases
-        // (from a failed barrier) would leave where it was stuck, or end the
-        // process in its preemption scope before the stack was written.
+        // (from a failed barrier) would be on its way out when it is taken.
         bool hung = (failure.rank == cfg.rank || failure.rank < 0) &&
                     failure.code == static_cast<int32_t>(errc::hung);
         if (hung) {
