@@ -97,6 +97,15 @@ void print_table(const lifeboat::wire::Status& s) {
     std::cout << "step " << ckpt.step() << ", " << human_bytes(ckpt.bytes()) << ", " << std::fixed
               << std::setprecision(2) << ckpt.seconds() << " s, " << ckpt.path() << "\n";
   }
+  const auto& restored = s.restored();
+  if (!restored.path().empty()) {
+    std::cout << "restored at start: step " << restored.step() << ", "
+              << human_bytes(restored.bytes()) << ", from";
+    for (int i = 0; i < restored.tiers_size(); ++i)
+      std::cout << (i == 0 ? " " : ", ") << restored.tiers(i).name();
+    std::cout << " in " << std::fixed << std::setprecision(2) << restored.seconds() << " s, "
+              << restored.path() << "\n";
+  }
   std::cout << "\n"
             << std::left << std::setw(name_width) << "ACTOR" << std::setw(state_width) << "STATE"
             << "MAILBOX\n";

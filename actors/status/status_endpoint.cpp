@@ -133,6 +133,7 @@ wire::Status status_endpoint_state::merge(const std::vector<wire::ActorStatus>& 
   out.set_world_size(world_size_);
   out.set_phase(default_phase);
   out.mutable_last_checkpoint();
+  out.mutable_restored();
   bool have_step = false;
   bool have_phase = false;
   bool have_checkpoint = false;
@@ -150,6 +151,8 @@ wire::Status status_endpoint_state::merge(const std::vector<wire::ActorStatus>& 
       *out.mutable_last_checkpoint() = answer.last_checkpoint();
       have_checkpoint = true;
     }
+    if (!answer.restored().path().empty() && out.restored().path().empty())
+      *out.mutable_restored() = answer.restored();
     if (answer.workers_size() > 0 && !have_workers) {
       *out.mutable_workers() = answer.workers();
       have_workers = true;

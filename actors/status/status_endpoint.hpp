@@ -112,8 +112,8 @@ class status_endpoint_state {
   static bool needs_answers(route r);
 
   /// Merges the answers (one per observed actor plus the endpoint's own):
-  /// step and phase from the first answer that has them, last_checkpoint
-  /// and workers likewise, and one `actors` entry per answer.
+  /// step and phase from the first answer that has them, last_checkpoint,
+  /// restored and workers likewise, and one `actors` entry per answer.
   wire::Status merge(const std::vector<wire::ActorStatus>& answers) const;
 
   static bool healthy(const std::vector<wire::ActorStatus>& answers);

@@ -44,6 +44,7 @@ constexpr const char* page_top = R"html(<!DOCTYPE html>
   <div class="card"><div class="label">step</div><div class="value" id="step">?</div></div>
   <div class="card"><div class="label">health</div><div class="value" id="health">?</div></div>
   <div class="card"><div class="label">last checkpoint</div><div class="value" id="checkpoint">?</div></div>
+  <div class="card" id="restored_card"><div class="label">restored at start</div><div class="value" id="restored">?</div></div>
   <div class="card" id="preemption_card"><div class="label">preemption watcher</div><div class="value" id="preemption">?</div></div>
 </div>
 <div class="muted" id="preemption_message"></div>
@@ -107,6 +108,15 @@ function render(s) {
       ? "step " + c.step + " \u00b7 " + formatBytes(c.bytes) + " \u00b7 " + c.seconds.toFixed(2) + " s"
       : "none yet";
   document.getElementById("checkpoint").title = c.path;
+  // Right after a restart this worker has saved nothing yet: the checkpoint
+  // it went on from says that no progress was lost.
+  const r = s.restored;
+  document.getElementById("restored_card").style.display = r && r.path ? "" : "none";
+  document.getElementById("restored").textContent = r && r.path
+      ? "step " + r.step + " \u00b7 " + formatBytes(r.bytes) + " \u00b7 from " +
+        r.tiers.map((t) => t.name).join(", ") + " in " + r.seconds.toFixed(2) + " s"
+      : "";
+  document.getElementById("restored").title = r ? r.path : "";
   fillRows("actors", s.actors, (row, a) => {
     row.dataset.actor = a.name;
     cell(row, a.name);

@@ -143,4 +143,62 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   EXPECT_GE(agreed[0], highest_step) << log.text();
 }
 
+// Right after a restart a worker has saved nothing of its own: its /status
+// shows the checkpoint it went on from (`restored`: the step every worker
+// agreed on before the restart, read from its memory tier, and the path),
+// and so does lifeboat-status. A first start restored nothing and says so.
+TEST(demo_status_test, a_restarted_worker_shows_the_checkpoint_it_restored) {
+  scratch_dir dir{"apps-status-restored"};
+  auto command = status_job_command(lifeboat::test::built(LIFEBOAT_LAUNCH),
+                                    lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt", workers);
+  auto env = environment_with({{"LIFEBOAT_PLATFORM", "generic"}});
+  int64_t saved_step = 0;
+  {
+    child_process run{command, true, env};
+    output_log log{run};
+    ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
+    for (auto [rank, port] : status_ports(log)) {
+      std::string raw;
+      auto first = fetch_status(port, &raw);
+      ASSERT_TRUE(first) << "rank " << rank << ": " << raw;
+      EXPECT_NE(raw.find("\"restored\":"), std::string::npos) << raw;
+      EXPECT_EQ(first->restored().path(), "") << raw;
+    }
+    run.kill(SIGTERM);
+    log.read_all();
+    ASSERT_EQ(exit_code(run), restart_exit_code) << log.text();
+    auto agreed = log.agreed_steps();
+    ASSERT_EQ(agreed.size(), static_cast<size_t>(workers)) << log.text();
+    saved_step = agreed[0];
+  }
+
+  child_process again{command, true, env};
+  output_log log{again};
+  ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
+  auto ports = status_ports(log);
+  ASSERT_EQ(ports.size(), static_cast<size_t>(workers)) << log.text();
+  for (auto [rank, port] : ports) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    std::string raw;
+    auto status = fetch_status(port, &raw);
+    ASSERT_TRUE(status) << raw;
+    const auto& restored = status->restored();
+    EXPECT_EQ(restored.step(), saved_step) << raw;
+    EXPECT_NE(restored.path().find("step-"), std::string::npos) << raw;
+    EXPECT_GT(restored.bytes(), 0) << raw;
+    ASSERT_EQ(restored.tiers_size(), 1) << raw;
+    EXPECT_EQ(restored.tiers(0).name(), "memory") << raw;
+  }
+  child_process table{
+      {lifeboat::test::built(LIFEBOAT_STATUS), "--port", std::to_string(ports.begin()->second)}};
+  output_log table_log{table};
+  table_log.read_all();
+  EXPECT_EQ(exit_code(table), 0) << table_log.text();
+  EXPECT_TRUE(table_log.contains("restored at start: step " + std::to_string(saved_step) + ", "))
+      << table_log.text();
+  again.kill(SIGTERM);
+  log.read_all();
+  EXPECT_EQ(exit_code(again), restart_exit_code) << log.text();
+}
+
 }  // namespace

@@ -74,6 +74,10 @@ TEST(status_endpoint_state, merges_each_part_from_the_actor_that_owns_it) {
   EXPECT_EQ(merged.phase(), "saving");
   EXPECT_EQ(merged.last_checkpoint().path(), "/ckpt/step-100");
   EXPECT_EQ(merged.last_checkpoint().bytes(), 6'000'000'000);
+  EXPECT_EQ(merged.restored().step(), 40);
+  EXPECT_EQ(merged.restored().path(), "/dev/shm/job/step-40");
+  ASSERT_EQ(merged.restored().tiers_size(), 1);
+  EXPECT_EQ(merged.restored().tiers(0).name(), "memory");
   ASSERT_EQ(merged.workers_size(), 2);
   EXPECT_EQ(merged.workers(1).step(), 119);
   ASSERT_EQ(merged.actors_size(), 4);
@@ -88,6 +92,9 @@ TEST(status_endpoint_state, reports_training_and_no_checkpoint_when_nobody_knows
   EXPECT_EQ(merged.phase(), "training");
   EXPECT_EQ(merged.step(), 0);
   EXPECT_TRUE(merged.has_last_checkpoint());
+  // A worker that started from scratch restored nothing, and says so.
+  EXPECT_TRUE(merged.has_restored());
+  EXPECT_EQ(merged.restored().path(), "");
   EXPECT_EQ(merged.workers_size(), 0);
 }
 

@@ -219,6 +219,15 @@ inline std::vector<wire::ActorStatus> saving_cluster() {
   ckpt->set_path("/ckpt/step-100");
   ckpt->set_bytes(6'000'000'000);
   ckpt->set_seconds(0.75);
+  // Restored at this worker's start from the memory tier; saved since.
+  auto* restored = writer.mutable_restored();
+  restored->set_step(40);
+  restored->set_path("/dev/shm/job/step-40");
+  restored->set_bytes(6'000'000'000);
+  restored->set_seconds(0.5);
+  auto* tier = restored->add_tiers();
+  tier->set_name("memory");
+  tier->set_seconds(0.5);
   (*writer.mutable_metrics())["saves"] = 3;
   (*writer.mutable_metrics())["save_seconds"] = 0.75;
   auto service = actor_status("coordination_service", "running", 1);
