@@ -63,6 +63,9 @@ class coordination_client {
   /// in actors/coordination/coordination_agent.hpp).
   caf::actor agent() const { return agent_; }
 
+  /// The rank this client joined as.
+  int32_t rank() const { return cfg_.rank; }
+
   /// Insert-if-absent. Errors: errc::already_exists when the key is there,
   /// errc::invalid_argument for an empty key.
   caf::error insert(const std::string& key, const std::string& value);

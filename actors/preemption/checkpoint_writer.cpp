@@ -1,10 +1,16 @@
 #include "actors/preemption/checkpoint_writer.hpp"
 
+#include <chrono>
+#include <string>
+#include <utility>
+
 #include <caf/send.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/coordination/coordination_atoms.hpp"
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/checkpoint_record.hpp"
 #include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/errors.hpp"
@@ -13,6 +19,45 @@
 #include "messages/wire.hpp"
 
 namespace lifeboat {
+
+namespace {
+
+using writer_pointer = checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state>;
+
+// The service answers a record, or the erasure of the one before it, within this.
+constexpr auto record_timeout = std::chrono::seconds{5};
+
+// Records `info` (this worker's shard of a committed checkpoint) for a
+// coordinator's status, then drops this worker's previous record, so that
+// the service holds one record per worker however long the job saves. The
+// actor goes on meanwhile; a record that fails is logged and changes nothing
+// else. A record of the step already recorded (a save at the restored step)
+// is there: the insert-if-absent's refusal says so.
+void record_checkpoint(writer_pointer self, const wire::CheckpointInfo& info) {
+  auto& st = self->state;
+  if (info.path().empty()) return;
+  auto key = checkpoint_record_key(info.step(), st.client->rank());
+  auto recorded = [self, key] {
+    auto& st = self->state;
+    auto previous = std::exchange(st.record_key, key);
+    if (previous.empty() || previous == key) return;
+    self->request(st.client->agent(), record_timeout, erase_prefix_atom::value, previous)
+        .then([] {},
+              [previous](caf::error& err) {
+                log(log_level::warning, "checkpoint_writer", "cannot drop the record ", previous,
+                    ": ", describe(err));
+              });
+  };
+  self->request(st.client->agent(), record_timeout, insert_atom::value, key,
+                info.SerializeAsString())
+      .then(recorded, [recorded, key](caf::error& err) {
+        if (err == make_error(errc::already_exists)) return recorded();
+        log(log_level::warning, "checkpoint_writer", "cannot record ", key,
+            " for the coordinator's status: ", describe(err));
+      });
+}
+
+}  // namespace
 
 const char* checkpoint_writer_state::name = "checkpoint_writer";
 
@@ -28,6 +73,13 @@ checkpoint_writer_actor::behavior_type checkpoint_writer(
   self->state.resolver = std::move(resolver);
   self->state.commit_rank = commit_rank;
   self->state.restored = std::move(restored);
+  // The checkpoint this worker went on from is the job's last until it
+  // saves. Its seconds here are the restore's, not its save's, which this
+  // generation never saw: none are recorded.
+  auto went_on_from = self->state.restored;
+  went_on_from.set_seconds(0);
+  for (auto& tier : *went_on_from.mutable_tiers()) tier.set_seconds(0);
+  record_checkpoint(self, went_on_from);
   return {
       [=](saving_atom, int64_t step) {
         self->state.saving_step = step;
@@ -43,6 +95,7 @@ checkpoint_writer_actor::behavior_type checkpoint_writer(
         ++st.saves;
         st.seconds_total += seconds;
         st.last = info;
+        record_checkpoint(self, info);
         decision_recorder::process().on_shard_durable(step, seconds, info.bytes());
         caf::anon_send(st.resolver, ckpt_time_atom::value, seconds);
         if (!st.commit_rank) return;

@@ -22,7 +22,11 @@ class coordination_client;
 /// status endpoint, feeds the measured save time to the step resolver, and on
 /// the commit rank tells every worker that the save is committed (which is
 /// what lets the exit controllers exit). A failed save is reported to every
-/// worker as this worker's error. Its interface is checkpoint_writer_actor
+/// worker as this worker's error. It records each checkpoint this worker
+/// holds committed (the one restored at start, then each save) in the
+/// coordination service for a coordinator's status (checkpoint_record.hpp),
+/// asynchronously: a record that fails is logged, the save stands. Its
+/// interface is checkpoint_writer_actor
 /// (interfaces.hpp):
 ///   (saving_atom, int64_t step)                                the trainer began a save
 ///   (saved_atom, int64_t step, bool final, CheckpointInfo, double seconds)  durable / committed
@@ -40,6 +44,7 @@ struct checkpoint_writer_state {
   int64_t saving_step = -1;
   wire::CheckpointInfo last;
   wire::CheckpointInfo restored;  // at start; empty for a fresh start
+  std::string record_key;         // of this worker's record in the service; empty: none yet
   int64_t saves = 0;
   int64_t failures = 0;
   double seconds_total = 0;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "actors/coordination/coordination_state.hpp"
+#include "actors/preemption/checkpoint_record.hpp"
 #include "actors/preemption/protocol.hpp"
 
 namespace lifeboat {
@@ -31,6 +32,7 @@ void annotate_preemption_status(const coordination_state& state, wire::ActorStat
   auto noticed = !state.snapshot(notice_key_prefix).empty();
   status.set_phase(
       to_string(cluster_phase({status.workers().begin(), status.workers().end()}, noticed)));
+  *status.mutable_last_checkpoint() = job_checkpoint(state.snapshot(checkpoint_key_prefix));
 }
 
 }  // namespace lifeboat

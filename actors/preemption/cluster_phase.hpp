@@ -29,7 +29,9 @@ phase cluster_phase(const std::vector<wire::WorkerInfo>& workers, bool notice_re
 /// Completes the coordination service's status answer with the preemption
 /// protocol's reading of it: each row's `phase` from its rank's heartbeat
 /// status (none for an empty or unknown one), and the answer's `phase` from
-/// cluster_phase, counting the notices recorded under notice_key_prefix.
+/// cluster_phase, counting the notices recorded under notice_key_prefix;
+/// its `last_checkpoint` is the job's (job_checkpoint of the workers'
+/// records under checkpoint_key_prefix).
 /// A service_config::status_annotator; runs on the service's thread.
 void annotate_preemption_status(const coordination_state& state, wire::ActorStatus& status);
 

@@ -147,6 +147,9 @@ wire::Status status_endpoint_state::merge(const std::vector<wire::ActorStatus>& 
       out.set_phase(answer.phase());
       have_phase = true;
     }
+    // A worker's checkpoint writer answers before a service the worker
+    // hosts (worker_actors observes it first): a worker shows its own
+    // shard's checkpoint, a coordinator the job's (the service's answer).
     if (answer.has_last_checkpoint() && !have_checkpoint) {
       *out.mutable_last_checkpoint() = answer.last_checkpoint();
       have_checkpoint = true;

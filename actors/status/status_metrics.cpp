@@ -105,7 +105,8 @@ std::string render_metrics(const wire::Status& merged,
   const auto& ckpt = merged.last_checkpoint();
   add(out, "last_checkpoint_step", "Step of the last committed checkpoint.",
       static_cast<double>(ckpt.step()));
-  add(out, "last_checkpoint_bytes", "Bytes this worker wrote for the last checkpoint.",
+  add(out, "last_checkpoint_bytes",
+      "Bytes this worker wrote for the last checkpoint (a coordinator: every worker).",
       static_cast<double>(ckpt.bytes()));
   add(out, "last_checkpoint_seconds", "Seconds the last checkpoint took.", ckpt.seconds());
   for (const auto& tier : ckpt.tiers())

@@ -147,6 +147,8 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
 // shows the checkpoint it went on from (`restored`: the step every worker
 // agreed on before the restart, read from its memory tier, and the path),
 // and so does lifeboat-status. A first start restored nothing and says so.
+// The launcher's /status shows the job's last checkpoint, the one every
+// worker went on from: its step, and the bytes of all their shards.
 TEST(demo_status_test, a_restarted_worker_shows_the_checkpoint_it_restored) {
   scratch_dir dir{"apps-status-restored"};
   auto command = status_job_command(lifeboat::test::built(LIFEBOAT_LAUNCH),
@@ -177,6 +179,7 @@ TEST(demo_status_test, a_restarted_worker_shows_the_checkpoint_it_restored) {
   ASSERT_TRUE(log.read_until_count(worker_status_listening, workers)) << log.text();
   auto ports = status_ports(log);
   ASSERT_EQ(ports.size(), static_cast<size_t>(workers)) << log.text();
+  int64_t shard_bytes = 0;
   for (auto [rank, port] : ports) {
     SCOPED_TRACE("rank " + std::to_string(rank));
     std::string raw;
@@ -188,7 +191,21 @@ TEST(demo_status_test, a_restarted_worker_shows_the_checkpoint_it_restored) {
     EXPECT_GT(restored.bytes(), 0) << raw;
     ASSERT_EQ(restored.tiers_size(), 1) << raw;
     EXPECT_EQ(restored.tiers(0).name(), "memory") << raw;
+    shard_bytes += restored.bytes();
   }
+  // Each worker records it as it starts: the launcher shows it once all did.
+  auto launcher_port = launcher_status_port(log);
+  ASSERT_NE(launcher_port, 0) << log.text();
+  auto job = await_status(
+      launcher_port,
+      [&](const lifeboat::wire::Status& s) { return s.last_checkpoint().bytes() == shard_bytes; },
+      progress_deadline);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->last_checkpoint().step(), saved_step);
+  EXPECT_EQ(job->last_checkpoint().bytes(), shard_bytes);
+  EXPECT_NE(job->last_checkpoint().path().find("step-"), std::string::npos);
+  ASSERT_EQ(job->last_checkpoint().tiers_size(), 1);
+  EXPECT_EQ(job->last_checkpoint().tiers(0).name(), "memory");
   child_process table{
       {lifeboat::test::built(LIFEBOAT_STATUS), "--port", std::to_string(ports.begin()->second)}};
   output_log table_log{table};

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -45,17 +46,25 @@ inline std::optional<wire::Status> fetch_status(uint16_t port, std::string* raw 
   return out;
 }
 
-/// Asks /status until its step is past `step` or `deadline` passes; the last
-/// answer (nothing when the endpoint stopped answering).
-inline std::optional<wire::Status> await_step_past(uint16_t port, int64_t step,
-                                                   std::chrono::milliseconds deadline) {
+/// Asks /status until `done` holds for its answer or `deadline` passes; the
+/// last answer (nothing when the endpoint stopped answering).
+inline std::optional<wire::Status> await_status(
+    uint16_t port, const std::function<bool(const wire::Status&)>& done,
+    std::chrono::milliseconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;
   auto latest = fetch_status(port);
-  while (latest && latest->step() <= step && std::chrono::steady_clock::now() < until) {
+  while (latest && !done(*latest) && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(status_poll_pace);
     latest = fetch_status(port);
   }
   return latest;
+}
+
+/// Asks /status until its step is past `step` or `deadline` passes.
+inline std::optional<wire::Status> await_step_past(uint16_t port, int64_t step,
+                                                   std::chrono::milliseconds deadline) {
+  return await_status(
+      port, [step](const wire::Status& s) { return s.step() > step; }, deadline);
 }
 
 /// lifeboat-launch (`launch`) running `nproc` endless lifeboat-demo workers

@@ -4,11 +4,15 @@
 // worker's error.
 #include "actors/preemption/checkpoint_writer.hpp"
 
+#include <chrono>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_events.hpp"
+#include "actors/preemption/checkpoint_record.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
@@ -42,6 +46,22 @@ std::optional<wire::SaveCommitted> next_commit(caf::scoped_actor& worker) {
       },
       caf::after(wait_bound) >> [] {});
   return out;
+}
+
+// The keys of the checkpoint records in the service once they are `want`,
+// asked again (every few ms) until they are or wait_bound passed: the
+// writer records after its answer to the resolver.
+std::vector<std::string> await_records(coordination_client& client,
+                                       const std::vector<std::string>& want) {
+  auto until = std::chrono::steady_clock::now() + wait_bound;
+  std::vector<std::string> keys;
+  for (;;) {
+    keys.clear();
+    if (auto records = client.get_prefix(checkpoint_key_prefix))
+      for (auto& [key, value] : *records) keys.push_back(key);
+    if (keys == want || std::chrono::steady_clock::now() >= until) return keys;
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
 }
 
 // Ranks 0 and 1 joined, each with a scoped actor subscribed (what its
@@ -135,6 +155,40 @@ TEST_F(writer_test, a_failed_save_is_every_workers_error_naming_this_rank) {
       },
       caf::after(wait_bound) >> [] { FAIL() << "no peer_failure"; });
   EXPECT_EQ(status_of(resolver_, writer_).metrics().at("save_failures_total"), 1);
+}
+
+// The checkpoint a worker went on from, then each save, is recorded for a
+// coordinator's status; each record replaces the one before, so the service
+// keeps one per worker. The restored one carries no seconds: its save's are
+// not known here.
+TEST_F(writer_test, records_the_restored_checkpoint_then_each_save_in_place_of_the_last) {
+  auto restored = info_of(20);
+  restored.add_tiers()->set_name("memory");
+  restored.mutable_tiers(0)->set_seconds(0.125);
+  ASSERT_NO_FATAL_FAILURE(start_writer(1, restored));
+  auto& client = *clients_[0];
+  ASSERT_EQ(await_records(client, {checkpoint_record_key(20, 1)}),
+            std::vector<std::string>{checkpoint_record_key(20, 1)});
+  auto first = client.try_get(checkpoint_record_key(20, 1));
+  ASSERT_TRUE(first && *first);
+  wire::CheckpointInfo record;
+  ASSERT_TRUE(record.ParseFromString(**first));
+  EXPECT_EQ(record.path(), "/ckpt/step-20");
+  EXPECT_EQ(record.seconds(), 0);
+  ASSERT_EQ(record.tiers_size(), 1);
+  EXPECT_EQ(record.tiers(0).seconds(), 0);
+
+  for (int64_t step : {25, 30}) {
+    resolver_->send(writer_, saved_atom::value, step, false, info_of(step), 0.5);
+    EXPECT_EQ(await_records(client, {checkpoint_record_key(step, 1)}),
+              std::vector<std::string>{checkpoint_record_key(step, 1)});
+  }
+  auto last = client.try_get(checkpoint_record_key(30, 1));
+  ASSERT_TRUE(last && *last);
+  ASSERT_TRUE(record.ParseFromString(**last));
+  EXPECT_EQ(record.step(), 30);
+  EXPECT_EQ(record.bytes(), 4096);
+  EXPECT_EQ(record.seconds(), 0.25);
 }
 
 }  // namespace

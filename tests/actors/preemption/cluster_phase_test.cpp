@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/preemption/checkpoint_record.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "tests/actors/coordination/state_fixture.hpp"
 
@@ -91,6 +92,26 @@ TEST_F(cluster_phase_test, a_status_naming_no_phase_shows_none) {
   request(1, hb);
   EXPECT_EQ(annotated().workers(0).phase(), "");
   EXPECT_EQ(of_cluster(), phase::training);
+}
+
+// A coordinator has no checkpoint writer: its last checkpoint is the job's,
+// from what the workers recorded; none before they did.
+TEST_F(cluster_phase_test, the_last_checkpoint_is_the_jobs_from_the_workers_records) {
+  join_all();
+  EXPECT_EQ(annotated().last_checkpoint().path(), "");
+  wire::CheckpointInfo info;
+  info.set_step(40);
+  info.set_path("/ck/step-40");
+  info.set_bytes(1000);
+  info.set_seconds(2);
+  request(1, insert(1, checkpoint_record_key(40, 0), info.SerializeAsString()));
+  info.set_seconds(3);
+  request(2, insert(2, checkpoint_record_key(40, 1), info.SerializeAsString()));
+  auto ckpt = annotated().last_checkpoint();
+  EXPECT_EQ(ckpt.step(), 40);
+  EXPECT_EQ(ckpt.path(), "/ck/step-40");
+  EXPECT_EQ(ckpt.bytes(), 2000);
+  EXPECT_EQ(ckpt.seconds(), 3);
 }
 
 }  // namespace

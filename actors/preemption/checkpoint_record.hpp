@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "messages/status.pb.h"
+
+namespace lifeboat {
+
+// What each worker records in the coordination service of the checkpoint it
+// holds committed last, and the job's last checkpoint a coordinator shows
+// from those records: a launcher has no checkpoint writer of its own, and
+// its status page read "none yet" for the whole job.
+
+/// KV key prefix of the records: "lifeboat/checkpoint/<step>/<rank>", both
+/// zero-padded, each a serialized wire::CheckpointInfo of that rank's shard.
+/// A worker records each committed save, and at its start the checkpoint it
+/// restored (the service drops every key at a new generation); it then
+/// drops its previous record.
+constexpr const char* checkpoint_key_prefix = "lifeboat/checkpoint/";
+
+/// The key of `rank`'s record of `step`. The rank's fixed width makes the key
+/// no prefix of another, so erasing it as a prefix erases it alone.
+std::string checkpoint_record_key(int64_t step, int32_t rank);
+
+/// The job's last checkpoint from `records` (key -> value, as the service's
+/// snapshot of checkpoint_key_prefix gives them): the highest step any rank
+/// recorded, with the lowest recording rank's path, the sum of the ranks'
+/// bytes, the slowest rank's seconds, and the tiers every recording rank
+/// holds it in (the slowest rank's seconds in each). A record is written
+/// after its commit, so a step a rank recorded is committed; for a moment
+/// after a commit the ranks that did not record it yet are missing from its
+/// sum. Empty (no path) without a readable record.
+wire::CheckpointInfo job_checkpoint(const std::map<std::string, std::string>& records);
+
+}  // namespace lifeboat

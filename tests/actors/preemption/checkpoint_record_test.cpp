@@ -1,0 +1,77 @@
+// The workers' checkpoint records in the coordination service, and the job's
+// last checkpoint a coordinator reads from them.
+#include "actors/preemption/checkpoint_record.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace lifeboat;
+
+namespace {
+
+wire::CheckpointInfo shard(int64_t step, const std::string& path, int64_t bytes, double seconds,
+                           std::vector<std::pair<std::string, double>> tiers = {}) {
+  wire::CheckpointInfo info;
+  info.set_step(step);
+  info.set_path(path);
+  info.set_bytes(bytes);
+  info.set_seconds(seconds);
+  for (auto& [name, s] : tiers) {
+    auto* tier = info.add_tiers();
+    tier->set_name(name);
+    tier->set_seconds(s);
+  }
+  return info;
+}
+
+void put(std::map<std::string, std::string>& records, int32_t rank,
+         const wire::CheckpointInfo& info) {
+  records[checkpoint_record_key(info.step(), rank)] = info.SerializeAsString();
+}
+
+TEST(checkpoint_record, keys_sort_by_step_then_rank_and_none_is_a_prefix_of_another) {
+  EXPECT_EQ(checkpoint_record_key(42, 3),
+            std::string{checkpoint_key_prefix} + "0000000000000000042/0000000003");
+  EXPECT_LT(checkpoint_record_key(9, 7), checkpoint_record_key(10, 0));
+  EXPECT_LT(checkpoint_record_key(10, 2), checkpoint_record_key(10, 11));
+  auto one = checkpoint_record_key(10, 1);
+  EXPECT_NE(checkpoint_record_key(10, 10).rfind(one, 0), 0u);
+}
+
+TEST(checkpoint_record, the_jobs_checkpoint_is_the_highest_step_over_every_ranks_shard) {
+  std::map<std::string, std::string> records;
+  put(records, 0, shard(8, "/ck/step-8", 100, 9.0, {{"directory", 9.0}}));
+  put(records, 0, shard(12, "/ck/step-12", 100, 0.5, {{"memory", 0.1}, {"directory", 0.4}}));
+  put(records, 1, shard(12, "/ck/step-12", 150, 0.75, {{"memory", 0.2}, {"directory", 0.3}}));
+  put(records, 2, shard(12, "/ck/step-12", 200, 0.25, {{"directory", 0.6}, {"peer", 0.1}}));
+  auto job = job_checkpoint(records);
+  EXPECT_EQ(job.step(), 12);
+  EXPECT_EQ(job.path(), "/ck/step-12");
+  EXPECT_EQ(job.bytes(), 450);
+  EXPECT_EQ(job.seconds(), 0.75);
+  // Only the directory holds every rank's shard; its slowest rank took 0.6 s.
+  ASSERT_EQ(job.tiers_size(), 1);
+  EXPECT_EQ(job.tiers(0).name(), "directory");
+  EXPECT_EQ(job.tiers(0).seconds(), 0.6);
+}
+
+TEST(checkpoint_record, the_path_is_the_lowest_recording_ranks) {
+  std::map<std::string, std::string> records;
+  put(records, 3, shard(5, "/shm/rank-3/step-5", 10, 0.1, {{"memory", 0.1}}));
+  put(records, 1, shard(5, "/shm/rank-1/step-5", 10, 0.1, {{"memory", 0.1}}));
+  auto job = job_checkpoint(records);
+  EXPECT_EQ(job.path(), "/shm/rank-1/step-5");
+  EXPECT_EQ(job.bytes(), 20);
+}
+
+TEST(checkpoint_record, unreadable_or_pathless_records_are_passed_over) {
+  std::map<std::string, std::string> records;
+  EXPECT_EQ(job_checkpoint(records).path(), "");
+  put(records, 0, shard(3, "/ck/step-3", 7, 0.1));
+  records[checkpoint_record_key(9, 0)] = "\xff not a record";
+  put(records, 1, shard(9, "", 7, 0.1));
+  auto job = job_checkpoint(records);
+  EXPECT_EQ(job.step(), 3);
+  EXPECT_EQ(job.bytes(), 7);
+}
+
+}  // namespace
