@@ -105,7 +105,9 @@ function render(s) {
   health.className = "value " + (s.healthy ? "ok" : "bad");
   const c = s.last_checkpoint;
   document.getElementById("checkpoint").textContent = c.path
-      ? "step " + c.step + " \u00b7 " + formatBytes(c.bytes) + " \u00b7 " + c.seconds.toFixed(2) + " s"
+      ? "step " + c.step + " \u00b7 " + formatBytes(c.bytes) +
+        // A coordinator knows no seconds of the checkpoint the workers restored.
+        (c.seconds > 0 ? " \u00b7 " + c.seconds.toFixed(2) + " s" : "")
       : "none yet";
   document.getElementById("checkpoint").title = c.path;
   // Right after a restart this worker has saved nothing yet: the checkpoint

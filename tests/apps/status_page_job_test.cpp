@@ -135,6 +135,11 @@ TEST(status_page_job_test, the_coordinators_page_draws_the_last_decision_after_a
   EXPECT_TRUE(saved.after_notice());
   EXPECT_EQ(saved.shards(), workers);
   EXPECT_GT(saved.mb_per_s(), 0);
+  // The job's last checkpoint, which the restarted workers went on from.
+  auto job = await_view<wire::Status>(port, "/status", [&](const wire::Status& st) {
+    return st.last_checkpoint().step() == agreed[0];
+  });
+  EXPECT_EQ(job.last_checkpoint().step(), agreed[0]) << log.text();
 
   // The page, as a browser draws it from these views.
   fs::path shots = lifeboat::test::build_tree() / "screenshots";
@@ -149,6 +154,13 @@ TEST(status_page_job_test, the_coordinators_page_draws_the_last_decision_after_a
         std::string{"data-event=\"exit\""}, step_row, std::string{"<polyline"},
         std::string{"data-actor=\"preemption_watcher\""}, std::string{"<div id=\"error\"></div>"}})
     EXPECT_NE(dom.find(part), std::string::npos) << part << "\n" << dom;
+  // Its card names the step (the path is the directory's until the new
+  // generation's workers record the copy they restored).
+  auto card = dom.find("id=\"checkpoint\"");
+  ASSERT_NE(card, std::string::npos) << dom;
+  auto card_text = dom.substr(card, dom.find("</div>", card) - card);
+  EXPECT_NE(card_text.find("\">step " + std::to_string(agreed[0]) + " "), std::string::npos)
+      << card_text;
   auto png = shots / "status-coordinator.png";
   auto [shot, shot_out] =
       browse(chromium, dir / "profile-shot", url, {"--screenshot=" + png.string()});
