@@ -94,8 +94,11 @@ void print_table(const lifeboat::wire::Status& s) {
   if (ckpt.path().empty()) {
     std::cout << "none\n";
   } else {
-    std::cout << "step " << ckpt.step() << ", " << human_bytes(ckpt.bytes()) << ", " << std::fixed
-              << std::setprecision(2) << ckpt.seconds() << " s, " << ckpt.path() << "\n";
+    std::cout << "step " << ckpt.step() << ", " << human_bytes(ckpt.bytes()) << ", ";
+    // A coordinator knows no seconds of the checkpoint the workers restored.
+    if (ckpt.seconds() > 0)
+      std::cout << std::fixed << std::setprecision(2) << ckpt.seconds() << " s, ";
+    std::cout << ckpt.path() << "\n";
   }
   const auto& restored = s.restored();
   if (!restored.path().empty()) {

@@ -36,6 +36,29 @@ TEST_F(status_cli_test, prints_a_readable_table) {
   }
 }
 
+// A coordinator right after a restart: the job's checkpoint is the one the
+// workers restored, whose save's seconds nobody knows; the table leaves them
+// out rather than print 0.00 s.
+class status_cli_restored_job_test : public test::status_endpoint_fixture {
+ protected:
+  void SetUp() override {
+    auto service = test::actor_status("coordination_service", "running", 0);
+    auto* ckpt = service.mutable_last_checkpoint();
+    ckpt->set_step(40);
+    ckpt->set_path("/ckpt/step-40");
+    ckpt->set_bytes(2048);
+    start({service});
+  }
+};
+
+TEST_F(status_cli_restored_job_test, leaves_out_the_seconds_nobody_knows) {
+  auto run = test::run_process(
+      {lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--port", std::to_string(port_)}, cli_timeout);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("last checkpoint: step 40, 2.0 KiB, /ckpt/step-40\n"), std::string::npos)
+      << run.out;
+}
+
 TEST_F(status_cli_test, prints_the_raw_json_with_numbers) {
   auto run = test::run_process(
       {lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--port", port(), "--json"}, cli_timeout);
