@@ -43,6 +43,15 @@ std::map<int, uint16_t> status_ports(const output_log& log) {
   return out;
 }
 
+// What lifeboat-status prints for the endpoint at `port`; it must exit 0.
+std::string status_table(uint16_t port) {
+  child_process table{{lifeboat::test::built(LIFEBOAT_STATUS), "--port", std::to_string(port)}};
+  output_log log{table};
+  log.read_all();
+  EXPECT_EQ(exit_code(table), 0) << log.text();
+  return log.text();
+}
+
 TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   scratch_dir dir{"apps-status"};
   // Training outlasts the test, which ends it with a SIGTERM to the launcher.
@@ -125,13 +134,9 @@ TEST(demo_status_test, endpoints_of_a_running_demo_follow_its_progress) {
   }
   EXPECT_TRUE(view->healthy()) << raw;
   // lifeboat-status names it the coordinator, not "rank -1".
-  child_process table{
-      {lifeboat::test::built(LIFEBOAT_STATUS), "--port", std::to_string(launcher_port)}};
-  output_log table_log{table};
-  table_log.read_all();
-  EXPECT_EQ(exit_code(table), 0) << table_log.text();
-  EXPECT_TRUE(table_log.contains("coordinator of " + std::to_string(workers) + " workers"))
-      << table_log.text();
+  auto table = status_table(launcher_port);
+  EXPECT_NE(table.find("coordinator of " + std::to_string(workers) + " workers"), std::string::npos)
+      << table;
 
   // The step the cluster agrees on is past every step the endpoints reported.
   run.kill(SIGTERM);
@@ -206,13 +211,10 @@ TEST(demo_status_test, a_restarted_worker_shows_the_checkpoint_it_restored) {
   EXPECT_NE(job->last_checkpoint().path().find("step-"), std::string::npos);
   ASSERT_EQ(job->last_checkpoint().tiers_size(), 1);
   EXPECT_EQ(job->last_checkpoint().tiers(0).name(), "memory");
-  child_process table{
-      {lifeboat::test::built(LIFEBOAT_STATUS), "--port", std::to_string(ports.begin()->second)}};
-  output_log table_log{table};
-  table_log.read_all();
-  EXPECT_EQ(exit_code(table), 0) << table_log.text();
-  EXPECT_TRUE(table_log.contains("restored at start: step " + std::to_string(saved_step) + ", "))
-      << table_log.text();
+  auto table = status_table(ports.begin()->second);
+  EXPECT_NE(table.find("restored at start: step " + std::to_string(saved_step) + ", "),
+            std::string::npos)
+      << table;
   again.kill(SIGTERM);
   log.read_all();
   EXPECT_EQ(exit_code(again), restart_exit_code) << log.text();
