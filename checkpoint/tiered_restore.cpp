@@ -79,18 +79,20 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
 }
 
 caf::error persist_to_directory(async_saver& saver, const store& directory,
-                                const state_registry& registry, const checkpoint_info& restored) {
+                                const state_registry& registry, const checkpoint_info& restored,
+                                std::function<void(int64_t step)> persisted) {
   if (restored.tiers.empty() || restored.tiers[0].name == tier_directory) return {};
   if (directory.newest_committed_step(restored.step) == restored.step) return {};
   auto step = restored.step;
   log(log_level::info, component, "checkpoint of step ", step,
       " is in memory only: writing it to the checkpoint directory while training resumes");
   return saver.save(registry, step, restored.total_run_calls,
-                    [step](const caf::expected<checkpoint_info>& done) {
-                      if (done)
+                    [step, persisted](const caf::expected<checkpoint_info>& done) {
+                      if (done) {
                         log(log_level::info, component, "checkpoint of step ", step,
                             " persisted to the checkpoint directory ", done->path);
-                      else
+                        if (persisted) persisted(step);
+                      } else
                         log(log_level::warning, component, "checkpoint of step ", step,
                             " stays in memory only: ", describe(done.error()));
                     },

@@ -48,9 +48,11 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
 /// final save that committed in memory only): hands `saver` a directory-only
 /// save of the restored `registry` at that step, which runs while training
 /// resumes; every rank takes the same branch (they restored the same step and
-/// see the same directory). Nothing to do otherwise. An error when the
-/// snapshot cannot be taken.
+/// see the same directory). Nothing to do otherwise. `persisted` (may be
+/// null) runs on the saver's thread once that save committed. An error when
+/// the snapshot cannot be taken.
 caf::error persist_to_directory(async_saver& saver, const store& directory,
-                                const state_registry& registry, const checkpoint_info& restored);
+                                const state_registry& registry, const checkpoint_info& restored,
+                                std::function<void(int64_t step)> persisted = nullptr);
 
 }  // namespace lifeboat::checkpoint

@@ -78,7 +78,8 @@ void worker_actors::spawn(worker_actors_config cfg, std::shared_ptr<step_gate> g
   world_size_ = cfg.world_size;
   auto& sys = *system_;
   resolver_ = spawn_step_resolver(sys, cfg.resolver, step_resolver_links{gate, client_, phase});
-  writer_ = sys.spawn(checkpoint_writer, client_, resolver_, cfg.rank == 0, cfg.restored);
+  writer_ = sys.spawn(checkpoint_writer, client_, resolver_, cfg.rank == 0, cfg.restored,
+                      cfg.restored_in_directory);
   exit_controller_ = sys.spawn(lifeboat::exit_controller, cfg.exit, gate);
   poll_watcher_ = sys.spawn(lifeboat::poll_watcher, &cfg.sources, cfg.poll_interval, resolver_);
   signal_watcher_ =

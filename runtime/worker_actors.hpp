@@ -39,6 +39,8 @@ struct worker_actors_config {
   int64_t grace_period_ms = 0;
   /// What this worker restored at start, for the status (empty: fresh start).
   wire::CheckpointInfo restored;
+  /// The checkpoint directory holds the restored checkpoint committed too.
+  bool restored_in_directory = false;
 };
 
 /// Where and how the status endpoint serves.

@@ -185,8 +185,12 @@ void worker_runtime::start() {
         [&](const std::string& mine) { return agreement.publish_peer_addresses(mine); });
   restored_step_ = agreement.restore(store_ ? &*store_ : nullptr, memory, state_, checkpoint_dir_,
                                      memory ? peer_.fetch() : nullptr);
-  if (agreement.restored())
+  if (agreement.restored()) {
     restored_report_ = checkpoint_report(*agreement.restored(), agreement.restored()->seconds);
+    auto step = agreement.restored()->step;
+    restored_in_directory_ =
+        store_ && store_->newest_committed_step(step) == std::optional<int64_t>{step};
+  }
   if (store_) completed_step_.store(restored_step_);
   spawn_actors();
   if (store_) {
@@ -195,8 +199,11 @@ void worker_runtime::start() {
         {memory, agreement.make_tier_vote_exchange(), memory ? peer_.replicate(*memory) : nullptr,
          [this, memory] { prepare_spares(memory, peer_, state_.registry()); }});
     if (agreement.restored())
-      if (auto err = checkpoint::persist_to_directory(*saver_, *store_, state_.registry(),
-                                                      *agreement.restored()))
+      if (auto err = checkpoint::persist_to_directory(
+              *saver_, *store_, state_.registry(), *agreement.restored(),
+              [writer = actors_->writer()](int64_t step) {
+                caf::anon_send(writer, persisted_atom::value, step);
+              }))
         log(log_level::warning, "runtime", describe(err));
     // The first save's staging memory is mapped and pre-faulted before a
     // notice, not at it: there its page faults would lengthen the training
@@ -261,6 +268,7 @@ void worker_runtime::spawn_actors() {
   }
   cfg.grace_period_ms = settings_.grace_period.count();
   cfg.restored = restored_report_;
+  cfg.restored_in_directory = restored_in_directory_;
   actors_->spawn(std::move(cfg), gate_, phase_);
 }
 

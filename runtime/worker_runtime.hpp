@@ -102,6 +102,8 @@ class worker_runtime {
   int64_t restored_step_ = 0;
   // What the restore read, for the status; empty for a fresh start.
   wire::CheckpointInfo restored_report_;
+  // The checkpoint directory holds the restored checkpoint committed too.
+  bool restored_in_directory_ = false;
   bool failure_reported_ = false;
   // Time the training thread spent in barrier(), for the service's step times.
   std::atomic<int64_t> blocked_ms_{0};

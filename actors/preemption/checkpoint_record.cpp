@@ -29,6 +29,15 @@ std::string checkpoint_record_key(int64_t step, int32_t rank) {
   return checkpoint_key_prefix + std::string{buf};
 }
 
+std::optional<wire::CheckpointInfo> record_with_tier(const wire::CheckpointInfo& record,
+                                                     int64_t step, const std::string& tier) {
+  if (record.path().empty() || record.step() != step || find_tier(record, tier))
+    return std::nullopt;
+  auto out = record;
+  out.add_tiers()->set_name(tier);
+  return out;
+}
+
 wire::CheckpointInfo job_checkpoint(const std::map<std::string, std::string>& records) {
   // The keys sort by step, then by rank: the last readable record names the
   // highest step, and its step's records lie just before it.

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "messages/status.pb.h"
@@ -23,6 +24,13 @@ constexpr const char* checkpoint_key_prefix = "lifeboat/checkpoint/";
 /// The key of `rank`'s record of `step`. The rank's fixed width makes the key
 /// no prefix of another, so erasing it as a prefix erases it alone.
 std::string checkpoint_record_key(int64_t step, int32_t rank);
+
+/// `record` with `tier` added (0 s), for a tier that came to hold its
+/// checkpoint after it was recorded (the directory, once a checkpoint that
+/// was in memory only is written there); none when `record` is empty, is of
+/// another step than `step` (a later save replaced it), or names `tier`.
+std::optional<wire::CheckpointInfo> record_with_tier(const wire::CheckpointInfo& record,
+                                                     int64_t step, const std::string& tier);
 
 /// The job's last checkpoint from `records` (key -> value, as the service's
 /// snapshot of checkpoint_key_prefix gives them): the highest step any rank

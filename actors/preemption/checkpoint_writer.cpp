@@ -1,6 +1,7 @@
 #include "actors/preemption/checkpoint_writer.hpp"
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "actors/preemption/checkpoint_record.hpp"
 #include "actors/preemption/decision_recorder.hpp"
 #include "actors/preemption/protocol.hpp"
+#include "checkpoint/store.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "messages/preemption.pb.h"
@@ -27,17 +29,33 @@ using writer_pointer = checkpoint_writer_actor::stateful_pointer<checkpoint_writ
 // The service answers a record, or the erasure of the one before it, within this.
 constexpr auto record_timeout = std::chrono::seconds{5};
 
+// Inserts `info` as this worker's record of its step, then runs `then`. A
+// record of that step already there (a save at the restored step) is no
+// failure: the insert-if-absent's refusal says so. A failure is logged and
+// changes nothing else.
+void insert_record(writer_pointer self, const wire::CheckpointInfo& info,
+                   std::function<void()> then) {
+  auto& st = self->state;
+  auto key = checkpoint_record_key(info.step(), st.client->rank());
+  self->request(st.client->agent(), record_timeout, insert_atom::value, key,
+                info.SerializeAsString())
+      .then(then, [then, key](caf::error& err) {
+        if (err == make_error(errc::already_exists)) return then();
+        log(log_level::warning, "checkpoint_writer", "cannot record ", key,
+            " for the coordinator's status: ", describe(err));
+      });
+}
+
 // Records `info` (this worker's shard of a committed checkpoint) for a
 // coordinator's status, then drops this worker's previous record, so that
 // the service holds one record per worker however long the job saves. The
-// actor goes on meanwhile; a record that fails is logged and changes nothing
-// else. A record of the step already recorded (a save at the restored step)
-// is there: the insert-if-absent's refusal says so.
+// actor goes on meanwhile.
 void record_checkpoint(writer_pointer self, const wire::CheckpointInfo& info) {
   auto& st = self->state;
   if (info.path().empty()) return;
+  st.recorded = info;
   auto key = checkpoint_record_key(info.step(), st.client->rank());
-  auto recorded = [self, key] {
+  insert_record(self, info, [self, key] {
     auto& st = self->state;
     auto previous = std::exchange(st.record_key, key);
     if (previous.empty() || previous == key) return;
@@ -47,14 +65,26 @@ void record_checkpoint(writer_pointer self, const wire::CheckpointInfo& info) {
                 log(log_level::warning, "checkpoint_writer", "cannot drop the record ", previous,
                     ": ", describe(err));
               });
-  };
-  self->request(st.client->agent(), record_timeout, insert_atom::value, key,
-                info.SerializeAsString())
-      .then(recorded, [recorded, key](caf::error& err) {
-        if (err == make_error(errc::already_exists)) return recorded();
-        log(log_level::warning, "checkpoint_writer", "cannot record ", key,
-            " for the coordinator's status: ", describe(err));
-      });
+  });
+}
+
+// The checkpoint directory now holds the recorded checkpoint of `step` too:
+// its record, unless a later save's replaced it, is written again with that
+// tier. The service inserts only what is absent, so the record is erased
+// first (its key is no prefix of another's: both numbers have fixed widths);
+// the agent sends both in order.
+void add_directory_to_record(writer_pointer self, int64_t step) {
+  auto& st = self->state;
+  auto record = record_with_tier(st.recorded, step, checkpoint::tier_directory);
+  if (!record) return;
+  st.recorded = *record;
+  auto key = checkpoint_record_key(step, st.client->rank());
+  self->request(st.client->agent(), record_timeout, erase_prefix_atom::value, key)
+      .then([self, record = *record] { insert_record(self, record, [] {}); },
+            [key](caf::error& err) {
+              log(log_level::warning, "checkpoint_writer", "cannot replace the record ", key, ": ",
+                  describe(err));
+            });
 }
 
 }  // namespace
@@ -68,17 +98,21 @@ std::string save_failure_text(int64_t step, const std::string& error) {
 checkpoint_writer_actor::behavior_type checkpoint_writer(
     checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
     std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank,
-    wire::CheckpointInfo restored) {
+    wire::CheckpointInfo restored, bool restored_in_directory) {
   self->state.client = std::move(client);
   self->state.resolver = std::move(resolver);
   self->state.commit_rank = commit_rank;
   self->state.restored = std::move(restored);
   // The checkpoint this worker went on from is the job's last until it
   // saves. Its seconds here are the restore's, not its save's, which this
-  // generation never saw: none are recorded.
+  // generation never saw: none are recorded. It is held in the tier it was
+  // read from, and in the directory where that committed it as well.
   auto went_on_from = self->state.restored;
   went_on_from.set_seconds(0);
   for (auto& tier : *went_on_from.mutable_tiers()) tier.set_seconds(0);
+  if (restored_in_directory)
+    if (auto both = record_with_tier(went_on_from, went_on_from.step(), checkpoint::tier_directory))
+      went_on_from = std::move(*both);
   record_checkpoint(self, went_on_from);
   return {
       [=](saving_atom, int64_t step) {
@@ -114,6 +148,7 @@ checkpoint_writer_actor::behavior_type checkpoint_writer(
         log(log_level::error, "checkpoint_writer", text);
         st.client->report_error(static_cast<int32_t>(errc::io_error), text);
       },
+      [=](persisted_atom, int64_t step) { add_directory_to_record(self, step); },
       [=](committed_atom, const wire::SaveCommitted& committed) {
         log(log_level::info, "checkpoint_writer", "checkpoint at step ", committed.step(),
             " committed", committed.final_save() ? " (final)" : "");

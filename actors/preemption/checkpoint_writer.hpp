@@ -25,12 +25,13 @@ class coordination_client;
 /// worker as this worker's error. It records each checkpoint this worker
 /// holds committed (the one restored at start, then each save) in the
 /// coordination service for a coordinator's status (checkpoint_record.hpp),
-/// asynchronously: a record that fails is logged, the save stands. Its
-/// interface is checkpoint_writer_actor
+/// with the tiers that hold it, asynchronously: a record that fails is
+/// logged, the save stands. Its interface is checkpoint_writer_actor
 /// (interfaces.hpp):
 ///   (saving_atom, int64_t step)                                the trainer began a save
 ///   (saved_atom, int64_t step, bool final, CheckpointInfo, double seconds)  durable / committed
 ///   (save_failed_atom, int64_t step, std::string error)
+///   (persisted_atom, int64_t step)    the restored checkpoint reached the directory
 ///   (committed_atom, wire::SaveCommitted)                      from the cluster watcher
 ///   (status_atom) -> wire::ActorStatus
 ///
@@ -44,6 +45,7 @@ struct checkpoint_writer_state {
   int64_t saving_step = -1;
   wire::CheckpointInfo last;
   wire::CheckpointInfo restored;  // at start; empty for a fresh start
+  wire::CheckpointInfo recorded;  // what this worker's record holds, or is about to
   std::string record_key;         // of this worker's record in the service; empty: none yet
   int64_t saves = 0;
   int64_t failures = 0;
@@ -54,9 +56,12 @@ struct checkpoint_writer_state {
 /// trainer raises it where the save failed on its own thread).
 std::string save_failure_text(int64_t step, const std::string& error);
 
+/// `restored`: the checkpoint this worker went on from (empty: a fresh
+/// start), its `tiers` the one it read; `restored_in_directory`: the
+/// checkpoint directory holds it committed as well.
 checkpoint_writer_actor::behavior_type checkpoint_writer(
     checkpoint_writer_actor::stateful_pointer<checkpoint_writer_state> self,
     std::shared_ptr<coordination_client> client, caf::actor resolver, bool commit_rank,
-    wire::CheckpointInfo restored);
+    wire::CheckpointInfo restored, bool restored_in_directory);
 
 }  // namespace lifeboat

@@ -35,6 +35,7 @@ using checkpoint_writer_actor =
     caf::typed_actor<caf::reacts_to<saving_atom, int64_t>,
                      caf::reacts_to<saved_atom, int64_t, bool, wire::CheckpointInfo, double>,
                      caf::reacts_to<save_failed_atom, int64_t, std::string>,
+                     caf::reacts_to<persisted_atom, int64_t>,
                      caf::reacts_to<committed_atom, wire::SaveCommitted>,
                      caf::replies_to<status_atom>::with<wire::ActorStatus>>;
 

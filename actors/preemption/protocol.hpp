@@ -32,6 +32,11 @@ using ckpt_time_atom = caf::atom_constant<caf::atom("ckpt_time")>;
 /// durable (and, on the commit rank, committed); to the checkpoint writer.
 using saved_atom = caf::atom_constant<caf::atom("saved")>;
 
+/// (persisted_atom, step): the checkpoint of `step` this worker went on from,
+/// which the checkpoint directory lacked, reached it in the background; to
+/// the checkpoint writer.
+using persisted_atom = caf::atom_constant<caf::atom("persisted")>;
+
 /// (save_failed_atom, step, error): a save failed; to the checkpoint writer.
 using save_failed_atom = caf::atom_constant<caf::atom("savefailed")>;
 

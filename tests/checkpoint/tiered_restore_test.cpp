@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/framed_file.hpp"
@@ -265,8 +266,11 @@ TEST_F(tiered_restore_test, a_step_restored_from_memory_only_is_persisted_to_the
   auto info = restore_fastest(*directory_, &*memory_, restored.registry, std::nullopt);
   ASSERT_TRUE(info && *info);
   async_saver saver{*directory_, nullptr};
-  ASSERT_FALSE(persist_to_directory(saver, *directory_, restored.registry, **info));
+  std::vector<int64_t> persisted;
+  ASSERT_FALSE(persist_to_directory(saver, *directory_, restored.registry, **info,
+                                    [&](int64_t step) { persisted.push_back(step); }));
   ASSERT_FALSE(saver.wait(std::chrono::seconds{30}));
+  EXPECT_EQ(persisted, std::vector<int64_t>{2});
   EXPECT_EQ(directory_->newest_committed_step(std::nullopt), 2);
   worker_state fresh{state_bytes};
   auto from_directory = directory_->restore_latest(fresh.registry);
@@ -280,11 +284,14 @@ TEST_F(tiered_restore_test, a_step_the_directory_has_is_not_written_again) {
   auto info = restore_fastest(*directory_, &*memory_, restored.registry, std::nullopt);
   ASSERT_TRUE(info && *info);
   async_saver saver{*directory_, nullptr};
+  bool persisted = false;
   ::testing::internal::CaptureStderr();
-  ASSERT_FALSE(persist_to_directory(saver, *directory_, restored.registry, **info));
+  ASSERT_FALSE(persist_to_directory(saver, *directory_, restored.registry, **info,
+                                    [&](int64_t) { persisted = true; }));
   ASSERT_FALSE(saver.wait(std::chrono::seconds{30}));
   auto log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(log.find("in memory only"), std::string::npos) << log;
+  EXPECT_FALSE(persisted);
 }
 
 }  // namespace

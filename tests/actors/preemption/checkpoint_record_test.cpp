@@ -79,4 +79,21 @@ TEST(checkpoint_record, unreadable_or_pathless_records_are_passed_over) {
   EXPECT_EQ(job.bytes(), 7);
 }
 
+// A checkpoint that reached the directory after it was recorded (it was in
+// memory only) is recorded again with that tier, unless a later save's
+// record took its place or the tier is named already.
+TEST(checkpoint_record, a_tier_is_added_to_the_record_of_its_step_only) {
+  auto restored = shard(20, "/shm/rank-1/step-20", 10, 0, {{"memory", 0}});
+  auto both = record_with_tier(restored, 20, "directory");
+  ASSERT_TRUE(both);
+  ASSERT_EQ(both->tiers_size(), 2);
+  EXPECT_EQ(both->tiers(0).name(), "memory");
+  EXPECT_EQ(both->tiers(1).name(), "directory");
+  EXPECT_EQ(both->tiers(1).seconds(), 0);
+  EXPECT_EQ(both->path(), restored.path());
+  EXPECT_FALSE(record_with_tier(*both, 20, "directory"));
+  EXPECT_FALSE(record_with_tier(restored, 25, "directory"));
+  EXPECT_FALSE(record_with_tier(wire::CheckpointInfo{}, 0, "directory"));
+}
+
 }  // namespace

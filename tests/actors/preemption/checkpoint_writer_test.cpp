@@ -64,12 +64,29 @@ std::vector<std::string> await_records(coordination_client& client,
   }
 }
 
+// The names of the tiers in the record under `key` once they are `want`,
+// asked again (every few ms) until they are or wait_bound passed.
+std::vector<std::string> await_record_tiers(coordination_client& client, const std::string& key,
+                                            const std::vector<std::string>& want) {
+  auto until = std::chrono::steady_clock::now() + wait_bound;
+  std::vector<std::string> names;
+  for (;;) {
+    names.clear();
+    wire::CheckpointInfo record;
+    if (auto value = client.try_get(key); value && *value && record.ParseFromString(**value))
+      for (const auto& tier : record.tiers()) names.push_back(tier.name());
+    if (names == want || std::chrono::steady_clock::now() >= until) return names;
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+}
+
 // Ranks 0 and 1 joined, each with a scoped actor subscribed (what its
 // cluster watcher would hear), and a writer on one rank's client with
 // `resolver_` in place of the step resolver; rank 0 commits.
 class writer_test : public service_fixture {
  protected:
-  void start_writer(int rank, wire::CheckpointInfo restored = {}) {
+  void start_writer(int rank, wire::CheckpointInfo restored = {},
+                    bool restored_in_directory = false) {
     for (int r = 0; r < 2; ++r) {
       clients_[r] = join(r);
       ASSERT_TRUE(clients_[r]);
@@ -77,7 +94,7 @@ class writer_test : public service_fixture {
     clients_[0]->subscribe(worker0_);
     clients_[1]->subscribe(worker1_);
     writer_ = sys.spawn(checkpoint_writer, clients_[rank], caf::actor{resolver_}, rank == 0,
-                        std::move(restored));
+                        std::move(restored), restored_in_directory);
   }
 
   void TearDown() override {
@@ -189,6 +206,37 @@ TEST_F(writer_test, records_the_restored_checkpoint_then_each_save_in_place_of_t
   EXPECT_EQ(record.step(), 30);
   EXPECT_EQ(record.bytes(), 4096);
   EXPECT_EQ(record.seconds(), 0.25);
+}
+
+// The record of a restored checkpoint names the tiers that hold it, for the
+// coordinator's status: the one read, and the directory where it committed
+// there too. The worker's own status names the tier it read.
+TEST_F(writer_test, the_restored_record_names_the_directory_too_where_it_holds_the_checkpoint) {
+  auto restored = info_of(20);
+  restored.add_tiers()->set_name("memory");
+  ASSERT_NO_FATAL_FAILURE(start_writer(1, restored, true));
+  const std::vector<std::string> both{"memory", "directory"};
+  EXPECT_EQ(await_record_tiers(*clients_[0], checkpoint_record_key(20, 1), both), both);
+  auto st = status_of(resolver_, writer_);
+  ASSERT_EQ(st.restored().tiers_size(), 1);
+  EXPECT_EQ(st.restored().tiers(0).name(), "memory");
+}
+
+// A checkpoint restored from memory that the directory lacked (a final save
+// that committed in memory only) is written there in the background; then
+// its record names the directory too, still one record for this worker.
+TEST_F(writer_test, a_restored_checkpoint_persisted_to_the_directory_is_recorded_with_it) {
+  auto restored = info_of(20);
+  restored.add_tiers()->set_name("memory");
+  ASSERT_NO_FATAL_FAILURE(start_writer(1, restored, false));
+  auto& client = *clients_[0];
+  auto key = checkpoint_record_key(20, 1);
+  const std::vector<std::string> memory{"memory"};
+  ASSERT_EQ(await_record_tiers(client, key, memory), memory);
+  resolver_->send(writer_, persisted_atom::value, int64_t{20});
+  const std::vector<std::string> both{"memory", "directory"};
+  EXPECT_EQ(await_record_tiers(client, key, both), both);
+  EXPECT_EQ(await_records(client, {key}), std::vector<std::string>{key});
 }
 
 }  // namespace
