@@ -105,8 +105,8 @@ checkpoint_writer_actor::behavior_type checkpoint_writer(
   self->state.restored = std::move(restored);
   // The checkpoint this worker went on from is the job's last until it
   // saves. Its seconds here are the restore's, not its save's, which this
-  // generation never saw: none are recorded. It is held in the tier it was
-  // read from, and in the directory where that committed it as well.
+  // generation never saw: none are recorded. The tier it was read from
+  // holds it, and so does the directory where it is committed there too.
   auto went_on_from = self->state.restored;
   went_on_from.set_seconds(0);
   for (auto& tier : *went_on_from.mutable_tiers()) tier.set_seconds(0);
