@@ -98,6 +98,9 @@ void print_table(const lifeboat::wire::Status& s) {
     // A coordinator knows no seconds of the checkpoint the workers restored.
     if (ckpt.seconds() > 0)
       std::cout << std::fixed << std::setprecision(2) << ckpt.seconds() << " s, ";
+    for (int i = 0; i < ckpt.tiers_size(); ++i)
+      std::cout << (i == 0 ? "in " : " + ") << ckpt.tiers(i).name()
+                << (i + 1 == ckpt.tiers_size() ? ", " : "");
     std::cout << ckpt.path() << "\n";
   }
   const auto& restored = s.restored();

@@ -107,7 +107,8 @@ function render(s) {
   document.getElementById("checkpoint").textContent = c.path
       ? "step " + c.step + " \u00b7 " + formatBytes(c.bytes) +
         // A coordinator knows no seconds of the checkpoint the workers restored.
-        (c.seconds > 0 ? " \u00b7 " + c.seconds.toFixed(2) + " s" : "")
+        (c.seconds > 0 ? " \u00b7 " + c.seconds.toFixed(2) + " s" : "") +
+        (c.tiers && c.tiers.length > 0 ? " \u00b7 " + c.tiers.map((t) => t.name).join(" + ") : "")
       : "none yet";
   document.getElementById("checkpoint").title = c.path;
   // Right after a restart this worker has saved nothing yet: the checkpoint

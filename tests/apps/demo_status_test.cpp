@@ -217,6 +217,11 @@ TEST(demo_status_test, a_restarted_worker_shows_the_checkpoint_it_restored) {
   EXPECT_NE(table.find("restored at start: step " + std::to_string(saved_step) + ", "),
             std::string::npos)
       << table;
+  auto job_table = status_table(launcher_port);
+  EXPECT_NE(job_table.find("last checkpoint: step " + std::to_string(saved_step) + ", "),
+            std::string::npos)
+      << job_table;
+  EXPECT_NE(job_table.find(", in memory + directory, "), std::string::npos) << job_table;
   again.kill(SIGTERM);
   log.read_all();
   EXPECT_EQ(exit_code(again), restart_exit_code) << log.text();

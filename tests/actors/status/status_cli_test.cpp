@@ -26,12 +26,14 @@ TEST_F(status_cli_test, prints_a_readable_table) {
       {lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--host", "127.0.0.1", "--port", port()},
       cli_timeout);
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  for (const char* part : {"rank 0 of 2", "step 120", "phase saving", "healthy",
-                           "last checkpoint: step 100, 5.6 GiB, 0.75 s, /ckpt/step-100",
-                           "restored at start: step 40, 5.6 GiB, from memory in 0.50 s, "
-                           "/dev/shm/job/step-40",
-                           "step_resolver", "coordination_service", "status_endpoint", "WORKER",
-                           "PHASE", "15 ms ago", "alive", "checkpoint_scheduled"}) {
+  for (const char* part :
+       {"rank 0 of 2", "step 120", "phase saving", "healthy",
+        "last checkpoint: step 100, 5.6 GiB, 0.75 s, in memory + peer + directory, "
+        "/ckpt/step-100",
+        "restored at start: step 40, 5.6 GiB, from memory in 0.50 s, "
+        "/dev/shm/job/step-40",
+        "step_resolver", "coordination_service", "status_endpoint", "WORKER", "PHASE", "15 ms ago",
+        "alive", "checkpoint_scheduled"}) {
     EXPECT_NE(run.out.find(part), std::string::npos) << part << "\n" << run.out;
   }
 }

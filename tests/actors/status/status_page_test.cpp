@@ -81,6 +81,7 @@ TEST_F(status_page_browser_test, script_fills_the_workers_and_actors_tables) {
            R"(<div class="value" id="phase">saving</div>)",
            R"(<div class="value" id="step">120</div>)",
            R"(id="checkpoint" title="/ckpt/step-100">step 100)",
+           "0.75 s \u00b7 memory + peer + directory</div>",
            R"(id="restored" title="/dev/shm/job/step-40">step 40 )",
            R"(from memory in 0.50 s</div>)",
            R"(<div id="error"></div>)",

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -219,6 +220,13 @@ inline std::vector<wire::ActorStatus> saving_cluster() {
   ckpt->set_path("/ckpt/step-100");
   ckpt->set_bytes(6'000'000'000);
   ckpt->set_seconds(0.75);
+  // Held in every tier: the memory tier, the peer's, the directory.
+  for (const auto& [name, seconds] : std::vector<std::pair<const char*, double>>{
+           {"memory", 0.05}, {"peer", 0.3}, {"directory", 0.7}}) {
+    auto* held = ckpt->add_tiers();
+    held->set_name(name);
+    held->set_seconds(seconds);
+  }
   // Restored at this worker's start from the memory tier; saved since.
   auto* restored = writer.mutable_restored();
   restored->set_step(40);
