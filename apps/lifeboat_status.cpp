@@ -98,9 +98,12 @@ void print_table(const lifeboat::wire::Status& s) {
     // A coordinator knows no seconds of the checkpoint the workers restored.
     if (ckpt.seconds() > 0)
       std::cout << std::fixed << std::setprecision(2) << ckpt.seconds() << " s, ";
-    for (int i = 0; i < ckpt.tiers_size(); ++i)
-      std::cout << (i == 0 ? "in " : " + ") << ckpt.tiers(i).name()
-                << (i + 1 == ckpt.tiers_size() ? ", " : "");
+    if (ckpt.tiers_size() > 0) {
+      std::cout << "in ";
+      for (int i = 0; i < ckpt.tiers_size(); ++i)
+        std::cout << (i == 0 ? "" : " + ") << ckpt.tiers(i).name();
+      std::cout << ", ";
+    }
     std::cout << ckpt.path() << "\n";
   }
   const auto& restored = s.restored();
