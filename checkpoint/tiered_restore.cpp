@@ -78,11 +78,15 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
   return restored;
 }
 
+bool directory_holds(const store& directory, const checkpoint_info& restored) {
+  if (!restored.tiers.empty() && restored.tiers[0].name == tier_directory) return true;
+  return directory.newest_committed_step(restored.step) == restored.step;
+}
+
 caf::error persist_to_directory(async_saver& saver, const store& directory,
                                 const state_registry& registry, const checkpoint_info& restored,
                                 std::function<void(int64_t step)> persisted) {
-  if (restored.tiers.empty() || restored.tiers[0].name == tier_directory) return {};
-  if (directory.newest_committed_step(restored.step) == restored.step) return {};
+  if (restored.tiers.empty() || directory_holds(directory, restored)) return {};
   auto step = restored.step;
   log(log_level::info, component, "checkpoint of step ", step,
       " is in memory only: writing it to the checkpoint directory while training resumes");

@@ -44,6 +44,10 @@ caf::expected<std::optional<checkpoint_info>> restore_fastest(store& directory, 
                                                               std::optional<int64_t> max_step,
                                                               const peer_fetch_fn& fetch = nullptr);
 
+/// Whether the checkpoint directory holds `restored` committed: it was read
+/// from there, or the directory has its step committed as well.
+bool directory_holds(const store& directory, const checkpoint_info& restored);
+
 /// After a restore from the memory or peer tier of a step the directory lacks (a
 /// final save that committed in memory only): hands `saver` a directory-only
 /// save of the restored `registry` at that step, which runs while training

@@ -187,9 +187,7 @@ void worker_runtime::start() {
                                      memory ? peer_.fetch() : nullptr);
   if (agreement.restored()) {
     restored_report_ = checkpoint_report(*agreement.restored(), agreement.restored()->seconds);
-    auto step = agreement.restored()->step;
-    restored_in_directory_ =
-        store_ && store_->newest_committed_step(step) == std::optional<int64_t>{step};
+    restored_in_directory_ = store_ && checkpoint::directory_holds(*store_, *agreement.restored());
   }
   if (store_) completed_step_.store(restored_step_);
   spawn_actors();
@@ -198,7 +196,9 @@ void worker_runtime::start() {
         *store_, agreement.make_ready_barrier(config_.nccl_communicator),
         {memory, agreement.make_tier_vote_exchange(), memory ? peer_.replicate(*memory) : nullptr,
          [this, memory] { prepare_spares(memory, peer_, state_.registry()); }});
-    if (agreement.restored())
+    // The directory was looked at once, above: only a checkpoint it lacks
+    // is handed on to be written there.
+    if (agreement.restored() && !restored_in_directory_)
       if (auto err = checkpoint::persist_to_directory(
               *saver_, *store_, state_.registry(), *agreement.restored(),
               [writer = actors_->writer()](int64_t step) {

@@ -265,6 +265,7 @@ TEST_F(tiered_restore_test, a_step_restored_from_memory_only_is_persisted_to_the
   worker_state restored{state_bytes};
   auto info = restore_fastest(*directory_, &*memory_, restored.registry, std::nullopt);
   ASSERT_TRUE(info && *info);
+  EXPECT_FALSE(directory_holds(*directory_, **info));
   async_saver saver{*directory_, nullptr};
   std::vector<int64_t> persisted;
   ASSERT_FALSE(persist_to_directory(saver, *directory_, restored.registry, **info,
@@ -272,6 +273,7 @@ TEST_F(tiered_restore_test, a_step_restored_from_memory_only_is_persisted_to_the
   ASSERT_FALSE(saver.wait(std::chrono::seconds{30}));
   EXPECT_EQ(persisted, std::vector<int64_t>{2});
   EXPECT_EQ(directory_->newest_committed_step(std::nullopt), 2);
+  EXPECT_TRUE(directory_holds(*directory_, **info));
   worker_state fresh{state_bytes};
   auto from_directory = directory_->restore_latest(fresh.registry);
   ASSERT_TRUE(from_directory && *from_directory);
@@ -283,6 +285,7 @@ TEST_F(tiered_restore_test, a_step_the_directory_has_is_not_written_again) {
   worker_state restored{state_bytes};
   auto info = restore_fastest(*directory_, &*memory_, restored.registry, std::nullopt);
   ASSERT_TRUE(info && *info);
+  EXPECT_TRUE(directory_holds(*directory_, **info));
   async_saver saver{*directory_, nullptr};
   bool persisted = false;
   ::testing::internal::CaptureStderr();
