@@ -157,17 +157,26 @@ int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_
       restored = std::move(*loaded);
     }
     int64_t my_step = restored ? restored->step : -1;
-    auto [lowest, highest] = restore_steps_published(round, my_step);
+    auto steps = restore_steps_published(round, my_step);
+    auto lowest = steps.lowest;
+    auto highest = steps.highest;
     // Every rank reads the same published steps, so all take the same branch
     // in the same round. Leaving on a rank's own view (its step is the
     // lowest) let it go on while a peer fell back to a second round that it
     // never joined, and both waited for the other until the 120 s bound.
-    if (lowest < 0) {
-      if (highest >= 0)
-        log(log_level::warning, "runtime",
-            "a peer has no checkpoint to restore: every worker starts fresh");
-      return 0;
-    }
+    if (lowest < 0 && highest < 0) return 0;
+    // A rank with no checkpoint beside one that restored (after the first
+    // round every rank has loaded one): a restore overwrites the registered
+    // buffers, so the ranks that restored no longer hold the trainer's
+    // initial state, and a fresh start would train them from another state
+    // than their peers.
+    if (lowest < 0)
+      fail_config("rank " + steps.lowest_rank + " has no checkpoint it can restore" +
+                  (round == 0 ? "" : " at or before step " + std::to_string(*limit)) +
+                  ", and rank " + steps.highest_rank + " restored step " + std::to_string(highest) +
+                  " into its registered buffers: those no longer hold the initial state, so "
+                  "the workers cannot all start fresh; make one checkpoint readable by every "
+                  "rank (or remove the checkpoints) and start again");
     if (lowest == highest) {
       log(log_level::info, "runtime", "restored checkpoint at step ", my_step, " (total_run_calls ",
           restored->total_run_calls, ") from ", restored->path);
@@ -178,23 +187,32 @@ int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_
   fail_config("the workers could not agree on a checkpoint to restore");
 }
 
-std::pair<int64_t, int64_t> startup_agreement::restore_steps_published(int round, int64_t my_step) {
-  if (world_size_ == 1) return {my_step, my_step};
-  auto published = exchange(restore_key_prefix + std::to_string(round) + "/",
-                            std::to_string(my_step), restore_agreement);
+startup_agreement::published_steps startup_agreement::restore_steps_published(int round,
+                                                                              int64_t my_step) {
+  auto me = std::to_string(rank_);
+  if (world_size_ == 1) return {my_step, my_step, me, me};
+  auto prefix = restore_key_prefix + std::to_string(round) + "/";
+  auto published = exchange(prefix, std::to_string(my_step), restore_agreement);
   if (published.size() != static_cast<size_t>(world_size_))
     fail_config(std::string{restore_agreement} + ": " + std::to_string(published.size()) + " of " +
                 std::to_string(world_size_) + " ranks published a step");
-  auto lowest = std::numeric_limits<int64_t>::max();
-  auto highest = std::numeric_limits<int64_t>::min();
+  published_steps steps{
+      std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), {}, {}};
   for (auto& [key, value] : published) {
     // Text a peer published: parsed, never trusted to be a number.
     auto step = parse_integer(value, key, -1, std::numeric_limits<int64_t>::max());
     if (!step) fail_config(std::string{restore_agreement} + ": " + describe(step.error()));
-    lowest = std::min(lowest, *step);
-    highest = std::max(highest, *step);
+    auto rank = key.substr(std::min(key.size(), prefix.size()));
+    if (*step < steps.lowest) {
+      steps.lowest = *step;
+      steps.lowest_rank = rank;
+    }
+    if (*step > steps.highest) {
+      steps.highest = *step;
+      steps.highest_rank = rank;
+    }
   }
-  return {lowest, highest};
+  return steps;
 }
 
 // 1. Every worker says whether it can use an NCCL barrier: it can, it was

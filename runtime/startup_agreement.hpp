@@ -97,8 +97,15 @@ class startup_agreement {
  private:
   using published = std::vector<std::pair<std::string, std::string>>;
 
-  // The lowest and highest step the ranks could restore in `round` (-1: none).
-  std::pair<int64_t, int64_t> restore_steps_published(int round, int64_t my_step);
+  // The lowest and the highest step the ranks could restore in a round
+  // (-1: none), each with the first rank that published it.
+  struct published_steps {
+    int64_t lowest;
+    int64_t highest;
+    std::string lowest_rank;
+    std::string highest_rank;
+  };
+  published_steps restore_steps_published(int round, int64_t my_step);
   // Every rank publishes `mine` under `prefix` and meets the others; returns
   // what each said, keyed by prefix + rank. A failed meeting throws
   // peer_error("what: why").
