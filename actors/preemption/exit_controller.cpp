@@ -53,6 +53,7 @@ exit_controller_actor::behavior_type exit_controller(
           log(log_level::error, "exit_controller", failure.rank < 0 ? "the job" : "this rank",
               " is hung (", failure.message, "); the stack of this rank's training thread follows");
           if (cfg.dump_stacks) cfg.dump_stacks();
+          st.stacks_written = true;
         }
         st.gate->fail(failure.rank, failure.message, failure.lost);
         self->delayed_send(self, hung ? cfg.hung_exit_delay : cfg.failure_exit_bound,
@@ -78,6 +79,15 @@ exit_controller_actor::behavior_type exit_controller(
       [=](watchdog_atom, int code) {
         log(log_level::error, "exit_controller", "the trainer did not exit in time (",
             self->state.reason, "); exiting with code ", code);
+        // A trainer that neither raised nor exited is stuck outside lifeboat
+        // (a DataLoader's worker that never answers, a collective without a
+        // timeout): where, is what a person needs. A hung rank's stack is
+        // written already.
+        if (!self->state.stacks_written && cfg.dump_stacks) {
+          log(log_level::error, "exit_controller",
+              "the stack of this rank's training thread follows");
+          cfg.dump_stacks();
+        }
         exit_process(code);
       },
       [=](status_atom) -> wire::ActorStatus {

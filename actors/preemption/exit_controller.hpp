@@ -39,15 +39,17 @@ struct exit_controller_state {
   int restart_code = 42;
   std::string reason;  // why the process is ending, empty while it is not
   bool failed = false;
-  bool committed = false;  // the final save is committed and no failure came before
+  bool committed = false;       // the final save is committed and no failure came before
+  bool stacks_written = false;  // the training thread's stack, for a hang
 };
 
 struct exit_controller_config {
   int restart_code = 42;
   /// This worker's rank: a hang the service names it with is its own.
   int32_t rank = -1;
-  /// Writes the stack of the training thread (bounded); called before a hung
-  /// rank exits, on the controller's thread, before the step gate fails.
+  /// Writes the stack of the training thread (bounded), on the controller's
+  /// thread: for a hung rank before the step gate fails, and for a trainer
+  /// that has not exited when a watchdog below ends the process.
   std::function<void()> dump_stacks;
   /// A hung rank exits this long after its stacks are written: the service's
   /// broadcast of the hang reaches the peers first even where this rank hosts it.

@@ -135,6 +135,24 @@ class PythonBindingTest(scratch_case.ScratchCase):
         self.assertIn("in hang_forever", hung, cluster.transcript())
         self.assertIn("native stack of the training thread", hung, cluster.transcript())
 
+    def test_a_rank_stuck_outside_its_steps_after_a_peers_failure_logs_its_python_stack(self):
+        # Hang detection off: rank 1, stuck before its step 3 (as in a data
+        # loader that never answers), never hears rank 0's failure at step 6;
+        # its exit controller ends it after its bound, with the stack.
+        cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "50",
+                                         "--hang-rank", "1", "--hang-step", "3", "--hang-outside",
+                                         "--hang-timeout", "0", "--fail-rank", "0",
+                                         "--fail-step", "6"])
+        codes = cluster.finish()
+        self.assertEqual(codes, [FAILURE_EXIT_CODE] * 2, cluster.transcript())
+        stuck = "\n".join(cluster.workers[1].lines)
+        self.assertIn("the trainer did not exit in time (rank 0 failed: ValueError: injected "
+                      "failure at step 6)", stuck, cluster.transcript())
+        self.assertIn("the stack of this rank's training thread follows", stuck,
+                      cluster.transcript())
+        self.assertIn("in hang_forever", stuck, cluster.transcript())
+        self.assertIn("native stack of the training thread", stuck, cluster.transcript())
+
     def test_a_rank_stuck_between_steps_while_the_others_wait_in_theirs_is_named_hung(self):
         # The peers wait in step 5's closing barrier (as DDP's do in their
         # all-reduce) for rank 1, stuck before its step 5 (as in a data loader):

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <string>
 
@@ -154,11 +155,16 @@ TEST_F(exit_controller_test, a_hangs_stacks_are_written_before_the_trainer_is_re
   for (;;) ::pause();
 }
 
-// The process the trainer never ends: the watchdog ends it with `code`.
+// What the death tests' dump_stacks writes in place of a stack.
+constexpr const char* stack_marker = "(the training thread's stack)";
+
+// The process the trainer never ends: the watchdog ends it with `code`,
+// after the training thread's stack.
 [[noreturn]] void run_until_watchdog(bool fail) {
   exit_controller_config ecfg;
   ecfg.failure_exit_bound = short_bound;
   ecfg.commit_exit_bound = short_bound;
+  ecfg.dump_stacks = [] { std::fprintf(stderr, "%s\n", stack_marker); };
   // A stuck trainer: only the watchdog ends this.
   run_controller(
       ecfg, [fail](caf::scoped_actor& self, const exit_controller_actor& controller, step_gate&) {
@@ -192,14 +198,17 @@ class exit_controller_death_test : public ::testing::Test {
 };
 
 TEST_F(exit_controller_death_test, a_trainer_stuck_after_a_failure_is_ended_with_code_3) {
-  EXPECT_EXIT(run_until_watchdog(true), ::testing::ExitedWithCode(failure_exit_code),
-              "the trainer did not exit in time \\(rank 2 failed: boom\\); exiting with code 3");
+  EXPECT_EXIT(
+      run_until_watchdog(true), ::testing::ExitedWithCode(failure_exit_code),
+      "the trainer did not exit in time \\(rank 2 failed: boom\\); exiting with code 3.*"
+      "the stack of this rank's training thread follows.*\\(the training thread's stack\\)");
 }
 
 TEST_F(exit_controller_death_test,
        a_trainer_stuck_after_the_final_commit_is_ended_with_the_restart_code) {
   EXPECT_EXIT(run_until_watchdog(false), ::testing::ExitedWithCode(restart_code),
-              "the trainer did not exit in time .*; exiting with code 55");
+              "the trainer did not exit in time .*; exiting with code 55.*"
+              "\\(the training thread's stack\\)");
 }
 
 TEST_F(exit_controller_death_test,
