@@ -189,8 +189,7 @@ int64_t startup_agreement::restore(checkpoint::store* store, checkpoint::memory_
 
 startup_agreement::published_steps startup_agreement::restore_steps_published(int round,
                                                                               int64_t my_step) {
-  auto me = std::to_string(rank_);
-  if (world_size_ == 1) return {my_step, my_step, me, me};
+  if (world_size_ == 1) return {my_step, my_step, std::to_string(rank_), std::to_string(rank_)};
   auto prefix = restore_key_prefix + std::to_string(round) + "/";
   auto published = exchange(prefix, std::to_string(my_step), restore_agreement);
   if (published.size() != static_cast<size_t>(world_size_))

@@ -7,6 +7,7 @@
 #include "runtime/startup_agreement.hpp"
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -103,13 +104,17 @@ class startup_agreement_test : public service_fixture {
     }
   }
 
-  // Every rank's restore at once: each waits in the agreement's meetings
-  // for the others.
+  // Runs `part` for every rank at once, rank 1's on a thread of its own:
+  // each waits in the agreement's meetings for the other.
+  static void on_every_rank(const std::function<void(int)>& part) {
+    std::thread second{part, 1};
+    part(0);
+    second.join();
+  }
+
   std::vector<outcome> restore_all() {
     std::vector<outcome> out(world);
-    std::thread second{[&] { out[1] = restore(1); }};
-    out[0] = restore(0);
-    second.join();
+    on_every_rank([&](int rank) { out[rank] = restore(rank); });
     return out;
   }
 
@@ -189,9 +194,7 @@ TEST_F(startup_agreement_test, every_rank_gets_every_ranks_peer_tier_address_by_
     startup_agreement agreement{*ranks_[rank].client, rank, world};
     seen[rank] = agreement.publish_peer_addresses("10.0.0." + std::to_string(rank) + ":7000");
   };
-  std::thread second{publish, 1};
-  publish(0);
-  second.join();
+  on_every_rank(publish);
   const std::vector<std::string> both{"10.0.0.0:7000", "10.0.0.1:7000"};
   EXPECT_EQ(seen[0], both);
   EXPECT_EQ(seen[1], both);
@@ -207,9 +210,7 @@ TEST_F(startup_agreement_test, without_a_communicator_the_ready_barrier_is_the_s
     met[rank] = barrier ? barrier->arrive_and_wait("ready-test", meeting_bound)
                         : make_error(errc::invalid_argument, "no barrier");
   };
-  std::thread second{meet, 1};
-  meet(0);
-  second.join();
+  on_every_rank(meet);
   EXPECT_FALSE(met[0]) << describe(met[0]);
   EXPECT_FALSE(met[1]) << describe(met[1]);
   startup_agreement alone{*ranks_[0].client, 0, 1};
