@@ -136,9 +136,10 @@ class PythonBindingTest(scratch_case.ScratchCase):
         self.assertIn("native stack of the training thread", hung, cluster.transcript())
 
     def test_a_rank_stuck_outside_its_steps_after_a_peers_failure_logs_its_python_stack(self):
-        # Hang detection off: rank 1, stuck before its step 3 (as in a data
-        # loader that never answers), never hears rank 0's failure at step 6;
-        # its exit controller ends it after its bound, with the stack.
+        # Hang detection off: rank 1's training thread, stuck before its step
+        # 3 (as in a data loader that never answers), never returns to lifeboat
+        # to raise rank 0's failure at step 6; its exit controller ends it
+        # after its bound, with the stack.
         cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "50",
                                          "--hang-rank", "1", "--hang-step", "3", "--hang-outside",
                                          "--hang-timeout", "0", "--fail-rank", "0",

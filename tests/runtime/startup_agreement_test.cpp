@@ -94,7 +94,8 @@ class startup_agreement_test : public service_fixture {
     auto& side = ranks_[rank];
     if (!side.store) return {std::nullopt, {}, "no store"};
     startup_agreement agreement{*side.client, rank, world};
-    // On a thread of its own too: whatever it throws becomes the outcome.
+    // On either thread, whatever it throws becomes the outcome, never
+    // std::terminate.
     try {
       return {agreement.restore(&*side.store, nullptr, side.state, "rank-dir"), {}, {}};
     } catch (const config_error& e) {
