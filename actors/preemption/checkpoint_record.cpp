@@ -76,4 +76,17 @@ wire::CheckpointInfo job_checkpoint(const std::map<std::string, std::string>& re
   return out;
 }
 
+std::vector<std::string> record_keys::inserted(const std::string& key) {
+  if (!current_.empty()) stale_.insert(current_);
+  stale_.erase(key);
+  current_ = key;
+  std::vector<std::string> out{stale_.begin(), stale_.end()};
+  stale_.clear();
+  return out;
+}
+
+void record_keys::may_be_there(const std::string& key) {
+  if (key != current_) stale_.insert(key);
+}
+
 }  // namespace lifeboat

@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "messages/status.pb.h"
 
@@ -41,5 +43,30 @@ std::optional<wire::CheckpointInfo> record_with_tier(const wire::CheckpointInfo&
 /// after a commit the ranks that did not record it yet are missing from its
 /// sum. Empty (no path) without a readable record.
 wire::CheckpointInfo job_checkpoint(const std::map<std::string, std::string>& records);
+
+/// The keys of one worker's records that may be in the service, so that each
+/// is erased once a newer record is in. Why more than the last: an insert
+/// that failed (its answer timed out, say) may still land after the failure
+/// was reported, and an erasure that failed may have left its record, so
+/// each would stay for the job's generation. A plain value; the checkpoint
+/// writer's actor owns it. Thread-safety: none.
+class record_keys {
+ public:
+  /// The record under `key` is in the service: returns the keys of this
+  /// worker's other records that may be there, to erase, and forgets them.
+  std::vector<std::string> inserted(const std::string& key);
+
+  /// A request on `key` failed: an insert, which may land later, or an
+  /// erasure, whose record may still be there. Erased with the next record's
+  /// returned keys unless it is current().
+  void may_be_there(const std::string& key);
+
+  /// The key of the record last known to be in; empty: none yet.
+  const std::string& current() const { return current_; }
+
+ private:
+  std::string current_;
+  std::set<std::string> stale_;
+};
 
 }  // namespace lifeboat

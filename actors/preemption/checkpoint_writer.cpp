@@ -32,22 +32,24 @@ constexpr auto record_timeout = std::chrono::seconds{5};
 // Inserts `info` as this worker's record of its step, then runs `then`. A
 // record of that step already there (a save at the restored step) is no
 // failure: the insert-if-absent's refusal says so. A failure is logged and
-// changes nothing else.
+// changes nothing else, but the record may still land: its key is kept to
+// erase with the next record's.
 void insert_record(writer_pointer self, const wire::CheckpointInfo& info,
                    std::function<void()> then) {
   auto& st = self->state;
   auto key = checkpoint_record_key(info.step(), st.client->rank());
   self->request(st.client->agent(), record_timeout, insert_atom::value, key,
                 info.SerializeAsString())
-      .then(then, [then, key](caf::error& err) {
+      .then(then, [self, then, key](caf::error& err) {
         if (err == make_error(errc::already_exists)) return then();
+        self->state.records.may_be_there(key);
         log(log_level::warning, "checkpoint_writer", "cannot record ", key,
             " for the coordinator's status: ", describe(err));
       });
 }
 
 // Records `info` (this worker's shard of a committed checkpoint) for a
-// coordinator's status, then drops this worker's previous record, so that
+// coordinator's status, then drops this worker's other records, so that
 // the service holds one record per worker however long the job saves. The
 // actor goes on meanwhile.
 void record_checkpoint(writer_pointer self, const wire::CheckpointInfo& info) {
@@ -56,15 +58,14 @@ void record_checkpoint(writer_pointer self, const wire::CheckpointInfo& info) {
   st.recorded = info;
   auto key = checkpoint_record_key(info.step(), st.client->rank());
   insert_record(self, info, [self, key] {
-    auto& st = self->state;
-    auto previous = std::exchange(st.record_key, key);
-    if (previous.empty() || previous == key) return;
-    self->request(st.client->agent(), record_timeout, erase_prefix_atom::value, previous)
-        .then([] {},
-              [previous](caf::error& err) {
-                log(log_level::warning, "checkpoint_writer", "cannot drop the record ", previous,
-                    ": ", describe(err));
-              });
+    for (auto& other : self->state.records.inserted(key))
+      self->request(self->state.client->agent(), record_timeout, erase_prefix_atom::value, other)
+          .then([] {},
+                [self, other](caf::error& err) {
+                  self->state.records.may_be_there(other);
+                  log(log_level::warning, "checkpoint_writer", "cannot drop the record ", other,
+                      ": ", describe(err));
+                });
   });
 }
 

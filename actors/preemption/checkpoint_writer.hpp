@@ -8,6 +8,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/preemption/checkpoint_record.hpp"
 #include "actors/preemption/interfaces.hpp"
 #include "messages/status.pb.h"
 
@@ -46,7 +47,7 @@ struct checkpoint_writer_state {
   wire::CheckpointInfo last;
   wire::CheckpointInfo restored;  // at start; empty for a fresh start
   wire::CheckpointInfo recorded;  // what this worker's record holds, or is about to
-  std::string record_key;         // of this worker's record in the service; empty: none yet
+  record_keys records;            // of this worker's records in the service
   int64_t saves = 0;
   int64_t failures = 0;
   double seconds_total = 0;

@@ -96,4 +96,42 @@ TEST(checkpoint_record, a_tier_is_added_to_the_record_of_its_step_only) {
   EXPECT_FALSE(record_with_tier(wire::CheckpointInfo{}, 0, "directory"));
 }
 
+using keys = std::vector<std::string>;
+
+// Each record in erases the one before it, so one stays per worker.
+TEST(checkpoint_record, a_record_in_replaces_the_one_before) {
+  record_keys records;
+  EXPECT_EQ(records.current(), "");
+  EXPECT_EQ(records.inserted("k10"), keys{});
+  EXPECT_EQ(records.current(), "k10");
+  EXPECT_EQ(records.inserted("k20"), keys{"k10"});
+  EXPECT_EQ(records.current(), "k20");
+  // The same step recorded again (its tiers replaced) erases nothing.
+  EXPECT_EQ(records.inserted("k20"), keys{});
+}
+
+// An insert whose answer timed out may land later; it is erased with the
+// next record in, together with the one before it, and never again.
+TEST(checkpoint_record, a_failed_insert_is_erased_with_the_next_record_in) {
+  record_keys records;
+  records.inserted("k10");
+  records.may_be_there("k20");
+  EXPECT_EQ(records.current(), "k10");
+  EXPECT_EQ(records.inserted("k30"), (keys{"k10", "k20"}));
+  EXPECT_EQ(records.inserted("k40"), keys{"k30"});
+}
+
+// A failed erasure leaves its record, tried again with the next record in;
+// the current record is never among the keys to erase.
+TEST(checkpoint_record, a_failed_erasure_is_tried_again_and_the_current_record_kept) {
+  record_keys records;
+  records.inserted("k10");
+  ASSERT_EQ(records.inserted("k20"), keys{"k10"});
+  records.may_be_there("k10");
+  records.may_be_there("k20");
+  EXPECT_EQ(records.inserted("k30"), (keys{"k10", "k20"}));
+  records.may_be_there("k40");
+  EXPECT_EQ(records.inserted("k40"), keys{"k30"});
+}
+
 }  // namespace
