@@ -14,10 +14,18 @@ bool ended_normally(const worker_exit& e, int restart_code) {
 
 void say(const std::string& line) { write_stderr_line("lifeboat-launch: " + line); }
 
-int stopped_before_the_start(int signo, int restart_code) {
-  say("stopped by " + signal_name(signo) +
-      " while waiting for the other launchers: no worker started");
+int stopped_without_workers(int signo, int restart_code, const std::string& waiting) {
+  say("stopped by " + signal_name(signo) + " while " + waiting);
   return signo == SIGTERM ? restart_code : failure_exit_code;
+}
+
+std::chrono::milliseconds restart_backoff(int unnoticed_restarts) {
+  std::chrono::milliseconds delay{0};
+  for (int n = free_unnoticed_restarts + 1; n <= unnoticed_restarts; ++n) {
+    delay = delay.count() == 0 ? first_restart_backoff : delay * 2;
+    if (delay >= max_restart_backoff) return max_restart_backoff;
+  }
+  return delay;
 }
 
 generation_result classify_generation(const std::vector<worker_exit>& exits, int restart_code,
@@ -45,7 +53,7 @@ generation_result classify_generation(const std::vector<worker_exit>& exits, int
   return out;
 }
 
-verdict decide(const generation_result& result, int received_signal, int& failures,
+verdict decide(const generation_result& result, int received_signal, restart_counts& counts,
                int max_restarts, int restart_code, int world_size,
                const std::function<std::string()>& preemption_message) {
   verdict out;
@@ -55,11 +63,30 @@ verdict decide(const generation_result& result, int received_signal, int& failur
     return out;
   }
   if (result.result == outcome::preempted) {
-    out.lines.push_back("workers saved a checkpoint and exited with the restart code (" +
-                        preemption_message() + ")");
-    if (received_signal != 0) out.exit_code = restart_code;
+    // Without a notice the workers saved nothing for one: they were stopped
+    // as they started, or the command is no lifeboat worker.
+    auto notice = preemption_message();
+    counts.unnoticed_restarts = notice.empty() ? counts.unnoticed_restarts + 1 : 0;
+    out.lines.push_back(notice.empty() ? "workers exited with the restart code, but none "
+                                         "recorded a notice: the latest complete checkpoint stands"
+                                       : "workers saved a checkpoint and exited with the restart "
+                                         "code (" +
+                                             notice + ")");
+    if (received_signal != 0) {
+      out.exit_code = restart_code;
+      return out;
+    }
+    out.delay = restart_backoff(counts.unnoticed_restarts);
+    if (out.delay.count() > 0)
+      out.lines.push_back(
+          "waiting " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(out.delay).count()) +
+          " s before the next start: " + std::to_string(counts.unnoticed_restarts) +
+          " generations in a row exited with the restart code without a notice");
     return out;
   }
+  counts.unnoticed_restarts = 0;
+  auto& failures = counts.failures;
   ++failures;
   for (auto& f : result.failures) out.lines.push_back(f.describe());
   // A forwarded SIGTERM that ended workers before they could save (still

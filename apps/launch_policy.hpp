@@ -26,6 +26,23 @@ constexpr auto failure_origin_wait = 1s;
 /// declared lost for their silence, to kill them (worker_group::kill_lost).
 constexpr auto silent_check_interval = 100ms;
 
+/// A generation that ends with the restart code though no worker recorded a
+/// notice (a command that is no lifeboat worker, a script that turns every
+/// error into that code, workers stopped as they started) is restarted at
+/// once free_unnoticed_restarts times in a row; each one after those waits
+/// twice as long as the one before, from first_restart_backoff up to
+/// max_restart_backoff. A generation that ends otherwise, or in which a
+/// worker recorded a notice, ends the run. Why: restarts after the restart
+/// code do not count against --max-restarts, and a command that exited with
+/// it at once was started 700 times a second, for ever, each start with its
+/// lines on stderr (21,015 generations in 30 s).
+constexpr int free_unnoticed_restarts = 3;
+constexpr auto first_restart_backoff = 1s;
+constexpr auto max_restart_backoff = 60s;
+
+/// How often a launcher that waits to restart looks for a signal.
+constexpr auto backoff_check_interval = 50ms;
+
 /// Whether `e` leaves the generation to end normally (finished, or saved
 /// with the restart code), which gives the others the longer bound.
 bool ended_normally(const worker_exit& e, int restart_code);
@@ -35,11 +52,16 @@ bool ended_normally(const worker_exit& e, int restart_code);
 /// one of ours.
 void say(const std::string& line);
 
-/// A launcher that `signo` stopped before any worker started (while the
-/// launchers of a multi-node job waited for one another): says so and
-/// returns its exit code, as for workers stopped before they saved: the
-/// restart code after a SIGTERM, the failure code after anything else.
-int stopped_before_the_start(int signo, int restart_code);
+/// A launcher that `signo` stopped while no worker ran (`waiting`: what it
+/// was doing then): says so and returns its exit code, as for workers
+/// stopped before they saved: the restart code after a SIGTERM, the failure
+/// code after anything else.
+int stopped_without_workers(int signo, int restart_code, const std::string& waiting);
+
+/// The `waiting` of stopped_without_workers before the first start of a
+/// multi-node job, and during a restart's backoff.
+constexpr const char* waiting_for_launchers = "waiting for the other launchers: no worker started";
+constexpr const char* waiting_to_restart = "waiting for the next start: no worker is running";
 
 /// What one generation of workers came to.
 enum class outcome { finished, preempted, failed };
@@ -58,18 +80,31 @@ generation_result classify_generation(const std::vector<worker_exit>& exits, int
                                       const std::function<std::string()>& failure_origin);
 
 /// What the launcher does after a generation: the lines it says, then either
-/// the next generation (no exit code) or its exit code.
+/// the next generation (no exit code), `delay` after the last one ended, or
+/// its exit code.
 struct verdict {
   std::vector<std::string> lines;
   std::optional<int> exit_code;
+  std::chrono::milliseconds delay{0};
 };
 
+/// What a launcher counts across its generations.
+struct restart_counts {
+  int failures = 0;            // counted against --max-restarts
+  int unnoticed_restarts = 0;  // in a row: restart code, and no worker recorded a notice
+};
+
+/// The wait before the next start after `unnoticed_restarts` generations in
+/// a row that ended with the restart code without a notice.
+std::chrono::milliseconds restart_backoff(int unnoticed_restarts);
+
 /// DESIGN "lifeboat-launch": restart after a save unless a signal asked for
-/// the end; a failure counts against max_restarts (`failures` is the running
-/// count); a forwarded SIGTERM that ended workers before they could save
-/// exits with the restart code. `received_signal` is the first signal any
-/// launcher of the job forwarded (0: none).
-verdict decide(const generation_result& result, int received_signal, int& failures,
+/// the end; a failure counts against max_restarts (`counts` holds the
+/// running counts); a forwarded SIGTERM that ended workers before they could
+/// save exits with the restart code. `received_signal` is the first signal
+/// any launcher of the job forwarded (0: none). `preemption_message`: the
+/// notice the generation's workers recorded, empty for none.
+verdict decide(const generation_result& result, int received_signal, restart_counts& counts,
                int max_restarts, int restart_code, int world_size,
                const std::function<std::string()>& preemption_message);
 

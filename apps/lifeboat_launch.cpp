@@ -135,7 +135,7 @@ std::vector<lifeboat::apps::worker_exit> run_generation(lifeboat::apps::worker_g
 int run_single_node(const lifeboat::apps::launch_options& opts, lifeboat::apps::worker_group& group,
                     const std::atomic<int>& received_signal, const caf::actor& service,
                     const lifeboat::preemption_watcher& watcher) {
-  int failures = 0;
+  lifeboat::apps::restart_counts counts;
   for (int restart = 0;; ++restart) {
     if (auto error = group.start(opts.nproc, restart)) {
       say(*error);
@@ -153,11 +153,20 @@ int run_single_node(const lifeboat::apps::launch_options& opts, lifeboat::apps::
       return watcher.failure_message(static_cast<uint32_t>(restart),
                                      lifeboat::apps::failure_origin_wait);
     });
-    auto v = lifeboat::apps::decide(result, received_signal, failures, opts.max_restarts,
+    auto v = lifeboat::apps::decide(result, received_signal, counts, opts.max_restarts,
                                     opts.restart_code, opts.world_size(),
                                     [&] { return watcher.preemption_message(); });
     for (auto& line : v.lines) say(line);
     if (v.exit_code) return *v.exit_code;
+    // A signal during the backoff ends the job as one before a start would:
+    // no worker runs, and the latest complete checkpoint stands.
+    for (auto until = clock_type::now() + v.delay; clock_type::now() < until;) {
+      if (received_signal != 0)
+        return lifeboat::apps::stopped_without_workers(received_signal, opts.restart_code,
+                                                       lifeboat::apps::waiting_to_restart);
+      std::this_thread::sleep_for(std::min<clock_type::duration>(
+          until - clock_type::now(), lifeboat::apps::backoff_check_interval));
+    }
   }
 }
 
@@ -297,7 +306,8 @@ int main(int argc, char** argv) {
                            info.ssi_signo != SIGHUP
                        ? static_cast<int>(info.ssi_signo)
                        : SIGTERM;
-      code = lifeboat::apps::stopped_before_the_start(signo, opts.restart_code);
+      code = lifeboat::apps::stopped_without_workers(signo, opts.restart_code,
+                                                     lifeboat::apps::waiting_for_launchers);
     } else if (!error.empty()) {
       say(error);
       code = failure_exit_code;

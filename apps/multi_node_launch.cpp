@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -103,6 +104,33 @@ struct generation_state {
   int remote_signal = 0;
 };
 
+// Node 0's backoff before the next start (launch_policy's
+// restart_backoff), the links kept alive meanwhile. Returns the job's exit
+// code when this launcher's signal or a lost node ends it first, after
+// telling why (`tell`: to this launcher's stderr and the others').
+std::optional<int> wait_to_restart(const node_context& ctx, child_events& children,
+                                   const std::vector<node_link*>& links,
+                                   std::chrono::milliseconds delay,
+                                   const std::function<void(const std::string&)>& tell) {
+  for (auto until = link_clock::now() + delay; link_clock::now() < until;) {
+    if (ctx.received_signal != 0)
+      return stopped_without_workers(ctx.received_signal, ctx.opts.restart_code,
+                                     waiting_to_restart);
+    auto wake = std::min(until, link_clock::now() + backoff_check_interval);
+    for (auto* l : links) wake = std::min(wake, l->next_keep_alive());
+    children.wait(links, wake);
+    for (auto* l : links) {
+      std::vector<std::string> lines;
+      if (l->receive(lines) && l->keep_alive(link_clock::now())) continue;
+      tell("giving up: node " + std::to_string(l->peer_node()) + "'s launcher was lost (" +
+           ranks_of(l->peer_node(), ctx.opts.nproc) +
+           ") while waiting for the next start: " + l->why());
+      return failure_exit_code;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::actor service,
@@ -119,7 +147,11 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
   auto broadcast = [&](const std::string& line) {
     for (auto* l : live_links()) l->send(line);
   };
-  int failures = 0;
+  auto tell = [&](const std::string& line) {
+    say(line);
+    broadcast("say " + line);
+  };
+  restart_counts counts;
   for (int restart = 0;; ++restart) {
     broadcast("start " + std::to_string(restart));
     if (auto error = ctx.group.start(opts.nproc, restart)) {
@@ -215,10 +247,7 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
       auto result = classify_generation(gen.exits, opts.restart_code, [] { return std::string{}; });
       for (auto& f : result.failures) lines.push_back(f.describe());
       lines.push_back("giving up: " + lost);
-      for (auto& line : lines) {
-        say(line);
-        broadcast("say " + line);
-      }
+      for (auto& line : lines) tell(line);
       broadcast("exit " + std::to_string(failure_exit_code));
       return failure_exit_code;
     }
@@ -226,12 +255,10 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
       return watcher.failure_message(static_cast<uint32_t>(restart), failure_origin_wait);
     });
     auto signo = ctx.received_signal != 0 ? ctx.received_signal.load() : gen.remote_signal;
-    auto v = decide(result, signo, failures, opts.max_restarts, opts.restart_code,
-                    opts.world_size(), [&] { return watcher.preemption_message(); });
-    for (auto& line : v.lines) {
-      say(line);
-      broadcast("say " + line);
-    }
+    auto v = decide(result, signo, counts, opts.max_restarts, opts.restart_code, opts.world_size(),
+                    [&] { return watcher.preemption_message(); });
+    for (auto& line : v.lines) tell(line);
+    if (!v.exit_code) v.exit_code = wait_to_restart(ctx, children, live_links(), v.delay, tell);
     if (v.exit_code) {
       broadcast("exit " + std::to_string(*v.exit_code));
       return *v.exit_code;
@@ -253,7 +280,7 @@ int run_other_node(const node_context& ctx, node_link& link) {
     // has no worker to reach: this launcher ends, as node 0's would, and
     // node 0 sees its place open again. Noticed within a heartbeat interval.
     if (!started && ctx.received_signal != 0)
-      return stopped_before_the_start(ctx.received_signal, opts.restart_code);
+      return stopped_without_workers(ctx.received_signal, opts.restart_code, waiting_for_launchers);
     std::vector<worker_exit> exits;
     while (auto e = ctx.group.wait_any(link_clock::now())) exits.push_back(*e);
     if (link_clock::now() >= deadline)

@@ -5,7 +5,10 @@
 // same through real workers; these name each case.
 #include "apps/launch_policy.hpp"
 
+#include <chrono>
 #include <csignal>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -33,8 +36,8 @@ TEST(launch_policy, every_worker_that_exits_zero_finishes_the_job) {
   auto result = classify_generation({exited(0, 0), exited(1, 0)}, restart_code, not_asked);
   EXPECT_EQ(result.result, outcome::finished);
   EXPECT_TRUE(result.failures.empty());
-  int failures = 0;
-  auto next = decide(result, 0, failures, 2, restart_code, world, save_message);
+  restart_counts counts;
+  auto next = decide(result, 0, counts, 2, restart_code, world, save_message);
   EXPECT_EQ(next.exit_code, 0);
   EXPECT_EQ(next.lines, std::vector<std::string>{"all 4 workers finished"});
 }
@@ -43,13 +46,63 @@ TEST(launch_policy, a_save_restarts_the_job_unless_a_signal_asked_for_the_end) {
   auto result =
       classify_generation({exited(0, restart_code), exited(1, 0)}, restart_code, not_asked);
   EXPECT_EQ(result.result, outcome::preempted);
-  int failures = 0;
-  auto next = decide(result, 0, failures, 0, restart_code, world, save_message);
+  restart_counts counts;
+  auto next = decide(result, 0, counts, 0, restart_code, world, save_message);
   EXPECT_FALSE(next.exit_code);
   EXPECT_EQ(next.lines, std::vector<std::string>{"workers saved a checkpoint and exited with the "
                                                  "restart code (saved at step 7)"});
-  EXPECT_EQ(failures, 0);
-  EXPECT_EQ(decide(result, SIGTERM, failures, 0, restart_code, world, save_message).exit_code,
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(decide(result, SIGTERM, counts, 0, restart_code, world, save_message).exit_code,
+            restart_code);
+}
+
+// Restart-code exits that no notice explains (a command that exits with the
+// code at once) are restarted at once a few times, then ever more slowly:
+// they do not count against --max-restarts, and would otherwise loop.
+TEST(launch_policy, restarts_without_a_notice_back_off_after_a_few) {
+  auto result = classify_generation({exited(0, restart_code)}, restart_code, not_asked);
+  auto no_notice = [] { return std::string{}; };
+  restart_counts counts;
+  std::vector<std::chrono::milliseconds> delays;
+  for (int i = 0; i < 6; ++i) {
+    auto next = decide(result, 0, counts, 0, restart_code, world, no_notice);
+    EXPECT_FALSE(next.exit_code);
+    EXPECT_EQ(next.lines.front(),
+              "workers exited with the restart code, but none recorded a notice: the latest "
+              "complete checkpoint stands");
+    delays.push_back(next.delay);
+  }
+  using std::chrono::milliseconds;
+  EXPECT_EQ(delays, (std::vector<milliseconds>{milliseconds{0}, milliseconds{0}, milliseconds{0},
+                                               first_restart_backoff, 2 * first_restart_backoff,
+                                               4 * first_restart_backoff}));
+  EXPECT_EQ(counts.failures, 0);
+  EXPECT_EQ(counts.unnoticed_restarts, 6);
+  auto waiting = decide(result, 0, counts, 0, restart_code, world, no_notice);
+  ASSERT_EQ(waiting.lines.size(), 2u);
+  EXPECT_EQ(waiting.lines.back(),
+            "waiting 8 s before the next start: 7 generations in a row exited with the restart "
+            "code without a notice");
+  // A save for a notice ends the run: the next unexplained exit is free again.
+  EXPECT_EQ(decide(result, 0, counts, 0, restart_code, world, save_message).delay.count(), 0);
+  EXPECT_EQ(counts.unnoticed_restarts, 0);
+  EXPECT_EQ(decide(result, 0, counts, 0, restart_code, world, no_notice).delay.count(), 0);
+}
+
+TEST(launch_policy, a_failure_ends_a_run_of_unexplained_restarts_and_the_wait_is_bounded) {
+  restart_counts counts;
+  counts.unnoticed_restarts = 10;
+  auto failed = classify_generation({exited(1, 1)}, restart_code, not_asked);
+  EXPECT_EQ(decide(failed, 0, counts, 5, restart_code, world, save_message).delay.count(), 0);
+  EXPECT_EQ(counts.unnoticed_restarts, 0);
+  EXPECT_EQ(restart_backoff(free_unnoticed_restarts), std::chrono::milliseconds{0});
+  EXPECT_EQ(restart_backoff(free_unnoticed_restarts + 1), first_restart_backoff);
+  EXPECT_EQ(restart_backoff(1000), max_restart_backoff);
+  // A signal during such a run still ends the job with the restart code.
+  auto result = classify_generation({exited(0, restart_code)}, restart_code, not_asked);
+  counts.unnoticed_restarts = 10;
+  EXPECT_EQ(decide(result, SIGTERM, counts, 0, restart_code, world, [] { return std::string{}; })
+                .exit_code,
             restart_code);
 }
 
@@ -98,15 +151,15 @@ TEST(launch_policy, a_worker_killed_as_lost_is_the_cause_in_the_services_words) 
 
 TEST(launch_policy, failures_restart_the_job_until_max_restarts_then_it_gives_up) {
   auto result = classify_generation({exited(1, 1)}, restart_code, not_asked);
-  int failures = 0;
-  auto first = decide(result, 0, failures, 1, restart_code, world, save_message);
+  restart_counts counts;
+  auto first = decide(result, 0, counts, 1, restart_code, world, save_message);
   EXPECT_FALSE(first.exit_code);
-  EXPECT_EQ(failures, 1);
+  EXPECT_EQ(counts.failures, 1);
   EXPECT_EQ(first.lines.back(),
             "restarting after failure 1 of at most 1: rank 1 (pid 101) exited with code 1");
-  auto second = decide(result, 0, failures, 1, restart_code, world, save_message);
+  auto second = decide(result, 0, counts, 1, restart_code, world, save_message);
   EXPECT_EQ(second.exit_code, failed_code);
-  EXPECT_EQ(failures, 2);
+  EXPECT_EQ(counts.failures, 2);
   EXPECT_EQ(second.lines.front(), "rank 1 (pid 101) exited with code 1");
   EXPECT_EQ(second.lines.back(),
             "giving up: rank 1 (pid 101) exited with code 1 (2 failure(s), --max-restarts 1)");
@@ -117,8 +170,8 @@ TEST(launch_policy, failures_restart_the_job_until_max_restarts_then_it_gives_up
 TEST(launch_policy, workers_a_forwarded_sigterm_ended_before_a_save_exit_with_the_restart_code) {
   auto result =
       classify_generation({killed(0, SIGTERM), exited(1, failed_code)}, restart_code, not_asked);
-  int failures = 0;
-  auto next = decide(result, SIGTERM, failures, 5, restart_code, world, save_message);
+  restart_counts counts;
+  auto next = decide(result, SIGTERM, counts, 5, restart_code, world, save_message);
   EXPECT_EQ(next.exit_code, restart_code);
   EXPECT_NE(next.lines.back().find("stopped by SIGTERM before the workers could save"),
             std::string::npos)
@@ -127,13 +180,13 @@ TEST(launch_policy, workers_a_forwarded_sigterm_ended_before_a_save_exit_with_th
 
 TEST(launch_policy, workers_ended_by_another_forwarded_signal_are_not_restarted) {
   auto result = classify_generation({killed(0, SIGINT)}, restart_code, not_asked);
-  int failures = 0;
-  auto next = decide(result, SIGINT, failures, 5, restart_code, world, save_message);
+  restart_counts counts;
+  auto next = decide(result, SIGINT, counts, 5, restart_code, world, save_message);
   EXPECT_EQ(next.exit_code, failed_code);
   EXPECT_EQ(next.lines.back(), "stopped by SIGINT: rank 0 (pid 100) was killed by SIGINT");
   // A SIGTERM that a worker outlived to fail otherwise is a failure too.
   auto crashed = classify_generation({exited(0, 1)}, restart_code, not_asked);
-  EXPECT_EQ(decide(crashed, SIGTERM, failures, 5, restart_code, world, save_message).exit_code,
+  EXPECT_EQ(decide(crashed, SIGTERM, counts, 5, restart_code, world, save_message).exit_code,
             failed_code);
 }
 

@@ -41,10 +41,11 @@ struct job_ports {
 };
 
 std::unique_ptr<child_process> node(const job_ports& ports, int rank,
-                                    const std::string& job_token = token, int nnodes = nodes) {
+                                    const std::string& job_token = token, int nnodes = nodes,
+                                    const std::string& script = print_env) {
   auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nnodes, rank,
                                ports.host + ":" + ports.service, ports.control, per_node);
-  argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_env});
+  argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
   return std::make_unique<child_process>(argv, true,
                                          environment_with({{"LIFEBOAT_CLUSTER_TOKEN", job_token}}));
 }
@@ -107,6 +108,31 @@ TEST(multi_node_flags_test, an_ipv6_coordinator_links_the_launchers_and_reaches_
         << log->text();
     EXPECT_TRUE(log->contains("lifeboat-launch: all 4 workers finished")) << log->text();
   }
+}
+
+// Workers that exit with the restart code though none recorded a notice
+// back off on every node alike: node 0 decides, waits with its links kept
+// alive, and its lines reach node 1; a SIGTERM to node 0 during the wait
+// ends the job on both with the restart code.
+TEST(multi_node_flags_test, restart_code_exits_without_a_notice_back_off_on_every_node) {
+  job_ports ports;
+  auto zero = node(ports, 0, token, nodes, "exit 42");
+  auto one = node(ports, 1, token, nodes, "exit 42");
+  output_log log0{*zero};
+  output_log log1{*one};
+  const std::string waiting = "lifeboat-launch: waiting 2 s before the next start: 5 generations";
+  ASSERT_TRUE(log0.read_until(waiting)) << log0.text();
+  zero->kill(SIGTERM);
+  log0.read_all();
+  log1.read_all();
+  EXPECT_EQ(exit_code(*zero), 42) << log0.text();
+  EXPECT_EQ(exit_code(*one), 42) << log1.text();
+  EXPECT_TRUE(log0.contains(
+      "lifeboat-launch: stopped by SIGTERM while waiting for the next start: no worker is running"))
+      << log0.text();
+  EXPECT_TRUE(log1.contains(waiting)) << log1.text();
+  EXPECT_EQ(log1.count("lifeboat-launch: rank="), 5 * per_node) << log1.text();
+  EXPECT_FALSE(log1.contains("lost")) << log1.text();
 }
 
 // Launchers start in any order: node 1's waits for node 0's, and says so.
