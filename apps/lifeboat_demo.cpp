@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -132,6 +133,10 @@ std::variant<options, int> parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Its lines go through stdio, whose writes lifeboat's guard does not
+  // cover: a job whose output nobody reads any more (`| tee log`, tee gone)
+  // trains on and keeps its exit code instead of dying of SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   auto parsed = parse(argc, argv);
   if (auto* code = std::get_if<int>(&parsed)) return *code;
   const auto& opts = std::get<options>(parsed);

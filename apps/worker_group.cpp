@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <string>
 
 #include "messages/errors.hpp"
+#include "messages/log.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
 
@@ -119,7 +121,8 @@ std::optional<std::string> worker_group::start(int n, int restart) {
       live_[pid] = rank;
       if (killing_) ::kill(pid, SIGKILL);
     }
-    std::fprintf(stderr, "lifeboat-launch: rank=%d pid=%d restart=%d\n", rank, pid, restart);
+    write_stderr_line("lifeboat-launch: rank=" + std::to_string(rank) +
+                      " pid=" + std::to_string(pid) + " restart=" + std::to_string(restart));
   }
   return std::nullopt;
 }

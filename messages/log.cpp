@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "messages/sigpipe_guard.hpp"
+
 namespace lifeboat {
 
 namespace {
@@ -75,6 +77,8 @@ void log_line(log_level level, const char* component, const std::string& text) {
 
 void write_stderr_line(std::string line) {
   line += '\n';
+  // A stderr whose reader went away drops the line; it never ends the process.
+  sigpipe_guard guard;
   // One write(2) per line: lines from several threads or processes never interleave.
   auto rc = ::write(STDERR_FILENO, line.data(), line.size());
   (void)rc;

@@ -36,6 +36,7 @@ void log_line(log_level level, const char* component, const std::string& text);
 
 /// Writes `line` and a newline to stderr with a single write(2), as log_line
 /// does: a program's own lines never interleave with its threads' log lines.
+/// A stderr that nobody reads any more drops the line (sigpipe_guard).
 void write_stderr_line(std::string line);
 
 namespace detail {

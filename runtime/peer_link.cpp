@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "actors/coordination/coordination_auth.hpp"
 #include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
+#include "messages/sigpipe_guard.hpp"
 #include "platform/text_parse.hpp"
 
 namespace lifeboat {
@@ -218,30 +218,20 @@ caf::error peer_link::send_file_in_kernel(int file, const std::string& path, uin
   // sendfile(2) hands the file's pages to the socket in the kernel: no read
   // into a buffer and no copy out of it. Unlike send's MSG_NOSIGNAL, it
   // raises SIGPIPE when the peer went away, which ends a trainer's process
-  // that does not ignore it: blocked on this thread for the call, and one
-  // that came is taken back before the mask is restored.
-  sigset_t pipe_only, before;
-  sigemptyset(&pipe_only);
-  sigaddset(&pipe_only, SIGPIPE);
-  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
+  // that does not ignore it: held off this thread for the call.
+  sigpipe_guard guard;
   caf::error err;
   off_t offset = 0;
   while (!err && static_cast<uint64_t>(offset) < bytes) {
     auto want = std::min<uint64_t>(transfer_piece, bytes - static_cast<uint64_t>(offset));
     auto n = ::sendfile(fd_, file, &offset, want);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EPIPE) {
-      timespec zero{};
-      ::sigtimedwait(&pipe_only, nullptr, &zero);
-      errno = EPIPE;
-    }
     if (n < 0)
       err = errno == EIO ? checkpoint::io_error("sendfile", path, errno)
                          : socket_error(peer_, "sendfile", errno);
     else if (n == 0)
       err = checkpoint::corrupt_file(path, "shorter than " + std::to_string(bytes) + " bytes");
   }
-  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   return err;
 }
 

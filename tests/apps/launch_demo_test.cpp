@@ -258,6 +258,36 @@ TEST(launch_demo_test, sigterm_to_the_launcher_saves_and_exits_with_the_restart_
   EXPECT_TRUE(none_outlived(started));
 }
 
+// A job whose output nobody reads any more (`| tee log`, tee gone: here a
+// grep that quits once every worker joined) still saves at a SIGTERM and exits
+// with the restart code: the launcher and the workers drop their lines
+// instead of dying of SIGPIPE, which took every worker and the steps since
+// the last checkpoint with them.
+TEST(launch_demo_test, a_job_whose_output_nobody_reads_still_saves_at_a_sigterm) {
+  scratch_dir dir{"apps-unread"};
+  std::vector<std::string> argv{
+      "/bin/bash",
+      "-c",
+      "exec \"$@\" > >(grep --line-buffered -m 4 ' joined (generation 0)') 2>&1",
+      "bash",
+      lifeboat::test::built(LIFEBOAT_LAUNCH),
+      "--nproc",
+      std::to_string(workers),
+      "--"};
+  auto demo = endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt");
+  argv.insert(argv.end(), demo.begin(), demo.end());
+  child_process run{argv, true, environment_with(hermetic_env)};
+  output_log log{run};
+  // The reader is gone once its lines came: every line from now on meets a
+  // pipe nobody reads.
+  log.read_all();
+  ASSERT_TRUE(run.at_eof()) << log.text();
+  ASSERT_EQ(log.count(" joined (generation 0)"), workers) << log.text();
+  run.kill(SIGTERM);
+  EXPECT_EQ(exit_code(run), restart_exit_code);
+  EXPECT_TRUE(has_committed_checkpoint(dir.path() / "ckpt"));
+}
+
 // lifeboat-demo --grace-period: a SIGTERM early in training saves at once,
 // training goes on, and a final checkpoint is saved before the deadline; the
 // restart resumes from the final one and the digests are those of a run
