@@ -16,7 +16,7 @@ void say(const std::string& line) { write_stderr_line("lifeboat-launch: " + line
 
 int stopped_without_workers(int signo, int restart_code, const std::string& waiting) {
   say("stopped by " + signal_name(signo) + " while " + waiting);
-  return signo == SIGTERM ? restart_code : failure_exit_code;
+  return signo == SIGINT ? failure_exit_code : restart_code;
 }
 
 std::chrono::milliseconds restart_backoff(int unnoticed_restarts) {
@@ -89,13 +89,15 @@ verdict decide(const generation_result& result, int received_signal, restart_cou
   auto& failures = counts.failures;
   ++failures;
   for (auto& f : result.failures) out.lines.push_back(f.describe());
-  // A forwarded SIGTERM that ended workers before they could save (still
-  // starting, before their handler took the signal, or a command without
-  // lifeboat) is the notice taking effect, not a failure: nothing was torn,
-  // the latest complete checkpoint stands, and the job is to be restarted
-  // from it, as after a save.
-  if (received_signal == SIGTERM && ended_by_signal(result.failures, SIGTERM)) {
-    out.lines.push_back("stopped by SIGTERM before the workers could save: " + result.cause +
+  // A forwarded notice (SIGTERM; SIGUSR1 under SLURM) that ended workers
+  // before they could save (still starting, before their handler took the
+  // signal, or a command without lifeboat) is the notice taking effect, not
+  // a failure: nothing was torn, the latest complete checkpoint stands, and
+  // the job is to be restarted from it, as after a save.
+  if (received_signal != 0 && received_signal != SIGINT &&
+      ended_by_signal(result.failures, received_signal)) {
+    out.lines.push_back("stopped by " + signal_name(received_signal) +
+                        " before the workers could save: " + result.cause +
                         "; the latest complete checkpoint stands, exiting with " +
                         std::to_string(restart_code));
     out.exit_code = restart_code;

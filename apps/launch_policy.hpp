@@ -54,8 +54,8 @@ void say(const std::string& line);
 
 /// A launcher that `signo` stopped while no worker ran (`waiting`: what it
 /// was doing then): says so and returns its exit code, as for workers
-/// stopped before they saved: the restart code after a SIGTERM, the failure
-/// code after anything else.
+/// stopped before they saved: the failure code after a SIGINT, the restart
+/// code after a notice (SIGTERM, or SIGUSR1 under SLURM).
 int stopped_without_workers(int signo, int restart_code, const std::string& waiting);
 
 /// The `waiting` of stopped_without_workers before the first start of a
@@ -100,10 +100,10 @@ std::chrono::milliseconds restart_backoff(int unnoticed_restarts);
 
 /// DESIGN "lifeboat-launch": restart after a save unless a signal asked for
 /// the end; a failure counts against max_restarts (`counts` holds the
-/// running counts); a forwarded SIGTERM that ended workers before they could
-/// save exits with the restart code. `received_signal` is the first signal
-/// any launcher of the job forwarded (0: none). `preemption_message`: the
-/// notice the generation's workers recorded, empty for none.
+/// running counts); a forwarded notice (any signal but SIGINT) that ended
+/// workers before they could save exits with the restart code. `received_signal` is the first
+/// signal any launcher of the job forwarded (0: none). `preemption_message`: the notice the
+/// generation's workers recorded, empty for none.
 verdict decide(const generation_result& result, int received_signal, restart_counts& counts,
                int max_restarts, int restart_code, int world_size,
                const std::function<std::string()>& preemption_message);

@@ -24,12 +24,14 @@
 // the group's outcome: the restart code after a save, and also when the
 // SIGTERM ended workers before they could save (nothing was torn). A SIGHUP
 // (a terminal that hung up) is taken as a SIGTERM, unless it is ignored
-// (nohup). Exits 0 when every worker exited 0.
+// (nohup). SIGUSR1 is forwarded as a SIGTERM is where the workers take it as
+// a notice (SLURM), and ignored elsewhere. Exits 0 when every worker exited 0.
 
 #include <fcntl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -182,8 +184,18 @@ int main(int argc, char** argv) {
   // launcher runs under nohup: then every worker ignores it as well.
   std::vector<int> stops{SIGTERM, SIGINT};
   if (lifeboat::hangup_is_a_notice()) stops.push_back(SIGHUP);
+  // SIGUSR1 is a notice where the workers' platform makes it one (SLURM's
+  // --signal=USR1@N reaches every process of a job step, this launcher's
+  // too); elsewhere it is ignored, as is a SIGUSR2 from outside. Left at
+  // their default action, either ended the launcher, and every worker with
+  // it, without a checkpoint.
+  auto notices = lifeboat::default_notice_signals(lifeboat::process_environment());
+  auto usr1_is_a_notice = std::find(notices.begin(), notices.end(), SIGUSR1) != notices.end();
+  if (usr1_is_a_notice) stops.push_back(SIGUSR1);
+  auto ignored = usr1_is_a_notice ? std::vector<int>{SIGUSR2} : std::vector<int>{SIGUSR1, SIGUSR2};
   auto waited_signals = stops;
-  waited_signals.insert(waited_signals.end(), {SIGCHLD, SIGUSR2});
+  waited_signals.insert(waited_signals.end(), ignored.begin(), ignored.end());
+  waited_signals.push_back(SIGCHLD);
   auto waited = lifeboat::signal_set(waited_signals);
   ::pthread_sigmask(SIG_BLOCK, &waited, nullptr);
 
@@ -342,15 +354,22 @@ int main(int argc, char** argv) {
   // Signals to the launcher go to every worker: they save and exit with the
   // restart code, and the launcher then exits with the group's outcome.
   std::atomic<int> received_signal{0};
+  std::atomic<bool> stopping{false};
   std::thread forwarder{[&] {
     auto forwarded = stops;
-    forwarded.push_back(SIGUSR2);
+    forwarded.insert(forwarded.end(), ignored.begin(), ignored.end());
     auto set = lifeboat::signal_set(forwarded);
     bool interrupted = false;
     for (;;) {
       int signo = 0;
       if (::sigwait(&set, &signo) != 0) continue;
-      if (signo == SIGUSR2) return;  // our own stop request, never from outside
+      if (signo == SIGUSR2 && stopping) return;  // our own stop request
+      if (std::find(ignored.begin(), ignored.end(), signo) != ignored.end()) {
+        lifeboat::log(lifeboat::log_level::warning, "launch", lifeboat::signal_name(signo),
+                      " received: no notice to this job's workers (SIGUSR1 is one under SLURM); "
+                      "ignored");
+        continue;
+      }
       if (signo == SIGHUP) {
         lifeboat::log(lifeboat::log_level::info, "launch",
                       "SIGHUP received (the terminal hung up?); sending SIGTERM to every worker");
@@ -385,6 +404,7 @@ int main(int argc, char** argv) {
   else
     exit_code = lifeboat::apps::run_other_node(ctx, *link_to_zero);
 
+  stopping = true;
   ::pthread_kill(forwarder.native_handle(), SIGUSR2);
   forwarder.join();
   lifeboat::stop_status_endpoint(status_endpoint);

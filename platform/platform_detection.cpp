@@ -136,19 +136,25 @@ caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
   return out;
 }
 
+namespace {
+
+// The platform the environment alone names: LIFEBOAT_PLATFORM outright, else
+// Kubernetes and SLURM by their variables; empty where only probes can tell.
+std::string platform_named_by(const env_lookup& env) {
+  if (auto* name = env_value(env, "LIFEBOAT_PLATFORM")) return name;
+  if (env_value(env, "KUBERNETES_SERVICE_HOST")) return "kubernetes";
+  if (env_value(env, "SLURM_JOB_ID")) return "slurm";
+  return {};
+}
+
+}  // namespace
+
 caf::expected<platform_defaults> detect_platform(const env_lookup& env,
                                                  std::chrono::milliseconds budget) {
-  caf::expected<platform_defaults> result = make_error(errc::unavailable);
-  if (auto* name = env_value(env, "LIFEBOAT_PLATFORM")) {
-    result = platform_defaults_for(name, env);
-    if (!result) return wrap_error(errc::invalid_config, "LIFEBOAT_PLATFORM", result.error());
-  } else if (env_value(env, "KUBERNETES_SERVICE_HOST")) {
-    result = platform_defaults_for("kubernetes", env);
-  } else if (env_value(env, "SLURM_JOB_ID")) {
-    result = platform_defaults_for("slurm", env);
-  } else {
-    result = probe_clouds(env, budget);
-  }
+  auto named = platform_named_by(env);
+  auto result = named.empty() ? probe_clouds(env, budget) : platform_defaults_for(named, env);
+  if (!result && env_value(env, "LIFEBOAT_PLATFORM"))
+    return wrap_error(errc::invalid_config, "LIFEBOAT_PLATFORM", result.error());
   if (result)
     log(log_level::info, kComponent, "platform ", result->name, ", restart code ",
         result->restart_exit_code, ", grace period ", result->grace_period.count(), " s");
@@ -157,6 +163,12 @@ caf::expected<platform_defaults> detect_platform(const env_lookup& env,
 
 caf::expected<platform_defaults> detect_platform() {
   return detect_platform(process_environment());
+}
+
+std::vector<int> default_notice_signals(const env_lookup& env) {
+  auto named = platform_named_by(env);
+  auto defaults = platform_defaults_for(named.empty() ? kGeneric : named, env);
+  return defaults ? defaults->signals : std::vector<int>{SIGTERM};
 }
 
 }  // namespace lifeboat

@@ -55,4 +55,11 @@ caf::expected<platform_defaults> detect_platform(
 /// detect_platform on the process environment.
 caf::expected<platform_defaults> detect_platform();
 
+/// The signals that workers started with `env` take as a notice by their
+/// platform's default, as far as the environment tells without probes (the
+/// clouds', like generic's, are SIGTERM alone): SIGTERM and SIGUSR1 under
+/// SLURM. A launcher forwards these as notices. SIGTERM alone where
+/// LIFEBOAT_PLATFORM is malformed (the workers then stop with its error).
+std::vector<int> default_notice_signals(const env_lookup& env);
+
 }  // namespace lifeboat

@@ -183,6 +183,42 @@ TEST(launch_flags_test, restart_code_exits_without_a_notice_back_off_until_a_sig
       << log.text();
 }
 
+// SIGUSR1 and SIGUSR2 from outside (a scheduler signalling every process)
+// end neither the launcher nor its workers where the workers take no notice
+// from them: they are ignored, with a line, and a SIGTERM is still a notice.
+TEST(launch_flags_test, sigusr1_and_sigusr2_are_ignored_where_they_are_no_notice) {
+  child_process run{launcher({}, "echo started; exec sleep 600"), true};
+  output_log log{run};
+  ASSERT_TRUE(log.read_until_count("started", workers)) << log.text();
+  run.kill(SIGUSR1);
+  ASSERT_TRUE(log.read_until("SIGUSR1 received: no notice to this job's workers")) << log.text();
+  run.kill(SIGUSR2);
+  ASSERT_TRUE(log.read_until("SIGUSR2 received: no notice to this job's workers")) << log.text();
+  run.kill(SIGTERM);
+  log.read_all();
+  EXPECT_EQ(exit_code(run), restart_exit_code) << log.text();
+  EXPECT_TRUE(log.contains(sigterm_before_any_save)) << log.text();
+  EXPECT_FALSE(log.contains("killed by SIGUSR")) << log.text();
+}
+
+// Under SLURM (its --signal=USR1@N before a time limit) SIGUSR1 is a notice
+// to the workers, so the launcher forwards it as it does SIGTERM: workers it
+// ended before they could save leave the latest checkpoint as it was, and
+// the launcher exits with the restart code for the job to be requeued.
+TEST(launch_flags_test, under_slurm_sigusr1_is_forwarded_as_a_notice) {
+  child_process run{launcher({}, "echo started; exec sleep 600"), true,
+                    environment_with({{"SLURM_JOB_ID", "7"}})};
+  output_log log{run};
+  ASSERT_TRUE(log.read_until_count("started", workers)) << log.text();
+  run.kill(SIGUSR1);
+  log.read_all();
+  EXPECT_EQ(exit_code(run), restart_exit_code) << log.text();
+  EXPECT_TRUE(log.contains("SIGUSR1 received; forwarding to every worker")) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: stopped by SIGUSR1 before the workers could save"))
+      << log.text();
+  EXPECT_FALSE(log.contains("restart=1")) << log.text();
+}
+
 // Ctrl-C twice: the first SIGINT is forwarded, and workers that ignore it
 // (or are stuck where it cannot reach them) are killed by the second.
 TEST(launch_flags_test, a_second_sigint_kills_workers_that_ignore_the_first) {

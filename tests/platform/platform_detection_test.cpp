@@ -101,6 +101,25 @@ TEST(platform_detection, slurm_watches_sigterm_and_sigusr1) {
   EXPECT_EQ(found->signals, (std::vector<int>{SIGTERM, SIGUSR1}));
 }
 
+// What a launcher forwards as notices: the workers' signals as far as the
+// environment tells, never probing a metadata server (no cloud adds one).
+TEST(platform_detection, default_notice_signals_come_from_the_environment_alone) {
+  using signals = std::vector<int>;
+  EXPECT_EQ(default_notice_signals(table_env(env_table{})), signals{SIGTERM});
+  EXPECT_EQ(default_notice_signals(table_env(env_table{{"SLURM_JOB_ID", "7"}})),
+            (signals{SIGTERM, SIGUSR1}));
+  EXPECT_EQ(default_notice_signals(table_env(env_table{{"LIFEBOAT_PLATFORM", "slurm"}})),
+            (signals{SIGTERM, SIGUSR1}));
+  // The platform named outright wins over SLURM's variables, as in detection.
+  EXPECT_EQ(default_notice_signals(
+                table_env(env_table{{"LIFEBOAT_PLATFORM", "generic"}, {"SLURM_JOB_ID", "7"}})),
+            signals{SIGTERM});
+  EXPECT_EQ(default_notice_signals(table_env(env_table{{"KUBERNETES_SERVICE_HOST", "10.0.0.1"}})),
+            signals{SIGTERM});
+  EXPECT_EQ(default_notice_signals(table_env(env_table{{"LIFEBOAT_PLATFORM", "mainframe"}})),
+            signals{SIGTERM});
+}
+
 TEST(platform_detection, gce_metadata_server_means_gce) {
   mock_server mock;
   env_table env{{"GCE_METADATA_HOST", mock.address()},
