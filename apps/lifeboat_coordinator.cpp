@@ -6,9 +6,12 @@
 //
 // The token comes from --token or LIFEBOAT_CLUSTER_TOKEN. TLS 1.3 is on with
 // --tls, with LIFEBOAT_TLS=1, or by default when --host is not a loopback
-// address (LIFEBOAT_TLS=0 turns it off). SIGTERM or SIGINT stops it cleanly.
+// address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once; SIGTERM
+// once every worker that joined has left (120 s at most), as the workers
+// save through it after the same notice.
 
 #include <pthread.h>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <optional>
@@ -41,6 +44,38 @@ constexpr int64_t default_heartbeat_timeout_ms = 10000;
 constexpr const char* synopsis =
     "usage: lifeboat-coordinator --port P --world-size N [--token T] [--host H]\n"
     "                            [--heartbeat-timeout-ms MS] [--status-port P] [--tls]\n";
+
+// After a SIGTERM, how long the service keeps serving workers that are still
+// here, and how often it looks whether they left or a SIGINT came.
+constexpr auto drain_bound = std::chrono::seconds{120};
+constexpr auto drain_check_interval = std::chrono::milliseconds{100};
+
+// A SIGTERM is a notice to this host, and a job's every process usually gets
+// it at once (`kill -TERM -PGID`, scancel, a node drained): the workers then
+// save through this service, and stopping at once failed their agreement
+// ("coordination service lost") and lost the checkpoint. So the service
+// serves until every worker that joined has left or was lost, drain_bound
+// at most; a SIGINT (a person) ends the wait at once, a repeated SIGTERM
+// does not (a platform may send it again).
+void serve_until_workers_leave(lifeboat::preemption_watcher& watcher, const sigset_t& stops) {
+  using namespace lifeboat;
+  auto present = watcher.workers_present();
+  if (present == 0) return;
+  log(log_level::info, program, "SIGTERM received: serving the ", present,
+      " worker(s) still here until they leave (at most ", drain_bound.count(),
+      " s; SIGINT stops at once)");
+  auto until = std::chrono::steady_clock::now() + drain_bound;
+  while (std::chrono::steady_clock::now() < until) {
+    if (watcher.block_until_worker_exit(drain_check_interval)) return;
+    timespec zero{};
+    if (sigtimedwait(&stops, nullptr, &zero) == SIGINT) {
+      log(log_level::info, program, "SIGINT received: not waiting for the workers");
+      return;
+    }
+  }
+  log(log_level::warning, program, watcher.workers_present(), " worker(s) still here after ",
+      drain_bound.count(), " s: stopping anyway");
+}
 
 }  // namespace
 
@@ -107,10 +142,10 @@ int main(int argc, char** argv) {
     return EXIT_FAILURE;
   }
   std::optional<status_endpoint_actor> status_actor;
-  // Only for the status page's row: this process has no launcher to tell.
-  std::optional<preemption_watcher> watcher;
+  // Follows the workers for the end (serve_until_workers_leave) and for the
+  // status page's row.
+  std::optional<preemption_watcher> watcher{std::in_place, sys, service->first};
   if (status_flag->count() > 0) {
-    watcher.emplace(sys, service->first);
     auto spawned = spawn_coordinator_status_endpoint(
         sys, service->first, watcher->actor(), spawn_job_history(sys, service->first),
         cfg.world_size, static_cast<uint16_t>(status_port));
@@ -128,6 +163,7 @@ int main(int argc, char** argv) {
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
+  if (signal == SIGTERM) serve_until_workers_leave(*watcher, stop_signals);
   log(log_level::info, program, "stopping on ", signal_name(signal));
   if (status_actor) caf::anon_send_exit(*status_actor, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);

@@ -1,5 +1,7 @@
 #include "actors/preemption/preemption_watcher.hpp"
 
+#include <algorithm>
+
 #include <optional>
 
 #include <caf/event_based_actor.hpp>
@@ -164,6 +166,12 @@ bool preemption_watcher::block_until_worker_exit(std::chrono::milliseconds timeo
       if (present) return false;
     return !view_->present.empty();
   });
+}
+
+int preemption_watcher::workers_present() const {
+  std::lock_guard<std::mutex> guard{view_->mtx};
+  return static_cast<int>(std::count_if(view_->present.begin(), view_->present.end(),
+                                        [](const auto& row) { return row.second; }));
 }
 
 std::vector<int32_t> preemption_watcher::silent_ranks(uint32_t generation) const {

@@ -51,6 +51,9 @@ class preemption_watcher {
   /// after `timeout`. Workers that never joined are not waited for.
   bool block_until_worker_exit(std::chrono::milliseconds timeout);
 
+  /// How many workers that joined are here now (neither left nor lost).
+  int workers_present() const;
+
   /// Where the failure of `generation` (the workers' LIFEBOAT_RESTART_COUNT)
   /// began: the first error a worker reported ("rank R failed: MESSAGE") or
   /// the first worker lost ("rank R was lost: WHY"), whichever the service

@@ -1,5 +1,8 @@
 // The standalone lifeboat-coordinator process.
 
+#include <optional>
+#include <string>
+
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 
@@ -25,13 +28,22 @@ const std::string service_listening = "lifeboat-coordinator: listening on 127.0.
 // Logged before the service's line, when --status-port is given.
 const std::string status_listening = "status endpoint listening on 127.0.0.1:";
 
+// Reads the child's output until a line holds `marker`: that line, or none.
+std::optional<std::string> wait_for_line(child_process& child, const std::string& marker) {
+  while (auto line = child.read_line(deadline))
+    if (line->find(marker) != std::string::npos) return line;
+  return std::nullopt;
+}
+
 // Reads the child's output until a line holds `marker`; returns the port
 // that line names (0: none came).
 uint16_t wait_for_port(child_process& child, const std::string& marker = service_listening) {
-  while (auto line = child.read_line(deadline))
-    if (line->find(marker) != std::string::npos) return listening_port(*line);
-  return 0;
+  auto line = wait_for_line(child, marker);
+  return line ? listening_port(*line) : 0;
 }
+
+// The coordinator's line when a SIGTERM finds one worker still joined.
+const std::string serving_one = "SIGTERM received: serving the 1 worker(s) still here";
 
 // Rank 1 of a job of two, with the token the tests give the coordinator.
 agent_config rank_one_of_two(uint16_t port) {
@@ -66,6 +78,56 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
   coordinator.kill(SIGTERM);
   auto status = coordinator.wait_exit(deadline);
   ASSERT_TRUE(status) << "lifeboat-coordinator hangs on SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+}
+
+// A SIGTERM usually reaches a job's every process at once, and the workers
+// then save through the service: it serves the workers still joined until
+// they leave, and only then stops.
+TEST(lifeboat_coordinator, a_sigterm_serves_the_joined_workers_until_they_leave) {
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t"},
+                            true};
+  auto port = wait_for_port(coordinator);
+  ASSERT_NE(port, 0);
+  {
+    system_config cfg;
+    caf::actor_system sys{cfg};
+    auto client = coordination_client::connect(sys, rank_one_of_two(port));
+    ASSERT_TRUE(client) << describe(client.error());
+    coordinator.kill(SIGTERM);
+    ASSERT_TRUE(wait_for_line(coordinator, serving_one));
+    // Still serving: the worker's save goes on through it.
+    EXPECT_FALSE((*client)->insert("saved", "step 7"));
+    auto saved = (*client)->try_get("saved");
+    ASSERT_TRUE(saved) << describe(saved.error());
+    EXPECT_EQ(*saved, std::optional<std::string>{"step 7"});
+    EXPECT_FALSE(coordinator.wait_exit(std::chrono::milliseconds{0}));
+    EXPECT_FALSE((*client)->leave());
+  }
+  auto status = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(status) << "lifeboat-coordinator still serves after its workers left";
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+}
+
+// A person's SIGINT stops it at once, even while it waits for workers.
+TEST(lifeboat_coordinator, a_sigint_ends_the_wait_for_the_workers) {
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t"},
+                            true};
+  auto port = wait_for_port(coordinator);
+  ASSERT_NE(port, 0);
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  auto client = coordination_client::connect(sys, rank_one_of_two(port));
+  ASSERT_TRUE(client) << describe(client.error());
+  coordinator.kill(SIGTERM);
+  ASSERT_TRUE(wait_for_line(coordinator, serving_one));
+  coordinator.kill(SIGINT);
+  auto status = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(status) << "a SIGINT did not end the wait";
   EXPECT_TRUE(WIFEXITED(*status));
   EXPECT_EQ(WEXITSTATUS(*status), 0);
 }

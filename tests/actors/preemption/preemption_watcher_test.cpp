@@ -97,6 +97,7 @@ TEST_F(watcher_test, block_until_worker_exit_returns_once_every_joined_worker_le
   EXPECT_FALSE(watcher.block_until_worker_exit(still_waiting));
   ASSERT_FALSE(b->leave());
   EXPECT_TRUE(watcher.block_until_worker_exit(exit_bound));
+  EXPECT_EQ(watcher.workers_present(), 0);
 }
 
 TEST_F(watcher_test, a_watcher_started_late_still_waits_for_every_worker) {
