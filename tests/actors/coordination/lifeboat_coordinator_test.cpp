@@ -1,5 +1,6 @@
 // The standalone lifeboat-coordinator process.
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -82,54 +83,52 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
   EXPECT_EQ(WEXITSTATUS(*status), 0);
 }
 
-// A SIGTERM usually reaches a job's every process at once, and the workers
-// then save through the service: it serves the workers still joined until
-// they leave, and only then stops.
-TEST(lifeboat_coordinator, a_sigterm_serves_the_joined_workers_until_they_leave) {
-  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
-                             "--world-size", "2", "--token", "t"},
-                            true};
-  auto port = wait_for_port(coordinator);
-  ASSERT_NE(port, 0);
-  {
-    system_config cfg;
-    caf::actor_system sys{cfg};
-    auto client = coordination_client::connect(sys, rank_one_of_two(port));
+// A coordinator of a job of two, rank 1 joined, that took a SIGTERM and said
+// it serves that worker until it leaves. A SIGTERM usually reaches a job's
+// every process at once, and the workers then save through the service.
+class coordinator_after_sigterm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto port = wait_for_port(coordinator_);
+    ASSERT_NE(port, 0);
+    auto client = coordination_client::connect(sys_, rank_one_of_two(port));
     ASSERT_TRUE(client) << describe(client.error());
-    coordinator.kill(SIGTERM);
-    ASSERT_TRUE(wait_for_line(coordinator, serving_one));
-    // Still serving: the worker's save goes on through it.
-    EXPECT_FALSE((*client)->insert("saved", "step 7"));
-    auto saved = (*client)->try_get("saved");
-    ASSERT_TRUE(saved) << describe(saved.error());
-    EXPECT_EQ(*saved, std::optional<std::string>{"step 7"});
-    EXPECT_FALSE(coordinator.wait_exit(std::chrono::milliseconds{0}));
-    EXPECT_FALSE((*client)->leave());
+    client_ = std::move(*client);
+    coordinator_.kill(SIGTERM);
+    ASSERT_TRUE(wait_for_line(coordinator_, serving_one));
   }
-  auto status = coordinator.wait_exit(deadline);
-  ASSERT_TRUE(status) << "lifeboat-coordinator still serves after its workers left";
-  EXPECT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), 0);
+
+  // It exited 0 within the deadline.
+  void expect_a_clean_exit(const char* otherwise) {
+    auto status = coordinator_.wait_exit(deadline);
+    ASSERT_TRUE(status) << otherwise;
+    EXPECT_TRUE(WIFEXITED(*status));
+    EXPECT_EQ(WEXITSTATUS(*status), 0);
+  }
+
+  child_process coordinator_{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                              "--world-size", "2", "--token", "t"},
+                             true};
+  system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  std::unique_ptr<coordination_client> client_;
+};
+
+TEST_F(coordinator_after_sigterm, it_serves_the_joined_worker_until_it_leaves) {
+  // Still serving: the worker's save goes on through it.
+  EXPECT_FALSE(client_->insert("saved", "step 7"));
+  auto saved = client_->try_get("saved");
+  ASSERT_TRUE(saved) << describe(saved.error());
+  EXPECT_EQ(*saved, std::optional<std::string>{"step 7"});
+  EXPECT_FALSE(coordinator_.wait_exit(std::chrono::milliseconds{0}));
+  EXPECT_FALSE(client_->leave());
+  expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
 }
 
 // A person's SIGINT stops it at once, even while it waits for workers.
-TEST(lifeboat_coordinator, a_sigint_ends_the_wait_for_the_workers) {
-  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
-                             "--world-size", "2", "--token", "t"},
-                            true};
-  auto port = wait_for_port(coordinator);
-  ASSERT_NE(port, 0);
-  system_config cfg;
-  caf::actor_system sys{cfg};
-  auto client = coordination_client::connect(sys, rank_one_of_two(port));
-  ASSERT_TRUE(client) << describe(client.error());
-  coordinator.kill(SIGTERM);
-  ASSERT_TRUE(wait_for_line(coordinator, serving_one));
-  coordinator.kill(SIGINT);
-  auto status = coordinator.wait_exit(deadline);
-  ASSERT_TRUE(status) << "a SIGINT did not end the wait";
-  EXPECT_TRUE(WIFEXITED(*status));
-  EXPECT_EQ(WEXITSTATUS(*status), 0);
+TEST_F(coordinator_after_sigterm, a_sigint_ends_the_wait_for_the_workers) {
+  coordinator_.kill(SIGINT);
+  expect_a_clean_exit("a SIGINT did not end the wait");
 }
 
 // --status-port: the coordinator's own endpoint, with a row per worker
