@@ -213,6 +213,10 @@ bool node_link::read_line(std::string& out, link_clock::time_point until) {
 }
 
 bool node_link::keep_alive(link_clock::time_point now) {
+  using std::chrono::milliseconds;
+  auto now_ms = std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count();
+  last_heard_ += milliseconds{stall_.stalled_ms(
+      now_ms, std::chrono::duration_cast<milliseconds>(heartbeat_interval).count())};
   if (now - last_heard_ > silence_bound)
     return fail(
         "silent for " +

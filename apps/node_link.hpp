@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/coordination/stall_watch.hpp"
 #include "actors/coordination/tls_channel.hpp"
 
 namespace lifeboat::apps {
@@ -51,7 +52,10 @@ class node_link {
   bool read_line(std::string& out, link_clock::time_point until);
 
   /// Sends a heartbeat when one is due; false when that fails or the peer
-  /// has been silent for longer than the link's silence bound.
+  /// has been silent for longer than the link's silence bound. Called at
+  /// least once a heartbeat interval: a call later than that by a stall of
+  /// this launcher's own (stall_watch) does not count the stall as the
+  /// peer's silence.
   bool keep_alive(link_clock::time_point now);
 
   /// When keep_alive is due next.
@@ -76,6 +80,7 @@ class node_link {
   bool tls_failed_ = false;
   link_clock::time_point last_sent_;
   link_clock::time_point last_heard_;
+  stall_watch stall_;
 };
 
 using link_ptr = std::unique_ptr<node_link>;

@@ -64,6 +64,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
       [self](step_sample_atom) {
         auto& st = self->state;
         if (!st.joined) return;
+        forgive_own_stall(st);
         // A step that has not moved for the hang timeout is told at once,
         // not at the next heartbeat: the service's verdict waits for it.
         if (sample_step(st) >= st.cfg.hang_timeout_ms && st.cfg.hang_timeout_ms > 0 &&
@@ -76,6 +77,7 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
       [self](tick_atom) {
         auto& st = self->state;
         if (!st.joined) return;
+        forgive_own_stall(st);
         // Cut off from the service, this worker must stop (and commit
         // nothing) as its peers do when the service declares it lost.
         auto silent = std::chrono::steady_clock::now() - st.last_heard;

@@ -26,6 +26,20 @@ int64_t sample_step(agent_actor_state& st) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_step_seen).count();
 }
 
+void forgive_own_stall(agent_actor_state& st) {
+  auto now = std::chrono::steady_clock::now();
+  auto now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  auto stalled =
+      std::chrono::milliseconds{st.stall.stalled_ms(now_ms, st.heartbeat_interval.count())};
+  if (stalled.count() == 0) return;
+  log(log_level::warning, component, "this worker did not run for about ", stalled.count(),
+      " ms (its process stopped or its host paused): that time is not counted against the "
+      "coordination service or the trainer's step");
+  st.last_heard += stalled;
+  if (st.last_step_seen != std::chrono::steady_clock::time_point{}) st.last_step_seen += stalled;
+}
+
 void send_heartbeat(agent_broker* self) {
   auto& st = self->state;
   wire::Envelope env;

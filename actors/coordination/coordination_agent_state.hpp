@@ -17,6 +17,7 @@
 #include "actors/coordination/coordination_agent.hpp"
 #include "actors/coordination/coordination_frame.hpp"
 #include "actors/coordination/frame_stream.hpp"
+#include "actors/coordination/stall_watch.hpp"
 
 namespace lifeboat::agent_detail {
 
@@ -87,6 +88,7 @@ struct agent_actor_state {
   // Events that came before anyone subscribed (a worker joins before its
   // actors exist); the first subscriber gets them.
   std::vector<caf::message> unclaimed;
+  stall_watch stall;  // of this process, seen by the periodic ticks
   static inline const char* name = "coordination_agent";
   // The state goes in on_exit(), before CAF tells the actor's monitors.
   ~agent_actor_state() {
@@ -101,6 +103,11 @@ caf::error reply_error(const wire::Reply& r);
 // Reads the step source; a new value restarts the step's age. Returns the
 // age in milliseconds.
 int64_t sample_step(agent_actor_state& st);
+
+// Run first by each periodic tick: a stall of this process's own
+// (stall_watch) is not counted as the service's silence, nor as the
+// trainer's step standing still.
+void forgive_own_stall(agent_actor_state& st);
 
 // Sends `env` as one frame. One over max_frame_bytes is not sent, and why
 // comes back: the service closes the connection of a peer that sends a

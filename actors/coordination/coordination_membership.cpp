@@ -141,9 +141,22 @@ void coordination_state::expire_heartbeats(int64_t now_ms) {
                 "no heartbeat for " + std::to_string(now_ms - w.last_heartbeat_ms) + " ms",
                 report_due_ms, true);
   }
+  schedule_heartbeat_check();
+}
+
+void coordination_state::schedule_heartbeat_check() {
   heartbeat_due_.reset();
   for (auto& w : workers_)
     if (w.conn != 0) heartbeat_due_.lower_to(w.last_heartbeat_ms + cfg_.heartbeat_timeout_ms);
+}
+
+void coordination_state::forgive_stall(int64_t stalled_ms, int64_t now_ms) {
+  log(log_level::warning, component, "this service did not run for about ", stalled_ms,
+      " ms (its process stopped or its host paused): that time is not counted against the "
+      "workers' heartbeats");
+  for (auto& w : workers_)
+    if (w.conn != 0) w.last_heartbeat_ms = std::min(now_ms, w.last_heartbeat_ms + stalled_ms);
+  schedule_heartbeat_check();
 }
 
 void coordination_state::mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms,

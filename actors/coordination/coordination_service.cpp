@@ -24,6 +24,7 @@
 #include "actors/coordination/coordination_state.hpp"
 #include "actors/coordination/frame_stream.hpp"
 #include "actors/coordination/heartbeat_schedule.hpp"
+#include "actors/coordination/stall_watch.hpp"
 #include "actors/coordination/worker_listing.hpp"
 #include "messages/address.hpp"
 #include "messages/log.hpp"
@@ -38,6 +39,11 @@ constexpr const char* component = "coordination_service";
 // The service's own: the frames queued in one batch of the I/O thread's
 // events go out (apply_output).
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+// The service's own: its periodic look for a stall of its own (stall_watch).
+using stall_check_atom = caf::atom_constant<caf::atom("stallchk")>;
+
+// How often the service looks whether it itself stalled.
+constexpr auto stall_check_period = std::chrono::milliseconds{500};
 
 int64_t steady_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -58,6 +64,7 @@ struct service_actor_state {
   // Due times of the ticks already in flight; a new one is sent only when the
   // state's next deadline comes before all of them.
   std::multiset<int64_t> ticks;
+  stall_watch stall;
   static inline const char* name = "coordination_service";
 };
 
@@ -65,6 +72,15 @@ using service_broker = caf::io::stateful_broker<service_actor_state>;
 
 caf::io::connection_handle handle_of(conn_id conn) {
   return caf::io::connection_handle::from_int(conn);
+}
+
+// Forgives the workers a stall of the service's own before anything is
+// judged by the clock: run at its periodic check and before each tick, so
+// whichever comes first after the process runs again sees the stall.
+void check_own_stall(service_broker* self) {
+  auto now = steady_now_ms();
+  if (auto stalled = self->state.stall.stalled_ms(now, stall_check_period.count()); stalled > 0)
+    self->state.logic->forgive_stall(stalled, now);
 }
 
 void schedule_tick(service_broker* self) {
@@ -168,6 +184,7 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman, 
   self->state.tls = std::move(tls);
   self->add_doorman(std::move(doorman));
   close_on_exit_forget_on_down(self, self->state.subscribers);
+  self->send(self, stall_check_atom::value);
   return {
       [self](const caf::io::new_connection_msg& msg) {
         auto conn = msg.handle.id();
@@ -227,8 +244,13 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman, 
       [self](tick_atom, int64_t due) {
         auto& ticks = self->state.ticks;
         if (auto i = ticks.find(due); i != ticks.end()) ticks.erase(i);
+        check_own_stall(self);
         self->state.logic->on_tick(steady_now_ms());
         apply_output(self);
+      },
+      [self](stall_check_atom) {
+        check_own_stall(self);
+        self->delayed_send(self, stall_check_period, stall_check_atom::value);
       },
       [self](flush_atom) { flush_queued(self); },
       [self](workers_atom) { return self->state.logic->workers(steady_now_ms()); },

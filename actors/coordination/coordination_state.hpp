@@ -108,6 +108,11 @@ class coordination_state {
   /// gets, barrier waits and heartbeats due at `now_ms`.
   void on_tick(int64_t now_ms);
 
+  /// The service itself did not run for `stalled_ms` up to `now_ms` (its
+  /// process stopped, its host paused; stall_watch): that time is not
+  /// counted against the joined workers' heartbeats, which were as stopped.
+  void forgive_stall(int64_t stalled_ms, int64_t now_ms);
+
   /// The earliest time on_tick has something to do, if any.
   std::optional<int64_t> next_deadline_ms() const;
 
@@ -204,6 +209,7 @@ class coordination_state {
   void expire_barriers(int64_t now_ms);
   std::string absent_text(const barrier& b, bool waiting) const;
   void expire_heartbeats(int64_t now_ms);
+  void schedule_heartbeat_check();
   int64_t heartbeat_interval_ms() const;
 
   void refuse(conn_id conn, errc code, const std::string& why);

@@ -62,6 +62,19 @@ inline std::vector<std::string> environment_with(
   return out;
 }
 
+/// The variables of rank `rank` of `world_size` workers joining a service
+/// that another process hosts (lifeboat-coordinator, a test's listener) on
+/// 127.0.0.1:`port` with `token`; a test adds its own to them.
+inline std::map<std::string, std::string> external_service_worker(int rank, int world_size,
+                                                                  uint16_t port,
+                                                                  const std::string& token) {
+  return {{"LIFEBOAT_RANK", std::to_string(rank)},
+          {"LIFEBOAT_WORLD_SIZE", std::to_string(world_size)},
+          {"LIFEBOAT_COORDINATOR", "127.0.0.1:" + std::to_string(port)},
+          {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
+          {"LIFEBOAT_CLUSTER_TOKEN", token}};
+}
+
 /// A scratch directory under the system's temporary directory, removed with
 /// everything in it when it goes out of scope, and with the memory tiers of
 /// the jobs whose checkpoint directory was in it. Never a static one: that

@@ -58,22 +58,17 @@ TEST(gce_notice_test, maintenance_event_saves_at_one_step_and_exits_with_gce_res
   std::vector<std::unique_ptr<child_process>> procs;
   std::vector<std::unique_ptr<output_log>> logs;
   for (int rank = 0; rank < workers; ++rank) {
-    std::map<std::string, std::string> env{
-        {"LIFEBOAT_RANK", std::to_string(rank)},
-        {"LIFEBOAT_WORLD_SIZE", std::to_string(workers)},
-        {"LIFEBOAT_COORDINATOR", "127.0.0.1:" + std::to_string(port)},
-        {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
-        {"LIFEBOAT_CLUSTER_TOKEN", token},
-        // Detection, not configuration, picks GCE: whatever this test's
-        // environment says about the platform is blanked (empty = unset).
-        {"GCE_METADATA_HOST", mock.address()},
-        {"LIFEBOAT_PLATFORM", ""},
-        {"KUBERNETES_SERVICE_HOST", ""},
-        {"SLURM_JOB_ID", ""},
-        // On a GPU VM GCE's grace period is an hour: save at once instead.
-        {"LIFEBOAT_GRACE_PERIOD_S", "0"},
-        // Its step tells when training is under way.
-        {"LIFEBOAT_STATUS_PORT", "0"}};
+    auto env = external_service_worker(rank, workers, port, token);
+    env.insert({// Detection, not configuration, picks GCE: whatever this test's
+                // environment says about the platform is blanked (empty = unset).
+                {"GCE_METADATA_HOST", mock.address()},
+                {"LIFEBOAT_PLATFORM", ""},
+                {"KUBERNETES_SERVICE_HOST", ""},
+                {"SLURM_JOB_ID", ""},
+                // On a GPU VM GCE's grace period is an hour: save at once instead.
+                {"LIFEBOAT_GRACE_PERIOD_S", "0"},
+                // Its step tells when training is under way.
+                {"LIFEBOAT_STATUS_PORT", "0"}});
     // Training outlasts the test; only the notice ends it.
     procs.push_back(std::make_unique<child_process>(
         endless_demo_command(lifeboat::test::built(LIFEBOAT_DEMO), dir / "ckpt"), true,

@@ -114,6 +114,26 @@ TEST(node_link_test, clear_text_links_carry_lines_both_ways) {
   EXPECT_EQ(lines_from(*pair.one), std::vector<std::string>{"stop"});
 }
 
+// A link whose keep_alive came on time fails after the silence bound
+// (30 s); one whose keep_alive came late because this launcher itself did
+// not run (stopped with its whole job) does not count that time.
+TEST(node_link_test, a_silent_peer_fails_the_link_but_a_stall_of_its_own_does_not) {
+  node_zero zero{nullptr};
+  ASSERT_NE(zero.port(), 0);
+  auto pair = join(zero, nullptr, nullptr);
+  ASSERT_TRUE(pair.zero && pair.one);
+  auto start = link_clock::now();
+  ASSERT_TRUE(pair.zero->keep_alive(start));
+  EXPECT_TRUE(pair.zero->keep_alive(start + 40s));
+  // Ticking on time from there, 31 s without a word from node 1 is silence.
+  auto now = start + 40s;
+  bool alive = true;
+  for (int second = 1; second <= 31 && alive; ++second)
+    alive = pair.zero->keep_alive(now + std::chrono::seconds{second});
+  EXPECT_FALSE(alive);
+  EXPECT_NE(pair.zero->why().find("silent for 30 s"), std::string::npos) << pair.zero->why();
+}
+
 TEST(node_link_test, in_clear_text_a_launcher_of_another_token_is_refused_by_its_proof) {
   node_zero zero{nullptr, quick_refusal_accept_bound};
   ASSERT_NE(zero.port(), 0);

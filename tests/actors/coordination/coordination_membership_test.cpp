@@ -200,6 +200,31 @@ TEST_F(state_test, missing_heartbeats_mark_a_worker_lost) {
   EXPECT_EQ(lost, 3);
 }
 
+// A stall of the service's own (the whole job stopped with Ctrl-Z, then
+// continued) is not counted against the workers: after it they have a whole
+// timeout to beat again, and one that stays silent is lost then.
+TEST_F(state_test, a_stall_of_the_service_itself_is_not_the_workers_silence) {
+  join_all();
+  auto start = now;
+  now = start + 15000;
+  st.forgive_stall(15000 - 500, now);
+  st.on_tick(now);
+  out = st.take_output();
+  for (int32_t rank = 0; rank < 4; ++rank) EXPECT_EQ(state_of(rank), "alive") << rank;
+  EXPECT_TRUE(out.closes.empty());
+  // Ranks 0..2 beat again after the stall, rank 3 does not.
+  now += 100;
+  wire::Envelope hb;
+  hb.mutable_heartbeat()->set_step(3);
+  for (conn_id c = 1; c <= 3; ++c) request(c, hb);
+  now = start + 500 + heartbeat_timeout_ms + 14500;
+  st.on_tick(now);
+  out = st.take_output();
+  EXPECT_EQ(state_of(0), "alive");
+  EXPECT_EQ(state_of(3), "lost");
+  EXPECT_EQ(out.closes, std::vector<conn_id>{4});
+}
+
 // A launcher kills the process of a rank lost for its silence (it may be
 // stopped or frozen), not one whose connection closed (it is ending).
 TEST_F(state_test, a_loss_says_whether_the_rank_fell_silent_or_closed_its_connection) {
