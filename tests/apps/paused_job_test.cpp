@@ -34,11 +34,10 @@ const std::string token = "paused-job-test-token";
 
 TEST(paused_job_test, a_whole_job_paused_past_the_heartbeat_timeout_trains_on) {
   scratch_dir dir{"apps-paused"};
-  child_process coordinator{
-      {lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0", "--world-size",
-       std::to_string(workers), "--token", token, "--heartbeat-timeout-ms",
-       std::to_string(heartbeat_timeout_ms)},
-      true};
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", std::to_string(workers), "--token", token,
+                             "--heartbeat-timeout-ms", std::to_string(heartbeat_timeout_ms)},
+                            true};
   output_log service{coordinator};
   auto listening = service.read_until("lifeboat-coordinator: listening on");
   ASSERT_TRUE(listening) << service.text();
