@@ -15,8 +15,8 @@ constexpr int64_t stall_threshold_ms = 2000;
 /// worker declared lost by its coordination service the moment the service
 /// ran again ("no heartbeat for 15947 ms"), and the job failed for nothing.
 ///
-/// A plain value: the coordination service's actor and each agent own one.
-/// Not thread-safe.
+/// A plain value: the coordination service's actor, each agent and each
+/// link between launchers (apps/node_link) own one. Not thread-safe.
 class stall_watch {
  public:
   /// A tick at `now_ms` of ticks meant to come every `period_ms`: how long
