@@ -6,15 +6,17 @@
 //
 // The token comes from --token or LIFEBOAT_CLUSTER_TOKEN. TLS 1.3 is on with
 // --tls, with LIFEBOAT_TLS=1, or by default when --host is not a loopback
-// address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once; SIGTERM
-// once every worker that joined has left (120 s at most), as the workers
-// save through it after the same notice.
+// address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once. SIGTERM
+// does too unless a worker records a notice within 2 s: then it stops once
+// every worker that joined has left (120 s at most), as they save through it.
 
 #include <pthread.h>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <optional>
+#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -45,36 +47,65 @@ constexpr const char* synopsis =
     "usage: lifeboat-coordinator --port P --world-size N [--token T] [--host H]\n"
     "                            [--heartbeat-timeout-ms MS] [--status-port P] [--tls]\n";
 
-// After a SIGTERM, how long the service keeps serving workers that are still
-// here, and how often it looks whether they left or a SIGINT came.
+// After a SIGTERM: how long a worker may take to record a notice, how long
+// the service then keeps serving workers that are still here, and how often
+// it looks.
+constexpr auto notice_window = std::chrono::seconds{2};
 constexpr auto drain_bound = std::chrono::seconds{120};
 constexpr auto drain_check_interval = std::chrono::milliseconds{100};
 
-// A SIGTERM is a notice to this host, and a job's every process usually gets
-// it at once (`kill -TERM -PGID`, scancel, a node drained): the workers then
-// save through this service, and stopping at once failed their agreement
-// ("coordination service lost") and lost the checkpoint. So the service
-// serves until every worker that joined has left or was lost, drain_bound
-// at most; a SIGINT (a person) ends the wait at once, a repeated SIGTERM
-// does not (a platform may send it again).
+enum class wait_end { done, timed_out, interrupted };
+
+// Waits until `done` holds, `bound` passes or a SIGINT (a person) comes. A
+// repeated SIGTERM does not end it: a platform may send it again.
+wait_end wait_for(const std::function<bool()>& done, std::chrono::seconds bound,
+                  const sigset_t& stops) {
+  auto until = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (done()) return wait_end::done;
+    timespec zero{};
+    if (sigtimedwait(&stops, nullptr, &zero) == SIGINT) {
+      lifeboat::log(lifeboat::log_level::info, program,
+                    "SIGINT received: not waiting for the workers");
+      return wait_end::interrupted;
+    }
+    if (std::chrono::steady_clock::now() >= until) return wait_end::timed_out;
+  }
+}
+
+// What a SIGTERM does while workers are joined. It usually reaches a job's
+// every process at once (`kill -TERM -PGID`, scancel, a node drained), and
+// the workers then save through this service: stopping at once failed their
+// agreement ("coordination service lost") and lost the checkpoint.
+//   1. Wait up to notice_window for a worker to record a notice. None: the
+//      SIGTERM came to this process alone, and it stops (its workers lose
+//      the service, as they would once its host is gone).
+//   2. Serve until every worker that joined has left or was lost,
+//      drain_bound at most.
+// A SIGINT ends either step at once.
 void serve_until_workers_leave(lifeboat::preemption_watcher& watcher, const sigset_t& stops) {
   using namespace lifeboat;
   auto present = watcher.workers_present();
   if (present == 0) return;
+  auto noticed = wait_for(
+      [&] {
+        if (!watcher.preemption_message().empty()) return true;
+        std::this_thread::sleep_for(drain_check_interval);
+        return false;
+      },
+      notice_window, stops);
+  if (noticed == wait_end::timed_out)
+    log(log_level::info, program, "SIGTERM received and no worker recorded a notice within ",
+        notice_window.count(), " s: stopping; the ", present, " worker(s) here lose the service");
+  if (noticed != wait_end::done) return;
   log(log_level::info, program, "SIGTERM received: serving the ", present,
       " worker(s) still here until they leave (at most ", drain_bound.count(),
       " s; SIGINT stops at once)");
-  auto until = std::chrono::steady_clock::now() + drain_bound;
-  while (std::chrono::steady_clock::now() < until) {
-    if (watcher.block_until_worker_exit(drain_check_interval)) return;
-    timespec zero{};
-    if (sigtimedwait(&stops, nullptr, &zero) == SIGINT) {
-      log(log_level::info, program, "SIGINT received: not waiting for the workers");
-      return;
-    }
-  }
-  log(log_level::warning, program, watcher.workers_present(), " worker(s) still here after ",
-      drain_bound.count(), " s: stopping anyway");
+  auto left = wait_for([&] { return watcher.block_until_worker_exit(drain_check_interval); },
+                       drain_bound, stops);
+  if (left == wait_end::timed_out)
+    log(log_level::warning, program, watcher.workers_present(), " worker(s) still here after ",
+        drain_bound.count(), " s: stopping anyway");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "actors/status/status_endpoint.hpp"
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
+#include "messages/preemption.pb.h"
 #include "tests/apps/status_client.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
@@ -83,10 +84,10 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
   EXPECT_EQ(WEXITSTATUS(*status), 0);
 }
 
-// A coordinator of a job of two, rank 1 joined, that took a SIGTERM and said
-// it serves that worker until it leaves. A SIGTERM usually reaches a job's
-// every process at once, and the workers then save through the service.
-class coordinator_after_sigterm : public ::testing::Test {
+// A coordinator of a job of two with rank 1 joined. A SIGTERM usually
+// reaches a job's every process at once, and the workers then save through
+// the service; one that reaches the coordinator alone leaves them without it.
+class coordinator_with_a_worker : public ::testing::Test {
  protected:
   void SetUp() override {
     auto port = wait_for_port(coordinator_);
@@ -94,8 +95,15 @@ class coordinator_after_sigterm : public ::testing::Test {
     auto client = coordination_client::connect(sys_, rank_one_of_two(port));
     ASSERT_TRUE(client) << describe(client.error());
     client_ = std::move(*client);
-    coordinator_.kill(SIGTERM);
-    ASSERT_TRUE(wait_for_line(coordinator_, serving_one));
+  }
+
+  // Rank 1's notice, as its step resolver records it when the SIGTERM
+  // reaches it too.
+  void record_notice() {
+    wire::Notice notice;
+    notice.set_rank(1);
+    notice.set_source("signal:SIGTERM");
+    ASSERT_FALSE(client_->insert(notice_key_prefix + std::string{"1"}, notice.SerializeAsString()));
   }
 
   // It exited 0 within the deadline.
@@ -114,7 +122,10 @@ class coordinator_after_sigterm : public ::testing::Test {
   std::unique_ptr<coordination_client> client_;
 };
 
-TEST_F(coordinator_after_sigterm, it_serves_the_joined_worker_until_it_leaves) {
+TEST_F(coordinator_with_a_worker, a_sigterm_the_worker_got_too_is_served_until_it_leaves) {
+  record_notice();
+  coordinator_.kill(SIGTERM);
+  ASSERT_TRUE(wait_for_line(coordinator_, serving_one));
   // Still serving: the worker's save goes on through it.
   EXPECT_FALSE(client_->insert("saved", "step 7"));
   auto saved = client_->try_get("saved");
@@ -125,8 +136,19 @@ TEST_F(coordinator_after_sigterm, it_serves_the_joined_worker_until_it_leaves) {
   expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
 }
 
+// A SIGTERM no worker took as a notice came to the coordinator alone: it
+// stops once the window for one has passed.
+TEST_F(coordinator_with_a_worker, a_sigterm_to_the_coordinator_alone_stops_it) {
+  coordinator_.kill(SIGTERM);
+  ASSERT_TRUE(wait_for_line(coordinator_, "no worker recorded a notice within 2 s"));
+  expect_a_clean_exit("lifeboat-coordinator did not stop");
+}
+
 // A person's SIGINT stops it at once, even while it waits for workers.
-TEST_F(coordinator_after_sigterm, a_sigint_ends_the_wait_for_the_workers) {
+TEST_F(coordinator_with_a_worker, a_sigint_ends_the_wait_for_the_workers) {
+  record_notice();
+  coordinator_.kill(SIGTERM);
+  ASSERT_TRUE(wait_for_line(coordinator_, serving_one));
   coordinator_.kill(SIGINT);
   expect_a_clean_exit("a SIGINT did not end the wait");
 }
