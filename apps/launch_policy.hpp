@@ -35,10 +35,11 @@ constexpr auto silent_check_interval = 100ms;
 /// worker recorded a notice, ends the run. Why: restarts after the restart
 /// code do not count against --max-restarts, and a command that exited with
 /// it at once was started 700 times a second, for ever, each start with its
-/// lines on stderr (21,015 generations in 30 s).
-constexpr int free_unnoticed_restarts = 3;
+/// lines on stderr (21,015 generations in 30 s). A few such exits on purpose
+/// are not slowed, and a loop comes down to one start per 10 s.
+constexpr int free_unnoticed_restarts = 5;
 constexpr auto first_restart_backoff = 1s;
-constexpr auto max_restart_backoff = 60s;
+constexpr auto max_restart_backoff = 10s;
 
 /// How often a launcher that waits to restart looks for a signal.
 constexpr auto backoff_check_interval = 50ms;

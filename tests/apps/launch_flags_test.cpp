@@ -159,23 +159,23 @@ TEST(launch_flags_test, a_sigterm_during_the_start_reaches_every_worker) {
 }
 
 // Workers that exit with the restart code though none recorded a notice (a
-// shell: no lifeboat in it) are started again at once three times, then each
+// shell: no lifeboat in it) are started again at once five times, then each
 // start waits twice as long as the one before; a SIGTERM during the wait
 // ends the job with the restart code, the latest checkpoint as it was.
 TEST(launch_flags_test, restart_code_exits_without_a_notice_back_off_until_a_sigterm) {
   child_process run{launcher({}, "exit 42", 1), true};
   output_log log{run};
-  ASSERT_TRUE(log.read_until("lifeboat-launch: waiting 1 s before the next start: 4 generations"))
+  ASSERT_TRUE(log.read_until("lifeboat-launch: waiting 1 s before the next start: 6 generations"))
       << log.text();
-  // The line comes before its wait: the four starts so far came at once.
-  EXPECT_EQ(log.count("lifeboat-launch: rank="), 4) << log.text();
-  ASSERT_TRUE(log.read_until("lifeboat-launch: waiting 2 s before the next start: 5 generations"))
+  // The line comes before its wait: the six starts so far came at once.
+  EXPECT_EQ(log.count("lifeboat-launch: rank="), 6) << log.text();
+  ASSERT_TRUE(log.read_until("lifeboat-launch: waiting 2 s before the next start: 7 generations"))
       << log.text();
   run.kill(SIGTERM);
   log.read_all();
   EXPECT_EQ(exit_code(run), restart_exit_code) << log.text();
-  EXPECT_EQ(log.count("lifeboat-launch: rank="), 5) << log.text();
-  EXPECT_EQ(log.count("workers exited with the restart code, but none recorded a notice"), 5)
+  EXPECT_EQ(log.count("lifeboat-launch: rank="), 7) << log.text();
+  EXPECT_EQ(log.count("workers exited with the restart code, but none recorded a notice"), 7)
       << log.text();
   EXPECT_FALSE(log.contains("saved a checkpoint")) << log.text();
   EXPECT_TRUE(log.contains(

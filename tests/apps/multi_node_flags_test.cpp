@@ -120,7 +120,7 @@ TEST(multi_node_flags_test, restart_code_exits_without_a_notice_back_off_on_ever
   auto one = node(ports, 1, token, nodes, "exit 42");
   output_log log0{*zero};
   output_log log1{*one};
-  const std::string waiting = "lifeboat-launch: waiting 2 s before the next start: 5 generations";
+  const std::string waiting = "lifeboat-launch: waiting 2 s before the next start: 7 generations";
   ASSERT_TRUE(log0.read_until(waiting)) << log0.text();
   zero->kill(SIGTERM);
   log0.read_all();
@@ -131,7 +131,7 @@ TEST(multi_node_flags_test, restart_code_exits_without_a_notice_back_off_on_ever
       "lifeboat-launch: stopped by SIGTERM while waiting for the next start: no worker is running"))
       << log0.text();
   EXPECT_TRUE(log1.contains(waiting)) << log1.text();
-  EXPECT_EQ(log1.count("lifeboat-launch: rank="), 5 * per_node) << log1.text();
+  EXPECT_EQ(log1.count("lifeboat-launch: rank="), 7 * per_node) << log1.text();
   EXPECT_FALSE(log1.contains("lost")) << log1.text();
 }
 
