@@ -8,8 +8,10 @@
 
 namespace lifeboat::apps {
 
-bool ended_normally(const worker_exit& e, int restart_code) {
-  return e.signal == 0 && (e.code == 0 || e.code == restart_code);
+std::chrono::seconds group_exit_bound(const worker_exit& first, int restart_code) {
+  if (first.signal != 0) return failed_group_exit_bound;
+  if (first.code == 0) return finished_group_exit_bound;
+  return first.code == restart_code ? preempted_group_exit_bound : failed_group_exit_bound;
 }
 
 void say(const std::string& line) { write_stderr_line("lifeboat-launch: " + line); }

@@ -14,9 +14,14 @@ using namespace std::chrono_literals;
 
 /// After the first worker of a generation exits, how long the others may
 /// take: after a preemption they are committing the same checkpoint; after a
-/// failure they learn of it through the coordination service.
+/// failure they learn of it through the coordination service; after a worker
+/// finished, the others may have work of their own left after training (rank
+/// 0 evaluating or uploading the final model), and only one stuck for good
+/// is killed. Before, 120 s after the first finished, a rank still at such
+/// work was killed, and the generation counted as failed.
 constexpr auto preempted_group_exit_bound = 120s;
 constexpr auto failed_group_exit_bound = 30s;
+constexpr auto finished_group_exit_bound = 30min;
 /// Once a failed generation is reaped, how long to wait for the coordination
 /// service's word on where the failure began. The service hears of it before
 /// any peer can, so the wait ends at once unless it never heard (a worker
@@ -44,9 +49,9 @@ constexpr auto max_restart_backoff = 10s;
 /// How often a launcher that waits to restart looks for a signal.
 constexpr auto backoff_check_interval = 50ms;
 
-/// Whether `e` leaves the generation to end normally (finished, or saved
-/// with the restart code), which gives the others the longer bound.
-bool ended_normally(const worker_exit& e, int restart_code);
+/// How long the other workers may take once `first` ended: one of the
+/// bounds above, by how it ended (0, the restart code, anything else).
+std::chrono::seconds group_exit_bound(const worker_exit& first, int restart_code);
 
 /// Writes "lifeboat-launch: LINE" on stderr in a single write: CAF's threads
 /// log meanwhile (the coordination service), and none of their lines may cut

@@ -122,9 +122,8 @@ std::vector<lifeboat::apps::worker_exit> run_generation(lifeboat::apps::worker_g
     }
   };
   reap_until(clock_type::time_point::max(), true);
-  auto first_ok = !exits.empty() && lifeboat::apps::ended_normally(exits[0], restart_code);
-  auto bound = first_ok ? lifeboat::apps::preempted_group_exit_bound
-                        : lifeboat::apps::failed_group_exit_bound;
+  auto bound = exits.empty() ? lifeboat::apps::failed_group_exit_bound
+                             : lifeboat::apps::group_exit_bound(exits[0], restart_code);
   reap_until(clock_type::now() + bound, false);
   for (auto& e : group.wait_all(clock_type::now())) {
     tell_service(e);

@@ -81,11 +81,12 @@ std::optional<worker_exit> decode_exit(const std::string& line) {
 // Node 0 tells the node that runs a rank lost for its silence to kill it.
 std::string fence_message(int rank) { return "fence " + std::to_string(rank); }
 
-std::string bound_message(bool ok) { return ok ? "bound ok" : "bound failed"; }
-
-time_point bound_from_now(bool ok) {
-  return link_clock::now() + (ok ? preempted_group_exit_bound : failed_group_exit_bound);
+// Node 0 tells every node how long their workers may take (group_exit_bound).
+std::string bound_message(std::chrono::seconds bound) {
+  return "bound " + std::to_string(bound.count());
 }
+
+time_point bound_from_now(std::chrono::seconds bound) { return link_clock::now() + bound; }
 
 // "rank 2, rank 3": every global rank of `node`.
 std::string ranks_of(int node, int nproc) {
@@ -170,14 +171,14 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
       caf::anon_send(service, exited_atom::value, static_cast<int32_t>(rank),
                      static_cast<uint32_t>(restart), how);
     };
-    auto bound_generation = [&](bool ok) {
+    auto bound_generation = [&](std::chrono::seconds bound) {
       if (gen.deadline != no_deadline) return;
-      gen.deadline = bound_from_now(ok);
-      broadcast(bound_message(ok));
+      gen.deadline = bound_from_now(bound);
+      broadcast(bound_message(bound));
     };
     auto record = [&](const worker_exit& e, const std::string& how) {
       tell_service(e.rank, how);
-      bound_generation(ended_normally(e, opts.restart_code));
+      bound_generation(group_exit_bound(e, opts.restart_code));
       gen.exits.push_back(e);
     };
     auto record_local = [&](const worker_exit& e) {
@@ -193,7 +194,7 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
       // failed one, whose other workers get the shorter bound.
       for (int r = l.peer_node() * opts.nproc; r < (l.peer_node() + 1) * opts.nproc; ++r)
         tell_service(r, "on node " + std::to_string(l.peer_node()) + " lost with its launcher");
-      bound_generation(false);
+      bound_generation(failed_group_exit_bound);
     };
     auto nodes_pending = [&] {
       return static_cast<int>(live_links().size()) -
@@ -286,7 +287,8 @@ int run_other_node(const node_context& ctx, node_link& link) {
     if (link_clock::now() >= deadline)
       for (auto& e : ctx.group.wait_all(link_clock::now())) exits.push_back(e);
     for (auto& e : exits) {
-      if (deadline == no_deadline) deadline = bound_from_now(ended_normally(e, opts.restart_code));
+      if (deadline == no_deadline)
+        deadline = bound_from_now(group_exit_bound(e, opts.restart_code));
       link.send(encode(e));
     }
     if (generation >= 0 && ctx.group.empty()) {
@@ -305,8 +307,8 @@ int run_other_node(const node_context& ctx, node_link& link) {
         return value;
       } else if (std::sscanf(line.c_str(), "fence %d", &value) == 1) {
         ctx.group.kill_lost({value});
-      } else if (line == bound_message(true) || line == bound_message(false)) {
-        if (deadline == no_deadline) deadline = bound_from_now(line == bound_message(true));
+      } else if (std::sscanf(line.c_str(), "bound %d", &value) == 1) {
+        if (deadline == no_deadline) deadline = bound_from_now(std::chrono::seconds{value});
       } else if (std::sscanf(line.c_str(), "start %d", &value) == 1) {
         deadline = no_deadline;
         generation = value;
