@@ -183,15 +183,19 @@ int main(int argc, char** argv) {
   // launcher runs under nohup: then every worker ignores it as well.
   std::vector<int> stops{SIGTERM, SIGINT};
   if (lifeboat::hangup_is_a_notice()) stops.push_back(SIGHUP);
-  // SIGUSR1 is a notice where the workers' platform makes it one (SLURM's
-  // --signal=USR1@N reaches every process of a job step, this launcher's
-  // too); elsewhere it is ignored, as is a SIGUSR2 from outside. Left at
-  // their default action, either ended the launcher, and every worker with
-  // it, without a checkpoint.
-  auto notices = lifeboat::default_notice_signals(lifeboat::process_environment());
-  auto usr1_is_a_notice = std::find(notices.begin(), notices.end(), SIGUSR1) != notices.end();
-  if (usr1_is_a_notice) stops.push_back(SIGUSR1);
-  auto ignored = usr1_is_a_notice ? std::vector<int>{SIGUSR2} : std::vector<int>{SIGUSR1, SIGUSR2};
+  // Every notice signal of the workers' platform is forwarded as SIGTERM is
+  // (SLURM's --signal=USR1@N reaches every process of a job step, this
+  // launcher's too); SIGUSR1 and SIGUSR2 are ignored where they are none.
+  // Left at their default action, either ended the launcher, and every
+  // worker with it, without a checkpoint.
+  auto is_stop = [&](int signo) {
+    return std::find(stops.begin(), stops.end(), signo) != stops.end();
+  };
+  for (auto signo : lifeboat::default_notice_signals(lifeboat::process_environment()))
+    if (!is_stop(signo)) stops.push_back(signo);
+  std::vector<int> ignored;
+  for (auto signo : {SIGUSR1, SIGUSR2})
+    if (!is_stop(signo)) ignored.push_back(signo);
   auto waited_signals = stops;
   waited_signals.insert(waited_signals.end(), ignored.begin(), ignored.end());
   waited_signals.push_back(SIGCHLD);
