@@ -6,9 +6,10 @@
 //
 // The token comes from --token or LIFEBOAT_CLUSTER_TOKEN. TLS 1.3 is on with
 // --tls, with LIFEBOAT_TLS=1, or by default when --host is not a loopback
-// address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once. SIGTERM
-// does too unless a worker records a notice within 2 s: then it stops once
-// every worker that joined has left (120 s at most), as they save through it.
+// address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once. A SIGTERM
+// with workers joined gives them a notice unless one of them already has
+// one, and stops once every worker that joined has left (120 s at most), as
+// they save through it.
 
 #include <pthread.h>
 #include <chrono>
@@ -16,7 +17,6 @@
 #include <cstdlib>
 #include <functional>
 #include <optional>
-#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -47,12 +47,16 @@ constexpr const char* synopsis =
     "usage: lifeboat-coordinator --port P --world-size N [--token T] [--host H]\n"
     "                            [--heartbeat-timeout-ms MS] [--status-port P] [--tls]\n";
 
-// After a SIGTERM: how long a worker may take to record a notice, how long
-// the service then keeps serving workers that are still here, and how often
-// it looks.
-constexpr auto notice_window = std::chrono::seconds{2};
+// After a SIGTERM: how long the service keeps serving workers that are
+// still here, and how often it looks.
 constexpr auto drain_bound = std::chrono::seconds{120};
 constexpr auto drain_check_interval = std::chrono::milliseconds{100};
+
+// The notice this process gives the workers when a SIGTERM reached it before
+// any of theirs.
+constexpr const char* notice_source = "signal:SIGTERM";
+constexpr const char* notice_reason =
+    "lifeboat-coordinator received SIGTERM: the coordination service is going away";
 
 enum class wait_end { done, timed_out, interrupted };
 
@@ -73,31 +77,27 @@ wait_end wait_for(const std::function<bool()>& done, std::chrono::seconds bound,
   }
 }
 
-// What a SIGTERM does while workers are joined. It usually reaches a job's
-// every process at once (`kill -TERM -PGID`, scancel, a node drained), and
-// the workers then save through this service: stopping at once failed their
-// agreement ("coordination service lost") and lost the checkpoint.
-//   1. Wait up to notice_window for a worker to record a notice. None: the
-//      SIGTERM came to this process alone, and it stops (its workers lose
-//      the service, as they would once its host is gone).
+// What a SIGTERM does while workers are joined. Without the service they
+// cannot agree on a step: stopping at once failed their agreement
+// ("coordination service lost") and lost the checkpoint.
+//   1. When no worker has recorded a notice, the SIGTERM came here first
+//      or alone (this host is going away; an operator stops the job here):
+//      the workers get a notice of this process's, and save with their own
+//      grace period. One that reaches every process at once (`kill -TERM
+//      -PGID`, scancel, a node drained) may give them two; the earliest
+//      deadline wins, as for any two notices.
 //   2. Serve until every worker that joined has left or was lost,
 //      drain_bound at most.
-// A SIGINT ends either step at once.
+// A SIGINT ends the wait at once.
 void serve_until_workers_leave(lifeboat::preemption_watcher& watcher, const sigset_t& stops) {
   using namespace lifeboat;
   auto present = watcher.workers_present();
   if (present == 0) return;
-  auto noticed = wait_for(
-      [&] {
-        if (!watcher.preemption_message().empty()) return true;
-        std::this_thread::sleep_for(drain_check_interval);
-        return false;
-      },
-      notice_window, stops);
-  if (noticed == wait_end::timed_out)
-    log(log_level::info, program, "SIGTERM received and no worker recorded a notice within ",
-        notice_window.count(), " s: stopping; the ", present, " worker(s) here lose the service");
-  if (noticed != wait_end::done) return;
+  if (watcher.preemption_message().empty()) {
+    watcher.raise_notice(notice_source, notice_reason);
+    log(log_level::info, program, "SIGTERM received and no worker has recorded a notice: gave the ",
+        present, " worker(s) here one, so that they save before the service goes");
+  }
   log(log_level::info, program, "SIGTERM received: serving the ", present,
       " worker(s) still here until they leave (at most ", drain_bound.count(),
       " s; SIGINT stops at once)");

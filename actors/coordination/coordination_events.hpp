@@ -36,6 +36,10 @@ typename Inspector::result_type inspect(Inspector& f, membership_event& x) {
 constexpr int32_t every_rank = -1;
 constexpr int32_t every_other_rank = -2;
 
+/// The sender of a message that the process hosting the service sends to
+/// workers (coordination_service's local peer_send_atom): no rank.
+constexpr int32_t service_sender = -1;
+
 /// Whether a message that `sender` addressed to `to` (a rank, every_rank or
 /// every_other_rank) is delivered to `rank`.
 constexpr bool addressed_to(int32_t to, int32_t rank, int32_t sender) {

@@ -269,6 +269,14 @@ caf::behavior service_actor(service_broker* self, caf::io::doorman_ptr doorman, 
         self->state.logic->on_process_exit(rank, generation, how, steady_now_ms());
         apply_output(self);
       },
+      [self](peer_send_atom, int32_t to_rank, std::string& channel, std::string& payload) {
+        wire::PeerSend req;
+        req.set_to_rank(to_rank);
+        req.set_channel(std::move(channel));
+        req.set_payload(std::move(payload));
+        self->state.logic->on_service_send(req);
+        apply_output(self);
+      },
       [self](reset_atom) {
         log(log_level::info, component, "reset: dropping all state");
         self->state.logic->reset();

@@ -64,6 +64,9 @@ struct service_config {
 ///   (exited_atom, int32_t rank, uint32_t generation, std::string how) -> void
 ///        a launcher reaped that rank's process; one that never joined is lost
 ///        (coordination_state::on_process_exit)
+///   (peer_send_atom, int32_t to_rank, channel, payload) -> void  a message
+///        to a rank, every_rank or every_other_rank, from service_sender
+///        (coordination_events.hpp): the hosting process speaks to the workers
 ///   (reset_atom) -> void                                 drops all state, closes
 ///        every connection (a new generation)
 ///   (status_atom) -> wire::ActorStatus                   name "coordination_service",

@@ -104,6 +104,10 @@ class coordination_state {
   /// join would.
   void on_process_exit(int32_t rank, uint32_t generation, const std::string& how, int64_t now_ms);
 
+  /// The process hosting the service sends `req` to the ranks it names, as
+  /// from service_sender: it speaks to the workers without being one.
+  void on_service_send(const wire::PeerSend& req) { on_send(service_sender, req); }
+
   /// Closes connections not joined within the join bound, expires blocking
   /// gets, barrier waits and heartbeats due at `now_ms`.
   void on_tick(int64_t now_ms);

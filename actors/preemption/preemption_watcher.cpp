@@ -26,6 +26,14 @@ constexpr auto service_ask_timeout = std::chrono::seconds{5};
 // The watcher's status row must come within the endpoint's ask timeout (500 ms).
 constexpr auto row_ask_timeout = std::chrono::milliseconds{400};
 
+// (sync_atom) -> void: answered once the watcher's actor took every message
+// that came before it.
+using sync_atom = caf::atom_constant<caf::atom("pwsync")>;
+
+std::string notice_sender(const wire::Notice& n) {
+  return n.rank() == service_sender ? "the coordinator" : "rank " + std::to_string(n.rank());
+}
+
 std::string describe_failure(const membership_event& e) {
   // Rank -1: the job's, whose message says what it is.
   if (e.rank < 0) return e.message;
@@ -36,22 +44,35 @@ std::string describe_failure(const membership_event& e) {
 
 // The message is read once the workers have exited, often after the
 // deadline: that one is "passed", where a count of seconds read "in -1 s".
+// A notice this process raised has no rank and no deadline of its own: each
+// worker applies its grace period.
 std::string describe_notice(const wire::Notice& n) {
   auto left_ms = n.deadline_unix_ms() - unix_now_ms();
-  auto deadline = left_ms > 0 ? "in " + std::to_string(left_ms / 1000) + " s" : "passed";
-  return "rank " + std::to_string(n.rank()) + ": " + n.reason() + " (source " + n.source() +
-         ", deadline " + deadline + ")";
+  auto deadline = n.deadline_unix_ms() == 0 ? std::string{"each worker's grace period"}
+                  : left_ms > 0             ? "in " + std::to_string(left_ms / 1000) + " s"
+                                            : "passed";
+  return notice_sender(n) + ": " + n.reason() + " (source " + n.source() + ", deadline " +
+         deadline + ")";
 }
 
-// The earliest deadline among the notices workers recorded.
-std::optional<wire::Notice> earliest_notice(const std::map<std::string, std::string>& notices) {
+// The earliest deadline among the notices workers recorded (the values of
+// `notices`), else the one this process raised (`raised`, empty: none).
+std::optional<wire::Notice> earliest_notice(const std::map<std::string, std::string>& notices,
+                                            const std::string& raised) {
   std::optional<wire::Notice> earliest;
   for (auto& [key, value] : notices) {
     wire::Notice n;
     if (!n.ParseFromString(value)) continue;
     if (!earliest || n.deadline_unix_ms() < earliest->deadline_unix_ms()) earliest = n;
   }
+  wire::Notice own;
+  if (!earliest && !raised.empty() && own.ParseFromString(raised)) earliest = own;
   return earliest;
+}
+
+std::string raised_notice(preemption_watcher::view& v) {
+  std::lock_guard<std::mutex> guard{v.mtx};
+  return v.raised;
 }
 
 // The watcher's row: what it would tell the launcher now.
@@ -80,8 +101,7 @@ wire::ActorStatus watcher_status(const std::optional<wire::Notice>& notice,
     info.set_deadline_unix_ms(static_cast<double>(notice->deadline_unix_ms()));
     info.set_message(describe_notice(*notice));
   }
-  out.set_state(gone == 0 && notice ? "notice from rank " + std::to_string(notice->rank())
-                                    : info.state());
+  out.set_state(gone == 0 && notice ? "notice from " + notice_sender(*notice) : info.state());
   auto& metrics = *out.mutable_metrics();
   metrics["workers_present"] = present;
   metrics["notice_rank"] = info.notice_rank();
@@ -119,11 +139,16 @@ caf::behavior follow_membership(caf::event_based_actor* self,
                       std::string{notice_key_prefix})
             .then(
                 [=](const std::map<std::string, std::string>& kv) mutable {
-                  rp.deliver(watcher_status(earliest_notice(kv), *view, mailbox));
+                  rp.deliver(
+                      watcher_status(earliest_notice(kv, raised_notice(*view)), *view, mailbox));
                 },
-                [=](caf::error&) mutable { rp.deliver(watcher_status({}, *view, mailbox)); });
+                [=](caf::error&) mutable {
+                  rp.deliver(
+                      watcher_status(earliest_notice({}, raised_notice(*view)), *view, mailbox));
+                });
         return rp;
       },
+      [=](sync_atom) {},
       [=](caf::exit_msg& msg) {
         std::lock_guard<std::mutex> guard{view->mtx};
         view->stopped = true;
@@ -154,7 +179,7 @@ std::string preemption_watcher::preemption_message() const {
         .receive([&](std::map<std::string, std::string>& kv) { notices = std::move(kv); },
                  [&](caf::error&) {});
   }
-  auto earliest = earliest_notice(notices);
+  auto earliest = earliest_notice(notices, raised_notice(*view_));
   return earliest ? describe_notice(*earliest) : std::string{};
 }
 
@@ -168,10 +193,37 @@ bool preemption_watcher::block_until_worker_exit(std::chrono::milliseconds timeo
   });
 }
 
+// The service sends its membership events to the watcher's actor before it
+// answers this request, so they are in that actor's mailbox before the
+// second request, and in the view once it is answered.
+void preemption_watcher::catch_up() const {
+  caf::scoped_actor self{sys_};
+  self->request(service_, service_ask_timeout, snapshot_atom::value, std::string{notice_key_prefix})
+      .receive([](std::map<std::string, std::string>&) {}, [](caf::error&) {});
+  self->request(actor_, service_ask_timeout, sync_atom::value).receive([] {}, [](caf::error&) {});
+}
+
 int preemption_watcher::workers_present() const {
+  catch_up();
   std::lock_guard<std::mutex> guard{view_->mtx};
   return static_cast<int>(std::count_if(view_->present.begin(), view_->present.end(),
                                         [](const auto& row) { return row.second; }));
+}
+
+void preemption_watcher::raise_notice(const std::string& source, const std::string& reason) {
+  wire::Notice notice;
+  notice.set_rank(service_sender);
+  notice.set_source(source);
+  notice.set_reason(reason);
+  notice.set_received_unix_ms(unix_now_ms());
+  {
+    std::lock_guard<std::mutex> guard{view_->mtx};
+    view_->raised = notice.SerializeAsString();
+  }
+  wire::ProtocolMessage msg;
+  *msg.mutable_notice() = std::move(notice);
+  caf::anon_send(service_, peer_send_atom::value, every_rank, std::string{protocol_channel},
+                 msg.SerializeAsString());
 }
 
 std::vector<int32_t> preemption_watcher::silent_ranks(uint32_t generation) const {

@@ -51,8 +51,20 @@ class preemption_watcher {
   /// after `timeout`. Workers that never joined are not waited for.
   bool block_until_worker_exit(std::chrono::milliseconds timeout);
 
-  /// How many workers that joined are here now (neither left nor lost).
+  /// How many workers that joined are here now (neither left nor lost), as
+  /// the service knows them when asked: a worker whose join the service
+  /// logged just before is counted (the watcher first takes every event the
+  /// service sent until then).
   int workers_present() const;
+
+  /// Gives every worker joined now a notice from this process, whose own
+  /// end is near (a coordinator's SIGTERM): without the service the workers
+  /// could not agree on a step, and a notice lets them save and exit with
+  /// the restart code while it is still here. The notice's rank is
+  /// service_sender and it carries no deadline: each worker applies its own
+  /// grace period, as to a notice of its own. preemption_message() and the
+  /// status row show it ("the coordinator") unless a worker recorded one.
+  void raise_notice(const std::string& source, const std::string& reason);
 
   /// Where the failure of `generation` (the workers' LIFEBOAT_RESTART_COUNT)
   /// began: the first error a worker reported ("rank R failed: MESSAGE") or
@@ -78,10 +90,15 @@ class preemption_watcher {
     std::map<int32_t, bool> present;                // rank -> joined and not yet gone
     std::optional<membership_event> first_failure;  // of the latest generation that had one
     std::map<int32_t, uint32_t> silent;             // rank -> the generation it fell silent in
+    std::string raised;                             // wire::Notice of raise_notice; empty: none
     bool stopped = false;
   };
 
  private:
+  // Returns once the view holds every membership event the service sent
+  // before it was asked (a round trip to the service, then to the actor).
+  void catch_up() const;
+
   caf::actor_system& sys_;
   caf::actor service_;
   caf::actor actor_;

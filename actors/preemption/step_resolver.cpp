@@ -176,6 +176,11 @@ caf::behavior step_resolver(self_ptr self, step_resolver_state::config cfg,
       },
       [=](const wire::ProtocolMessage& msg) {
         log_taken(body_name(msg));
+        // A worker's own notices are logged as it takes them; this one came
+        // from no worker, and the log must say why the job saves.
+        if (msg.has_notice() && msg.notice().rank() == service_sender)
+          log(log_level::info, "step_resolver", "notice from the coordination service's host (",
+              msg.notice().source(), "): ", msg.notice().reason());
         // dispatch's two halves, with the record of the message between
         // them: a report is recorded before the agreement it completes.
         auto& logic = *self->state.logic;

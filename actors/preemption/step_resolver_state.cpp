@@ -174,8 +174,14 @@ std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessag
                                                       int64_t now_ms) {
   if (failed_) return {};
   switch (msg.body_case()) {
-    case wire::ProtocolMessage::kNotice:
-      return learn_notice(msg.notice(), now_ms);
+    case wire::ProtocolMessage::kNotice: {
+      if (msg.notice().deadline_unix_ms() != 0) return learn_notice(msg.notice(), now_ms);
+      // Raised by the process hosting the service (preemption_watcher::
+      // raise_notice), which knows no grace period: this worker's applies.
+      auto notice = msg.notice();
+      notice.set_deadline_unix_ms(now_ms + cfg_.grace_period_ms);
+      return learn_notice(notice, now_ms);
+    }
     case wire::ProtocolMessage::kQuery:
       // The leader answered its own query when it sent it.
       if (is_leader()) return {};

@@ -3,9 +3,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
+#include <caf/after.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "actors/coordination/coordination_client.hpp"
 #include "actors/coordination/tls_config.hpp"
@@ -30,11 +33,22 @@ const std::string service_listening = "lifeboat-coordinator: listening on 127.0.
 // Logged before the service's line, when --status-port is given.
 const std::string status_listening = "status endpoint listening on 127.0.0.1:";
 
+// Reads the child's output until a line holds `marker`: every line read,
+// that one last, or none when it never came.
+std::vector<std::string> lines_until(child_process& child, const std::string& marker) {
+  std::vector<std::string> lines;
+  while (auto line = child.read_line(deadline)) {
+    lines.push_back(*line);
+    if (line->find(marker) != std::string::npos) return lines;
+  }
+  return {};
+}
+
 // Reads the child's output until a line holds `marker`: that line, or none.
 std::optional<std::string> wait_for_line(child_process& child, const std::string& marker) {
-  while (auto line = child.read_line(deadline))
-    if (line->find(marker) != std::string::npos) return line;
-  return std::nullopt;
+  auto lines = lines_until(child, marker);
+  if (lines.empty()) return std::nullopt;
+  return lines.back();
 }
 
 // Reads the child's output until a line holds `marker`; returns the port
@@ -86,7 +100,7 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
 
 // A coordinator of a job of two with rank 1 joined. A SIGTERM usually
 // reaches a job's every process at once, and the workers then save through
-// the service; one that reaches the coordinator alone leaves them without it.
+// the service; one that reaches the coordinator alone gives them a notice.
 class coordinator_with_a_worker : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -125,7 +139,10 @@ class coordinator_with_a_worker : public ::testing::Test {
 TEST_F(coordinator_with_a_worker, a_sigterm_the_worker_got_too_is_served_until_it_leaves) {
   record_notice();
   coordinator_.kill(SIGTERM);
-  ASSERT_TRUE(wait_for_line(coordinator_, serving_one));
+  auto lines = lines_until(coordinator_, serving_one);
+  ASSERT_FALSE(lines.empty()) << "the coordinator did not say it serves the worker";
+  for (auto& line : lines)
+    EXPECT_EQ(line.find("gave the"), std::string::npos) << "a second notice was raised: " << line;
   // Still serving: the worker's save goes on through it.
   EXPECT_FALSE(client_->insert("saved", "step 7"));
   auto saved = client_->try_get("saved");
@@ -136,12 +153,33 @@ TEST_F(coordinator_with_a_worker, a_sigterm_the_worker_got_too_is_served_until_i
   expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
 }
 
-// A SIGTERM no worker took as a notice came to the coordinator alone: it
-// stops once the window for one has passed.
-TEST_F(coordinator_with_a_worker, a_sigterm_to_the_coordinator_alone_stops_it) {
+// A SIGTERM that reached the coordinator before any worker's notice (or
+// alone: its host is going away) gives every worker a notice on the
+// preemption protocol's channel, without a deadline (each worker's grace
+// period applies), and the service stays until they have saved and left.
+TEST_F(coordinator_with_a_worker, a_sigterm_to_the_coordinator_alone_gives_the_workers_a_notice) {
+  caf::scoped_actor self{sys_};
+  client_->subscribe(self);
   coordinator_.kill(SIGTERM);
-  ASSERT_TRUE(wait_for_line(coordinator_, "no worker recorded a notice within 2 s"));
-  expect_a_clean_exit("lifeboat-coordinator did not stop");
+  bool raised = false;
+  self->receive(
+      [&](const peer_message& msg) {
+        EXPECT_EQ(msg.channel, protocol_channel);
+        EXPECT_EQ(msg.from_rank, service_sender);
+        wire::ProtocolMessage body;
+        ASSERT_TRUE(body.ParseFromString(msg.payload));
+        ASSERT_TRUE(body.has_notice());
+        EXPECT_EQ(body.notice().rank(), service_sender);
+        EXPECT_EQ(body.notice().source(), "signal:SIGTERM");
+        EXPECT_EQ(body.notice().deadline_unix_ms(), 0);
+        raised = true;
+      },
+      caf::after(deadline) >> [] {});
+  ASSERT_TRUE(raised) << "no notice reached the worker";
+  ASSERT_TRUE(wait_for_line(coordinator_, serving_one));
+  EXPECT_FALSE(client_->insert("saved", "step 7")) << "the service went before the worker left";
+  EXPECT_FALSE(client_->leave());
+  expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
 }
 
 // A person's SIGINT stops it at once, even while it waits for workers.

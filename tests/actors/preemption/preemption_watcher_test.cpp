@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <caf/after.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/coordination/coordination_events.hpp"
 #include "actors/preemption/protocol.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
@@ -221,6 +223,37 @@ TEST_F(watcher_test, its_status_row_follows_the_notice_and_the_exits) {
   ASSERT_FALSE(b->leave());
   ASSERT_TRUE(watcher.block_until_worker_exit(exit_bound));
   EXPECT_EQ(row_of(sys, watcher).state(), preemption_state::exited);
+}
+
+// A notice the watcher's process raises reaches every worker on the
+// protocol's channel and is shown as the coordinator's until a worker
+// records one of its own.
+TEST_F(watcher_test, a_raised_notice_reaches_every_worker_and_shows_until_one_of_theirs) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  caf::scoped_actor subscriber{sys};
+  a->subscribe(subscriber);
+  b->subscribe(subscriber);
+  watcher.raise_notice("signal:SIGTERM", "the coordinator is going away");
+  for (int copy = 0; copy < 2; ++copy)
+    subscriber->receive(
+        [&](const peer_message& msg) {
+          EXPECT_EQ(msg.channel, protocol_channel);
+          EXPECT_EQ(msg.from_rank, service_sender);
+          wire::ProtocolMessage body;
+          ASSERT_TRUE(body.ParseFromString(msg.payload));
+          EXPECT_EQ(body.notice().source(), "signal:SIGTERM");
+          EXPECT_EQ(body.notice().deadline_unix_ms(), 0);
+        },
+        caf::after(exit_bound) >> [&] { ADD_FAILURE() << "copy " << copy << " never came"; });
+  EXPECT_EQ(watcher.preemption_message(),
+            "the coordinator: the coordinator is going away (source signal:SIGTERM, deadline "
+            "each worker's grace period)");
+  EXPECT_EQ(row_of(sys, watcher).state(), "notice from the coordinator");
+  ASSERT_FALSE(record_notice(*b, 1, "signal:SIGTERM", 600'000));
+  EXPECT_EQ(watcher.preemption_message().rfind("rank 1: ", 0), 0u) << watcher.preemption_message();
 }
 
 TEST_F(watcher_test, without_any_worker_it_waits_for_one) {

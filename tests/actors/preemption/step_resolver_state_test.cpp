@@ -188,6 +188,27 @@ TEST(step_resolver_state, a_notice_that_starts_no_round_is_relayed_to_every_work
   for (int r = 0; r < 3; ++r) EXPECT_EQ(c.at(r).deadline_ms(), t0 + 10'000) << "rank " << r;
 }
 
+// The process hosting the service (a coordinator given a SIGTERM) raises a
+// notice without a deadline for every worker: each takes it with its own
+// grace period, and the leader starts the round as for a notice of its own.
+TEST(step_resolver_state, a_notice_from_the_services_host_takes_the_workers_grace_period) {
+  const int64_t grace = 60'000;
+  cluster c{3, grace};
+  for (int r = 0; r < 3; ++r) c.workers[r]->completed = 7;
+  outgoing raised;
+  raised.to = every_rank;
+  raised.message.mutable_notice()->set_rank(service_sender);
+  raised.message.mutable_notice()->set_source("signal:SIGTERM");
+  c.post(service_sender, {raised});
+  c.run();
+  EXPECT_EQ(c.at(0).rounds(), 1u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(c.at(r).deadline_ms(), t0 + grace) << "rank " << r;
+    EXPECT_EQ(c.at(r).agreed_step(), 8) << "rank " << r;
+    EXPECT_FALSE(c.at(r).agreed_final()) << "rank " << r << ": the grace period leaves room";
+  }
+}
+
 TEST(step_resolver_state, a_later_deadline_changes_nothing) {
   cluster c{2, 60'000};
   c.post(0, c.at(0).on_local_notice(c.notice(t0 + 30'000), c.now));
