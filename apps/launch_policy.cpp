@@ -14,6 +14,27 @@ std::chrono::seconds group_exit_bound(const worker_exit& first, int restart_code
   return first.code == restart_code ? preempted_group_exit_bound : failed_group_exit_bound;
 }
 
+bool unheeded_signal_check::due(std::chrono::steady_clock::time_point now, int64_t forwarded_at_ns,
+                                const std::function<bool()>& noticed) {
+  if (decided_ || forwarded_at_ns == 0) return false;
+  auto forwarded = std::chrono::steady_clock::time_point{std::chrono::nanoseconds{forwarded_at_ns}};
+  if (now - forwarded < unheeded_signal_bound) return false;
+  decided_ = true;
+  return !noticed();
+}
+
+std::string unheeded_signal_line(int signo) {
+  return signal_name(signo) + " was forwarded " + std::to_string(unheeded_signal_bound.count()) +
+         " s ago and no worker took it as a notice or exited (do they ignore it, without a "
+         "lifeboat handler?): killing every worker";
+}
+
+int64_t forwarded_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void say(const std::string& line) { write_stderr_line("lifeboat-launch: " + line); }
 
 int stopped_without_workers(int signo, int restart_code, const std::string& waiting) {

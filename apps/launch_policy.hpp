@@ -49,6 +49,40 @@ constexpr auto max_restart_backoff = 10s;
 /// How often a launcher that waits to restart looks for a signal.
 constexpr auto backoff_check_interval = 50ms;
 
+/// After a launcher forwarded a signal (SIGTERM, a platform's notice,
+/// SIGINT) to its workers, how long they may go on with none of them having
+/// taken it as a notice (recorded one with the service) or exited. A worker
+/// that ignores the signal (no lifeboat handler, a shell that traps it) held
+/// its launcher, and the job, for ever where no SIGKILL follows (`timeout`
+/// without -k, a person's `kill`). A lifeboat worker records its notice
+/// within milliseconds, and ends by itself once it saved or its deadline
+/// passed. torchrun waits 30 s as well before it kills its workers.
+constexpr auto unheeded_signal_bound = 30s;
+
+/// Decides, for one generation, when the launcher kills workers that did not
+/// heed the signal it forwarded (worker_group::kill_unheeded). Not
+/// thread-safe: the launcher's main thread asks it.
+class unheeded_signal_check {
+ public:
+  /// True once: at the first call at which the signal was forwarded
+  /// (`forwarded_at_ns`, steady-clock nanoseconds; 0: none yet) at least
+  /// unheeded_signal_bound before `now`, and `noticed()`, then asked, says
+  /// that no worker recorded a notice. Ask it only while no worker of the
+  /// generation has exited.
+  bool due(std::chrono::steady_clock::time_point now, int64_t forwarded_at_ns,
+           const std::function<bool()>& noticed);
+
+ private:
+  bool decided_ = false;
+};
+
+/// The line a launcher says as it kills workers that did not heed `signo`.
+std::string unheeded_signal_line(int signo);
+
+/// When a launcher forwards a signal: steady-clock nanoseconds, for
+/// unheeded_signal_check.
+int64_t forwarded_now_ns();
+
 /// How long the other workers may take once `first` ended: one of the
 /// bounds above, by how it ended (0, the restart code, anything else).
 std::chrono::seconds group_exit_bound(const worker_exit& first, int restart_code);

@@ -92,10 +92,10 @@ std::string random_token() {
 }
 
 // Every exit of one generation of this launcher's workers.
-std::vector<lifeboat::apps::worker_exit> run_generation(lifeboat::apps::worker_group& group,
-                                                        int restart_code, const caf::actor& service,
-                                                        const lifeboat::preemption_watcher& watcher,
-                                                        int restart) {
+std::vector<lifeboat::apps::worker_exit> run_generation(
+    lifeboat::apps::worker_group& group, int restart_code, const caf::actor& service,
+    const lifeboat::preemption_watcher& watcher, int restart,
+    const std::atomic<int>& received_signal, const std::atomic<int64_t>& forwarded_at_ns) {
   // The service hears of every exit: a worker that ended before it joined
   // has no connection whose end would tell its peers, which would otherwise
   // wait for it until a timeout.
@@ -121,7 +121,17 @@ std::vector<lifeboat::apps::worker_exit> run_generation(lifeboat::apps::worker_g
       group.kill_lost(watcher.silent_ranks(static_cast<uint32_t>(restart)));
     }
   };
-  reap_until(clock_type::time_point::max(), true);
+  // Until the first exit; a forwarded signal that no worker heeds ends them
+  // meanwhile (unheeded_signal_check).
+  lifeboat::apps::unheeded_signal_check unheeded;
+  while (exits.empty() && !group.empty()) {
+    reap_until(clock_type::now() + lifeboat::apps::silent_check_interval, true);
+    if (exits.empty() && unheeded.due(clock_type::now(), forwarded_at_ns,
+                                      [&] { return !watcher.preemption_message().empty(); })) {
+      say(lifeboat::apps::unheeded_signal_line(received_signal));
+      group.kill_unheeded();
+    }
+  }
   auto bound = exits.empty() ? lifeboat::apps::failed_group_exit_bound
                              : lifeboat::apps::group_exit_bound(exits[0], restart_code);
   reap_until(clock_type::now() + bound, false);
@@ -134,7 +144,8 @@ std::vector<lifeboat::apps::worker_exit> run_generation(lifeboat::apps::worker_g
 
 // The single-node launcher's generations: DESIGN "lifeboat-launch".
 int run_single_node(const lifeboat::apps::launch_options& opts, lifeboat::apps::worker_group& group,
-                    const std::atomic<int>& received_signal, const caf::actor& service,
+                    const std::atomic<int>& received_signal,
+                    const std::atomic<int64_t>& forwarded_at_ns, const caf::actor& service,
                     const lifeboat::preemption_watcher& watcher) {
   lifeboat::apps::restart_counts counts;
   for (int restart = 0;; ++restart) {
@@ -149,7 +160,8 @@ int run_single_node(const lifeboat::apps::launch_options& opts, lifeboat::apps::
     // (The forwarder stores the signal before it sends it, so a signal that
     // this check misses is sent after start, to every worker.)
     if (received_signal != 0) group.signal_all(received_signal);
-    auto exits = run_generation(group, opts.restart_code, service, watcher, restart);
+    auto exits = run_generation(group, opts.restart_code, service, watcher, restart,
+                                received_signal, forwarded_at_ns);
     auto result = lifeboat::apps::classify_generation(exits, opts.restart_code, [&] {
       return watcher.failure_message(static_cast<uint32_t>(restart),
                                      lifeboat::apps::failure_origin_wait);
@@ -354,9 +366,22 @@ int main(int argc, char** argv) {
       opts.status_port_base,
       opts.node_rank};
 
+  // Not fatal: without it, what the workers leave behind outlives them (as
+  // it did before), and only the next generation may find ports taken.
+  if (auto error = lifeboat::apps::worker_group::become_subreaper())
+    lifeboat::log(lifeboat::log_level::warning, "launch", *error,
+                  ": processes the workers leave behind will not be ended");
+
   // Signals to the launcher go to every worker: they save and exit with the
   // restart code, and the launcher then exits with the group's outcome.
   std::atomic<int> received_signal{0};
+  std::atomic<int64_t> forwarded_at_ns{0};  // when the first signal was forwarded
+  auto forward = [&](int signo) {
+    int64_t none = 0;
+    forwarded_at_ns.compare_exchange_strong(none, lifeboat::apps::forwarded_now_ns());
+    received_signal = signo;
+    group.signal_all(signo);
+  };
   std::atomic<bool> stopping{false};
   std::thread forwarder{[&] {
     auto forwarded = stops;
@@ -376,8 +401,7 @@ int main(int argc, char** argv) {
       if (signo == SIGHUP) {
         lifeboat::log(lifeboat::log_level::info, "launch",
                       "SIGHUP received (the terminal hung up?); sending SIGTERM to every worker");
-        received_signal = SIGTERM;
-        group.signal_all(SIGTERM);
+        forward(SIGTERM);
         continue;
       }
       // A second SIGINT (Ctrl-C again) is a person who will not wait for a
@@ -391,17 +415,16 @@ int main(int argc, char** argv) {
         continue;
       }
       interrupted = interrupted || signo == SIGINT;
-      received_signal = signo;
       lifeboat::log(lifeboat::log_level::info, "launch", lifeboat::signal_name(signo),
                     " received; forwarding to every worker");
-      group.signal_all(signo);
+      forward(signo);
     }
   }};
 
-  lifeboat::apps::node_context ctx{opts, group, received_signal};
+  lifeboat::apps::node_context ctx{opts, group, received_signal, forwarded_at_ns};
   int exit_code = 0;
   if (!opts.multi_node())
-    exit_code = run_single_node(opts, group, received_signal, service, *watcher);
+    exit_code = run_single_node(opts, group, received_signal, forwarded_at_ns, service, *watcher);
   else if (hosts_service)
     exit_code = lifeboat::apps::run_node_zero(ctx, std::move(links), service, *watcher);
   else

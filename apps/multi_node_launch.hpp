@@ -18,6 +18,8 @@ struct node_context {
   worker_group& group;
   /// The signal this launcher forwarded to its workers (0: none yet).
   const std::atomic<int>& received_signal;
+  /// When it first forwarded one (forwarded_now_ns; 0: none yet).
+  const std::atomic<int64_t>& forwarded_at_ns;
 };
 
 /// Node 0's launcher: decides every generation for the whole job. It tells

@@ -14,6 +14,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/child_processes.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
 
@@ -22,6 +23,7 @@ namespace lifeboat::apps {
 std::string worker_exit::how() const {
   if (killed_at_deadline) return "did not exit in time and was killed";
   if (killed_as_lost) return "was lost and killed";
+  if (killed_unheeded) return "outlived the signal it was sent and was killed";
   if (signal != 0) return "was killed by " + signal_name(signal);
   return "exited with code " + std::to_string(code);
 }
@@ -49,7 +51,7 @@ bool followed_a_failure(const worker_exit& e) {
 
 bool ended_by_signal(const std::vector<worker_exit>& failures, int signo) {
   auto killed_by = [&](const worker_exit& e) {
-    return !e.killed_at_deadline && !e.killed_as_lost && e.signal == signo;
+    return e.killed_unheeded || (!e.killed_at_deadline && !e.killed_as_lost && e.signal == signo);
   };
   return !failures.empty() && killed_by(failures.front()) &&
          std::all_of(failures.begin(), failures.end(),
@@ -69,7 +71,21 @@ worker_group::worker_group(std::vector<std::string> command, std::map<std::strin
       status_port_base_(status_port_base),
       node_rank_(node_rank) {}
 
+std::optional<std::string> worker_group::become_subreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) return std::nullopt;
+  return std::string{"prctl(PR_SET_CHILD_SUBREAPER): "} + std::strerror(errno);
+}
+
 std::optional<std::string> worker_group::start(int n, int restart) {
+  // What the last generation left behind may hold what the next one needs:
+  // a DataLoader or pool worker of a worker that was killed kept its parent's
+  // listening sockets (gloo's port: `Address already in use`) and its GPU
+  // memory. The workers themselves are reaped by now: every child left is one.
+  if (restart > 0)
+    if (auto ended = end_child_processes(); ended > 0)
+      write_stderr_line("lifeboat-launch: ended " + std::to_string(ended) +
+                        " process(es) that the workers of generation " +
+                        std::to_string(restart - 1) + " left behind");
   auto launcher = ::getpid();
   for (int local_rank = 0; local_rank < n; ++local_rank) {
     auto rank = node_rank_ * n + local_rank;
@@ -140,6 +156,7 @@ std::optional<worker_exit> worker_group::reap(bool block_until_one,
                       WIFSIGNALED(status) ? WTERMSIG(status) : 0};
       // A worker that ended on its own before the kill landed says how.
       out.killed_as_lost = lost_.erase(pid) > 0 && out.signal == SIGKILL;
+      out.killed_unheeded = unheeded_.erase(pid) > 0 && out.signal == SIGKILL;
       live_.erase(i);
       return out;
     }
@@ -183,6 +200,12 @@ void worker_group::kill_lost(const std::vector<int32_t>& ranks) {
   for (auto& [pid, rank] : live_)
     if (std::find(ranks.begin(), ranks.end(), rank) != ranks.end() && lost_.insert(pid).second)
       ::kill(pid, SIGKILL);
+}
+
+void worker_group::kill_unheeded() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& [pid, rank] : live_)
+    if (unheeded_.insert(pid).second) ::kill(pid, SIGKILL);
 }
 
 void worker_group::kill_all() {

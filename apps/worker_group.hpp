@@ -21,6 +21,7 @@ struct worker_exit {
   int signal = 0;                   // the signal that killed it, or 0
   bool killed_at_deadline = false;  // still running when wait_all's `until` passed
   bool killed_as_lost = false;      // killed by kill_lost: the cluster had declared it lost
+  bool killed_unheeded = false;     // killed by kill_unheeded: it outlived a forwarded signal
   /// "was killed by SIGTERM", "exited with code 3", ...
   std::string how() const;
   /// "rank R (pid P) " and how().
@@ -33,8 +34,9 @@ struct worker_exit {
 bool followed_a_failure(const worker_exit& e);
 
 /// Whether `signo` ended a failed generation that `failures` (ordered by
-/// order_by_cause) describe: its likeliest cause was killed by `signo`, and
-/// every other worker was killed by it too or only followed.
+/// order_by_cause) describe: its likeliest cause was killed by `signo` (or,
+/// outliving it, by kill_unheeded), and every other worker was killed so too
+/// or only followed.
 bool ended_by_signal(const std::vector<worker_exit>& failures, int signo);
 
 /// Orders the exits of a failed generation by how likely each is its cause,
@@ -53,11 +55,20 @@ void order_by_cause(std::vector<worker_exit>& exits);
 /// waits for it with sigtimedwait).
 class worker_group {
  public:
+  /// Makes this process the child subreaper of its workers' descendants: a
+  /// process a worker left behind (its child, when the launcher killed it;
+  /// a daemon it started) becomes the launcher's, so that start() can end
+  /// it. Call once, before the first start. Errors: errno's text.
+  static std::optional<std::string> become_subreaper();
+
   worker_group(std::vector<std::string> command, std::map<std::string, std::string> env,
                std::optional<uint16_t> status_port_base = std::nullopt, int node_rank = 0);
 
   /// Starts `n` workers; prints "lifeboat-launch: rank=R pid=PID restart=K"
-  /// (R the global rank).
+  /// (R the global rank). From the second generation on, first ends (SIGTERM,
+  /// then SIGKILL after child_end_grace) the processes the last one's workers
+  /// left behind, which the launcher, a child subreaper, inherited
+  /// (become_subreaper), and says how many it ended.
   /// Returns an error message when a worker cannot be started.
   std::optional<std::string> start(int n, int restart);
 
@@ -78,6 +89,12 @@ class worker_group {
   /// until wait_all's deadline. Their exits say killed_as_lost.
   void kill_lost(const std::vector<int32_t>& ranks);
 
+  /// Kills every live worker with SIGKILL: none took the signal the
+  /// launcher forwarded as a notice, and each outlived it (it ignores the
+  /// signal: no lifeboat handler, a shell that traps it). Their exits say
+  /// killed_unheeded, and count as ended by that signal (ended_by_signal).
+  void kill_unheeded();
+
   /// Kills every live worker with SIGKILL, and from now on every worker as
   /// soon as start() has started it: a worker being started while this ran
   /// is never missed (a second SIGINT came while a generation started).
@@ -96,6 +113,7 @@ class worker_group {
   mutable std::mutex mtx_;
   std::map<pid_t, int> live_;  // pid -> global rank
   std::set<pid_t> lost_;       // live workers kill_lost killed
+  std::set<pid_t> unheeded_;   // live workers kill_unheeded killed
   bool killing_ = false;       // kill_all was called
 };
 

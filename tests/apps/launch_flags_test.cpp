@@ -245,6 +245,54 @@ TEST(launch_flags_test, a_second_sigint_kills_workers_that_ignore_the_first) {
   EXPECT_TRUE(log.contains("lifeboat-launch: stopped by SIGINT: rank ")) << log.text();
 }
 
+// Workers that ignore a forwarded SIGTERM and record no notice (no lifeboat
+// handler) are killed once unheeded_signal_bound (30 s) passed: before, the
+// launcher waited for them for ever where no SIGKILL followed (`timeout`
+// without -k). Nothing was saved, the latest checkpoint stands: exit 42.
+TEST(launch_flags_test, workers_that_ignore_a_sigterm_are_killed_after_30_s) {
+  child_process run{launcher({}, "trap '' TERM; echo ignoring SIGTERM; exec sleep 600"), true};
+  output_log log{run};
+  ASSERT_TRUE(log.read_until_count("ignoring SIGTERM", workers)) << log.text();
+  run.kill(SIGTERM);
+  ASSERT_TRUE(log.read_until("SIGTERM received; forwarding to every worker")) << log.text();
+  constexpr auto past_the_bound = 90s;
+  log.read_all(past_the_bound);
+  EXPECT_EQ(exit_code(run, past_the_bound), restart_exit_code) << log.text();
+  EXPECT_TRUE(
+      log.contains("lifeboat-launch: SIGTERM was forwarded 30 s ago and no worker took it "
+                   "as a notice or exited"))
+      << log.text();
+  auto killed = log.count_if([](const std::string& line) {
+    return line.rfind("lifeboat-launch: rank ", 0) == 0 &&
+           line.find(") outlived the signal it was sent and was killed") != std::string::npos;
+  });
+  EXPECT_EQ(killed, workers) << log.text();
+  EXPECT_TRUE(log.contains(sigterm_before_any_save)) << log.text();
+}
+
+// A process a worker leaves behind (here a shell's background child; in a
+// job, a DataLoader or pool worker of a worker that was killed, holding its
+// ports and GPU memory) is ended before the next generation starts.
+TEST(launch_flags_test, what_the_workers_left_behind_is_ended_before_the_next_generation) {
+  child_process run{
+      launcher({},
+               "if [ \"$LIFEBOAT_RESTART_COUNT\" = 0 ]; then "
+               "sleep 600 >/dev/null 2>&1 & echo \"left pid=$!\"; exit 42; fi; exit 0",
+               1),
+      true};
+  output_log log{run};
+  auto left = log.read_until("left pid=");
+  ASSERT_TRUE(left) << log.text();
+  auto pid = static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1)));
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  EXPECT_TRUE(
+      log.contains("lifeboat-launch: ended 1 process(es) that the workers of generation 0 left "
+                   "behind"))
+      << log.text();
+  EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived its generation";
+}
+
 // Rank 1 is killed from outside after its peers exited 3 (as peers do when
 // they lose one): the launcher names the killed worker as the cause, not the
 // first one it reaped.

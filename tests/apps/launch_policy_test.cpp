@@ -23,6 +23,7 @@ constexpr int world = 4;
 
 using test::exited;
 using test::killed;
+using test::killed_unheeded;
 
 // A failure_origin that must not be asked.
 std::string not_asked() {
@@ -190,6 +191,46 @@ TEST(launch_policy, workers_ended_by_another_forwarded_signal_are_not_restarted)
   auto crashed = classify_generation({exited(0, 1)}, restart_code, not_asked);
   EXPECT_EQ(decide(crashed, SIGTERM, counts, 5, restart_code, world, save_message).exit_code,
             failed_code);
+}
+
+// Workers the launcher killed because they outlived its forwarded SIGTERM
+// were ended by that SIGTERM: nothing was saved, and the latest checkpoint
+// stands, as for workers the signal itself killed.
+TEST(launch_policy, workers_killed_for_outliving_a_forwarded_sigterm_exit_with_the_restart_code) {
+  auto result =
+      classify_generation({killed_unheeded(0), killed_unheeded(1)}, restart_code, not_asked);
+  restart_counts counts;
+  auto next = decide(result, SIGTERM, counts, 5, restart_code, world, save_message);
+  EXPECT_EQ(next.exit_code, restart_code);
+  EXPECT_EQ(next.lines.back(),
+            "stopped by SIGTERM before the workers could save: rank 0 (pid 100) outlived the "
+            "signal it was sent and was killed; the latest complete checkpoint stands, exiting "
+            "with 42");
+}
+
+// The launcher kills workers for a forwarded signal once, unheeded_signal_bound
+// after it forwarded it, and only when no worker recorded a notice.
+TEST(launch_policy, an_unheeded_signal_is_due_once_after_its_bound_without_a_notice) {
+  auto forwarded_ns = int64_t{5'000'000'000};
+  auto forwarded = std::chrono::steady_clock::time_point{std::chrono::nanoseconds{forwarded_ns}};
+  int asked = 0;
+  auto none = [&] {
+    ++asked;
+    return false;
+  };
+  unheeded_signal_check check;
+  EXPECT_FALSE(check.due(forwarded + 1h, 0, none)) << "nothing was forwarded";
+  EXPECT_FALSE(check.due(forwarded + unheeded_signal_bound - 1ms, forwarded_ns, none));
+  EXPECT_EQ(asked, 0) << "the service is asked only once the bound passed";
+  EXPECT_TRUE(check.due(forwarded + unheeded_signal_bound, forwarded_ns, none));
+  EXPECT_FALSE(check.due(forwarded + 2 * unheeded_signal_bound, forwarded_ns, none)) << "once";
+  EXPECT_EQ(asked, 1);
+
+  unheeded_signal_check heeded;
+  EXPECT_FALSE(heeded.due(forwarded + unheeded_signal_bound, forwarded_ns, [] { return true; }))
+      << "a worker recorded a notice: it ends by its own deadline";
+  EXPECT_FALSE(heeded.due(forwarded + 2 * unheeded_signal_bound, forwarded_ns, none))
+      << "a notice once recorded is not asked for again";
 }
 
 // After a worker finished the others may have work of their own left (rank 0

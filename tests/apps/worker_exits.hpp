@@ -21,4 +21,12 @@ inline apps::worker_exit killed_as_lost(int rank) {
   return e;
 }
 
+/// Rank `rank` killed by the launcher because it outlived a signal the
+/// launcher forwarded (worker_group::kill_unheeded).
+inline apps::worker_exit killed_unheeded(int rank) {
+  apps::worker_exit e{rank, 100 + rank, -1, SIGKILL, false};
+  e.killed_unheeded = true;
+  return e;
+}
+
 }  // namespace lifeboat::test

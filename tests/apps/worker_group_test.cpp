@@ -108,6 +108,26 @@ TEST(worker_group, kill_lost_kills_only_the_lost_ranks_and_they_say_so) {
   ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &chld, nullptr), 0);
 }
 
+// Workers that outlived a forwarded signal: killed, they say so, and the
+// generation counts as ended by that signal.
+TEST(worker_group, kill_unheeded_kills_every_worker_and_they_count_as_ended_by_the_signal) {
+  auto chld = signal_set({SIGCHLD});
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &chld, nullptr), 0);
+  worker_group group{{"/bin/sh", "-c", "trap '' INT TERM; exec sleep 60"}, {}};
+  ASSERT_FALSE(group.start(2, 0));
+  group.kill_unheeded();
+  auto exits = group.wait_all(std::chrono::steady_clock::now() + 30s);
+  ASSERT_EQ(exits.size(), 2u);
+  for (auto& e : exits) {
+    EXPECT_TRUE(e.killed_unheeded) << e.describe();
+    EXPECT_FALSE(e.killed_at_deadline) << e.describe();
+    EXPECT_EQ(e.how(), "outlived the signal it was sent and was killed");
+  }
+  order_by_cause(exits);
+  EXPECT_TRUE(ended_by_signal(exits, SIGTERM));
+  ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &chld, nullptr), 0);
+}
+
 // A second SIGINT to the launcher while it starts a generation: the workers
 // started after it are killed as well, or the launcher waits for them forever.
 TEST(worker_group, workers_started_after_kill_all_are_killed_at_once) {
