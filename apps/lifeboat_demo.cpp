@@ -41,8 +41,9 @@ constexpr auto step_barrier_timeout = 300s;
 // handler is gone its signals have their default action again, and one that
 // lands in the last milliseconds before exit would kill a finished worker (its
 // launcher would count the run as failed): the kernel gives a signal to the
-// main thread first, and CAF's threads never take one. This thread holds
-// them until the process exits; one that comes meanwhile goes with it.
+// main thread first, and neither CAF's threads nor lifeboat's own
+// (background_thread) ever take one. This thread holds them until the
+// process exits; one that comes meanwhile goes with it.
 void hold_notice_signals_until_exit() {
   sigset_t notices;
   sigemptyset(&notices);

@@ -4,6 +4,7 @@
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/layout.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "platform/clock.hpp"
@@ -24,7 +25,7 @@ async_saver::async_saver(store& st, barrier* ready, std::chrono::milliseconds ba
       ready_(ready),
       tiers_(std::move(tiers)),
       barrier_timeout_(barrier_timeout),
-      thread_([this] { run(); }) {}
+      thread_(background_thread([this] { run(); })) {}
 
 async_saver::~async_saver() {
   {
@@ -269,6 +270,7 @@ caf::expected<checkpoint_info> async_saver::execute(job& next) {
                      std::string_view{next.snap.bytes.data(), next.snap.size()}};
     if (next.options.final_save && copy.deadline_unix_ms == 0) {
       try {
+        background_threads_block_signals block;
         peer = std::async(std::launch::async, [this, copy] {
           name_this_thread(replica_thread_name);
           return replicate(copy);

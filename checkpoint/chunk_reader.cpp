@@ -11,6 +11,7 @@
 
 #include "checkpoint/file_io.hpp"
 #include "checkpoint/xxh3.hpp"
+#include "messages/background_thread.hpp"
 
 namespace lifeboat::checkpoint {
 
@@ -85,8 +86,8 @@ caf::error read_chunks(const std::string& path, const std::vector<chunk_read>& c
   std::thread helper;
   try {
     if (half < chunks.size())
-      helper =
-          std::thread{[&] { second = read_range(path, chunks, half, chunks.size(), first_bad); }};
+      helper = background_thread(
+          [&] { second = read_range(path, chunks, half, chunks.size(), first_bad); });
   } catch (const std::system_error&) {
     // No second thread to be had: this one reads everything.
     half = chunks.size();

@@ -13,6 +13,7 @@
 #include "checkpoint/framed_file.hpp"
 #include "checkpoint/layout.hpp"
 #include "checkpoint/xxh3.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -60,10 +61,10 @@ class chunk_hasher {
   chunk_hasher(const char* data, uint64_t total, uint64_t chunk_size)
       : data_(data), total_(total), chunk_size_(chunk_size) {
     try {
-      thread_ = std::thread{[this] {
+      thread_ = background_thread([this] {
         name_this_thread(hash_thread_name);
         run();
-      }};
+      });
     } catch (const std::system_error&) {
       // Without a thread to spare, finish() hashes on the caller's thread.
     }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "checkpoint/device_memory.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {
@@ -30,6 +31,7 @@ void copy_bytes(char* dst, const char* src, std::size_t size) {
   }
   auto slice = (size + threads - 1) / threads;
   std::vector<std::thread> helpers;
+  background_threads_block_signals block;
   for (unsigned i = 1; i < threads; ++i) {
     auto begin = std::min(size, i * slice);
     auto len = std::min(slice, size - begin);

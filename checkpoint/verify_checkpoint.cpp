@@ -12,6 +12,7 @@
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/memory_tier.hpp"
 #include "checkpoint/shard_reader.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat::checkpoint {
@@ -80,6 +81,7 @@ caf::expected<uint64_t> check_shards(const std::string& step_dir,
   auto threads = std::min(static_cast<size_t>(cores), parts.size());
   std::vector<std::thread> helpers;
   try {
+    background_threads_block_signals block;
     for (size_t i = 1; i < threads; ++i) helpers.emplace_back(work);
   } catch (const std::system_error&) {
     // No more threads to be had: those started and this one check the rest.

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 
 namespace lifeboat {
@@ -68,7 +69,7 @@ caf::expected<std::vector<std::string>> resolve_host(const std::string& host,
                                                      std::chrono::milliseconds timeout) {
   if (is_numeric_address(host)) return std::vector<std::string>{host};
   auto state = std::make_shared<lookup_state>();
-  std::thread{[host, state] { run_lookup(host, *state); }}.detach();
+  background_thread([host, state] { run_lookup(host, *state); }).detach();
   std::unique_lock<std::mutex> lock{state->mutex};
   if (!state->done_cv.wait_for(lock, timeout, [&] { return state->done; }))
     return make_error(errc::timeout, "resolving '" + host + "' took longer than " +

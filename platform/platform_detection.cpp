@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "platform/aws_source.hpp"
@@ -77,12 +78,12 @@ caf::expected<platform_defaults> probe_clouds(const env_lookup& env,
   auto state = std::make_shared<probe_state>();
   for (size_t i = 0; i < kClouds; ++i) {
     // Detached: a probe stuck past the budget must not hold the worker up.
-    std::thread{[state, i, probe = std::move(probes[i])] {
+    background_thread([state, i, probe = std::move(probes[i])] {
       bool found = probe();
       std::lock_guard<std::mutex> guard{state->mutex};
       state->results[i] = found ? probe_result::found : probe_result::absent;
       state->changed.notify_all();
-    }}.detach();
+    }).detach();
   }
   std::unique_lock<std::mutex> lock{state->mutex};
   state->changed.wait_for(lock, budget, [&] { return state->decision() >= 0; });

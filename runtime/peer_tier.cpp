@@ -17,6 +17,7 @@
 #include "checkpoint/layout.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/shard_reader.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/checkpoint.pb.h"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
@@ -133,7 +134,7 @@ caf::expected<std::unique_ptr<replica_server>> replica_server::start(config cfg)
   std::unique_ptr<replica_server> server{new replica_server(std::move(cfg), fd.release(), port)};
   if (::pipe2(server->wake_, O_CLOEXEC) != 0)
     return make_error(errc::io_error, std::string{"peer tier: pipe: "} + std::strerror(errno));
-  server->acceptor_ = std::thread{[s = server.get()] { s->accept_loop(); }};
+  server->acceptor_ = background_thread([s = server.get()] { s->accept_loop(); });
   return server;
 }
 
@@ -196,13 +197,13 @@ void replica_server::accept_loop() {
     // The link reads and writes a duplicate of the socket and closes it;
     // `fd` stays open until the thread ends, under the lock, so that the
     // destructor's shutdown never reaches a descriptor that was reused.
-    connections_[id] = connection{fd, std::thread{[this, id, fd] {
+    connections_[id] = connection{fd, background_thread([this, id, fd] {
                                     serve(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
                                     std::lock_guard<std::mutex> done{mtx_};
                                     ::close(fd);
                                     connections_[id].fd = -1;
                                     ended_.push_back(id);
-                                  }}};
+                                  })};
   }
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "actors/preemption/exit_controller.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "platform/signal_names.hpp"
@@ -60,7 +61,7 @@ caf::expected<std::unique_ptr<startup_guard>> startup_guard::start(const signal_
   action.sa_flags = SA_RESTART;
   if (::sigaction(SIGINT, &action, &guard->previous_sigint_) != 0) return os_error("sigaction");
   guard->sigint_installed_ = true;
-  guard->thread_ = std::thread{[g = guard.get()] { g->watch(); }};
+  guard->thread_ = background_thread([g = guard.get()] { g->watch(); });
   return guard;
 }
 

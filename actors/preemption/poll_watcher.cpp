@@ -7,6 +7,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/preemption/protocol.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/log.hpp"
 #include "messages/preemption.pb.h"
 #include "messages/status.pb.h"
@@ -34,7 +35,7 @@ source_poller::source_poller(std::unique_ptr<notice_source> source,
       name_(source_->name()),
       interval_(interval),
       watcher_(std::move(watcher)),
-      thread_([this] { loop(); }) {}
+      thread_(background_thread([this] { loop(); })) {}
 
 source_poller::~source_poller() {
   {

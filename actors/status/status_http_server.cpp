@@ -18,6 +18,7 @@
 #include <boost/beast/http.hpp>
 
 #include "messages/address.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 
@@ -232,10 +233,10 @@ uint16_t status_http_server::port() const {
 void status_http_server::serve(handler fn) {
   impl_->fn = std::move(fn);
   impl_->accept();
-  impl_->thread = std::thread{[state = impl_.get()] {
+  impl_->thread = background_thread([state = impl_.get()] {
     name_this_thread("lifeboat.status");
     state->ioc.run();
-  }};
+  });
 }
 
 void status_http_server::complete(uint64_t id, status_http_reply reply) {
