@@ -136,11 +136,4 @@ bool signal_ignored(int signo) {
 
 bool hangup_is_a_notice() { return !signal_ignored(SIGHUP); }
 
-scoped_signal_block::scoped_signal_block(const std::vector<int>& signals) {
-  auto block = signal_set(signals);
-  ::pthread_sigmask(SIG_BLOCK, &block, &previous_);
-}
-
-scoped_signal_block::~scoped_signal_block() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-
 }  // namespace lifeboat

@@ -57,19 +57,4 @@ bool signal_ignored(int signo);
 /// would end the job without a checkpoint.
 bool hangup_is_a_notice();
 
-/// Blocks `signals` in the calling thread while it lives, then gives the
-/// thread its previous mask back. Threads started meanwhile keep the block:
-/// a process-directed signal never lands on them.
-class scoped_signal_block {
- public:
-  explicit scoped_signal_block(const std::vector<int>& signals);
-  ~scoped_signal_block();
-
-  scoped_signal_block(const scoped_signal_block&) = delete;
-  scoped_signal_block& operator=(const scoped_signal_block&) = delete;
-
- private:
-  sigset_t previous_;
-};
-
 }  // namespace lifeboat

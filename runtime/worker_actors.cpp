@@ -19,6 +19,7 @@
 #include "actors/stop_actors.hpp"
 #include "actors/system_config.hpp"
 #include "lifeboat/errors.hpp"
+#include "messages/background_thread.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
 #include "messages/status.pb.h"
@@ -57,8 +58,7 @@ void await_started(caf::actor_system& sys, const caf::actor& actor) {
 
 }  // namespace
 
-worker_actors::worker_actors(const std::vector<int>& blocked_signals)
-    : system_config_(std::make_unique<system_config>()) {
+worker_actors::worker_actors() : system_config_(std::make_unique<system_config>()) {
   // CAF's threads (scheduler, multiplexer, clock, the middleman's private
   // thread) inherit this thread's mask: started with the notice signals
   // blocked, they never take one, and a notice lands on a thread of the
@@ -67,7 +67,7 @@ worker_actors::worker_actors(const std::vector<int>& blocked_signals)
   // land on CAF's private thread, which outlives the actor system by a few
   // instructions, and kill a worker that had finished cleanly (seen in 1 of
   // 18 runs of launch_demo_test.sigterms_after_the_last_step_... on a busy host).
-  scoped_signal_block caf_threads_take_no_notice{blocked_signals};
+  background_threads_block_signals caf_threads_take_no_notice;
   system_ = std::make_unique<caf::actor_system>(*system_config_);
 }
 

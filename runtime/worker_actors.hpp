@@ -71,9 +71,10 @@ struct worker_status_config {
 /// may be used from any thread.
 class worker_actors {
  public:
-  /// Starts the actor system; its threads start with `blocked_signals`
-  /// blocked, so that none of them ever takes a notice.
-  explicit worker_actors(const std::vector<int>& blocked_signals);
+  /// Starts the actor system; its threads start with every signal a process
+  /// is sent blocked (background_threads_block_signals), so that none of
+  /// them ever takes a notice.
+  worker_actors();
   ~worker_actors();
 
   worker_actors(const worker_actors&) = delete;

@@ -164,7 +164,7 @@ worker_runtime::worker_runtime(checkpoint_state& state, std::string checkpoint_d
 }
 
 void worker_runtime::start() {
-  actors_ = std::make_unique<worker_actors>(settings_.signals);
+  actors_ = std::make_unique<worker_actors>();
   join_config join;
   join.heartbeat_timeout = config_.heartbeat_timeout;
   join.hang_timeout_ms = settings_.hang_timeout_ms;

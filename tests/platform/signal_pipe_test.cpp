@@ -5,10 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <csignal>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -267,50 +265,12 @@ TEST(signal_pipe, refuses_a_number_that_is_no_signal) {
   EXPECT_EQ(pipe.error(), make_error(errc::invalid_config));
 }
 
-// Whether a thread started now has `signo` blocked.
-bool blocked_in_new_thread(int signo) {
-  bool blocked = false;
-  std::thread{[&] {
-    sigset_t mask;
-    ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
-    blocked = sigismember(&mask, signo) == 1;
-  }}.join();
-  return blocked;
-}
-
-bool blocked_here(int signo) {
-  sigset_t mask;
-  ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
-  return sigismember(&mask, signo) == 1;
-}
-
 TEST(signal_set, holds_exactly_the_signals_named) {
   auto set = signal_set({SIGTERM, SIGUSR1});
   for (int signo = 1; signo < NSIG; ++signo)
     EXPECT_EQ(sigismember(&set, signo), signo == SIGTERM || signo == SIGUSR1 ? 1 : 0) << signo;
   auto none = signal_set({});
   EXPECT_EQ(sigismember(&none, SIGTERM), 0);
-}
-
-TEST(scoped_signal_block, threads_started_inside_keep_the_block_and_the_caller_gets_its_mask_back) {
-  ASSERT_FALSE(blocked_here(SIGUSR2));
-  ASSERT_FALSE(blocked_in_new_thread(SIGUSR2));
-  std::thread started_inside;
-  std::atomic<bool> inside_blocked{false};
-  std::atomic<bool> go{false};
-  {
-    scoped_signal_block block{{SIGUSR2}};
-    EXPECT_TRUE(blocked_here(SIGUSR2));
-    started_inside = std::thread{[&] {
-      while (!go) std::this_thread::yield();
-      inside_blocked = blocked_here(SIGUSR2);
-    }};
-  }
-  EXPECT_FALSE(blocked_here(SIGUSR2));
-  EXPECT_FALSE(blocked_in_new_thread(SIGUSR2));
-  go = true;
-  started_inside.join();
-  EXPECT_TRUE(inside_blocked);
 }
 
 }  // namespace
