@@ -6,17 +6,23 @@
 //
 // The token comes from --token or LIFEBOAT_CLUSTER_TOKEN. TLS 1.3 is on with
 // --tls, with LIFEBOAT_TLS=1, or by default when --host is not a loopback
-// address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once. A SIGTERM
-// with workers joined gives them a notice unless one of them already has
-// one, and stops once every worker that joined has left (120 s at most), as
-// they save through it.
+// address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once. A notice
+// signal (SIGTERM; SIGHUP unless ignored; SIGUSR1 under SLURM, as for the
+// workers) with workers joined gives them a notice unless one of them
+// already has one, and stops once every worker that joined has left (120 s
+// at most), as they save through it. SIGUSR1 and SIGUSR2 are otherwise
+// ignored, with a line.
 
 #include <pthread.h>
+
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -32,6 +38,8 @@
 #include "apps/command_line.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/environment.hpp"
+#include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
 #include "platform/text_parse.hpp"
@@ -52,12 +60,6 @@ constexpr const char* synopsis =
 constexpr auto drain_bound = std::chrono::seconds{120};
 constexpr auto drain_check_interval = std::chrono::milliseconds{100};
 
-// The notice this process gives the workers when a SIGTERM reached it before
-// any of theirs.
-constexpr const char* notice_source = "signal:SIGTERM";
-constexpr const char* notice_reason =
-    "lifeboat-coordinator received SIGTERM: the coordination service is going away";
-
 enum class wait_end { done, timed_out, interrupted };
 
 // Waits until `done` holds, `bound` passes or a SIGINT (a person) comes. A
@@ -77,10 +79,11 @@ wait_end wait_for(const std::function<bool()>& done, std::chrono::seconds bound,
   }
 }
 
-// What a SIGTERM does while workers are joined. Without the service they
-// cannot agree on a step: stopping at once failed their agreement
-// ("coordination service lost") and lost the checkpoint.
-//   1. When no worker has recorded a notice, the SIGTERM came here first
+// What a notice signal (`signo`: SIGTERM, SIGHUP, SIGUSR1 under SLURM) does
+// while workers are joined. Without the service they cannot agree on a
+// step: stopping at once failed their agreement ("coordination service
+// lost") and lost the checkpoint.
+//   1. When no worker has recorded a notice, the signal came here first
 //      or alone (this host is going away; an operator stops the job here):
 //      the workers get a notice of this process's, and save with their own
 //      grace period. One that reaches every process at once (`kill -TERM
@@ -89,16 +92,19 @@ wait_end wait_for(const std::function<bool()>& done, std::chrono::seconds bound,
 //   2. Serve until every worker that joined has left or was lost,
 //      drain_bound at most.
 // A SIGINT ends the wait at once.
-void serve_until_workers_leave(lifeboat::preemption_watcher& watcher, const sigset_t& stops) {
+void serve_until_workers_leave(lifeboat::preemption_watcher& watcher, const sigset_t& stops,
+                               int signo) {
   using namespace lifeboat;
   auto present = watcher.workers_present();
   if (present == 0) return;
+  auto name = signal_name(signo);
   if (watcher.preemption_message().empty()) {
-    watcher.raise_notice(notice_source, notice_reason);
-    log(log_level::info, program, "SIGTERM received and no worker has recorded a notice: gave the ",
+    watcher.raise_notice("signal:" + name, std::string{program} + " received " + name +
+                                               ": the coordination service is going away");
+    log(log_level::info, program, name, " received and no worker has recorded a notice: gave the ",
         present, " worker(s) here one, so that they save before the service goes");
   }
-  log(log_level::info, program, "SIGTERM received: serving the ", present,
+  log(log_level::info, program, name, " received: serving the ", present,
       " worker(s) still here until they leave (at most ", drain_bound.count(),
       " s; SIGINT stops at once)");
   auto left = wait_for([&] { return watcher.block_until_worker_exit(drain_check_interval); },
@@ -160,9 +166,22 @@ int main(int argc, char** argv) {
     log(log_level::warning, program, "no cluster token (--token or ", token_env,
         "): any local process can join");
 
+  // The workers' notice signals end it as SIGTERM does: under SLURM
+  // (--signal=USR1@N reaches every process of a job step) and on a terminal
+  // that hangs up, each of them used to kill it at once, and its workers
+  // with the service. SIGUSR1 and SIGUSR2 are ignored where they are none.
+  auto notices = default_notice_signals(process_environment());
+  if (hangup_is_a_notice()) notices.push_back(SIGHUP);
+  auto is_notice = [&](int signo) {
+    return std::find(notices.begin(), notices.end(), signo) != notices.end();
+  };
+  std::vector<int> waited = notices;
+  waited.push_back(SIGINT);
+  for (auto signo : {SIGUSR1, SIGUSR2})
+    if (!is_notice(signo)) waited.push_back(signo);
   // Signals are blocked before the actor system exists so that its threads
   // inherit the mask and only the sigwait below ever sees them.
-  auto stop_signals = signal_set({SIGTERM, SIGINT});
+  auto stop_signals = signal_set(waited);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   system_config sys_cfg;
@@ -193,8 +212,13 @@ int main(int argc, char** argv) {
       streamed(program, ": listening on ", endpoint{cfg.host, service->second}.to_string()));
 
   int signal = 0;
-  sigwait(&stop_signals, &signal);
-  if (signal == SIGTERM) serve_until_workers_leave(*watcher, stop_signals);
+  for (;;) {
+    if (sigwait(&stop_signals, &signal) != 0) continue;
+    if (signal == SIGINT || is_notice(signal)) break;
+    log(log_level::warning, program, signal_name(signal),
+        " received: no notice to this job's workers (SIGUSR1 is one under SLURM); ignored");
+  }
+  if (signal != SIGINT) serve_until_workers_leave(*watcher, stop_signals, signal);
   log(log_level::info, program, "stopping on ", signal_name(signal));
   if (status_actor) caf::anon_send_exit(*status_actor, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);

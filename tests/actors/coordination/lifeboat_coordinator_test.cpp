@@ -1,5 +1,6 @@
 // The standalone lifeboat-coordinator process.
 
+#include <csignal>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,8 +59,10 @@ uint16_t wait_for_port(child_process& child, const std::string& marker = service
   return line ? listening_port(*line) : 0;
 }
 
-// The coordinator's line when a SIGTERM finds one worker still joined.
+// The coordinator's line when a SIGTERM (or another notice signal) finds
+// one worker still joined.
 const std::string serving_one = "SIGTERM received: serving the 1 worker(s) still here";
+const std::string serving_one_after_any_signal = " received: serving the 1 worker(s) still here";
 
 // Rank 1 of a job of two, with the token the tests give the coordinator.
 agent_config rank_one_of_two(uint16_t port) {
@@ -103,6 +106,16 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
 // the service; one that reaches the coordinator alone gives them a notice.
 class coordinator_with_a_worker : public ::testing::Test {
  protected:
+  coordinator_with_a_worker() : coordinator_with_a_worker(std::nullopt) {}
+  // The coordinator gets exactly `env` (none: this process's environment).
+  explicit coordinator_with_a_worker(const std::optional<std::vector<std::string>>& env)
+      : coordinator_{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0", "--world-size",
+                      "2", "--token", "t"},
+                     true,
+                     env} {
+    hangup_.restore();
+  }
+
   void SetUp() override {
     auto port = wait_for_port(coordinator_);
     ASSERT_NE(port, 0);
@@ -128,9 +141,40 @@ class coordinator_with_a_worker : public ::testing::Test {
     EXPECT_EQ(WEXITSTATUS(*status), 0);
   }
 
-  child_process coordinator_{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
-                              "--world-size", "2", "--token", "t"},
-                             true};
+  // Sends `signo` to the coordinator: rank 1 gets its notice, named after
+  // the signal and without a deadline (each worker's grace period applies),
+  // and the coordinator says it serves the worker until it leaves.
+  void expect_a_notice_for(int signo, const std::string& source) {
+    caf::scoped_actor self{sys_};
+    client_->subscribe(self);
+    coordinator_.kill(signo);
+    bool raised = false;
+    self->receive(
+        [&](const peer_message& msg) {
+          EXPECT_EQ(msg.channel, protocol_channel);
+          EXPECT_EQ(msg.from_rank, service_sender);
+          wire::ProtocolMessage body;
+          ASSERT_TRUE(body.ParseFromString(msg.payload));
+          ASSERT_TRUE(body.has_notice());
+          EXPECT_EQ(body.notice().rank(), service_sender);
+          EXPECT_EQ(body.notice().source(), source);
+          EXPECT_EQ(body.notice().deadline_unix_ms(), 0);
+          raised = true;
+        },
+        caf::after(deadline) >> [] {});
+    ASSERT_TRUE(raised) << "no notice reached the worker";
+    ASSERT_TRUE(wait_for_line(coordinator_, serving_one_after_any_signal));
+  }
+
+  // SIGHUP's default action for the coordinator while it starts: a test run
+  // under nohup would give it an ignored SIGHUP, which stays ignored.
+  struct default_hangup {
+    default_hangup() : previous(std::signal(SIGHUP, SIG_DFL)) {}
+    void restore() { std::signal(SIGHUP, previous); }
+    sighandler_t previous;
+  };
+  default_hangup hangup_;
+  child_process coordinator_;
   system_config cfg_;
   caf::actor_system sys_{cfg_};
   std::unique_ptr<coordination_client> client_;
@@ -158,26 +202,49 @@ TEST_F(coordinator_with_a_worker, a_sigterm_the_worker_got_too_is_served_until_i
 // preemption protocol's channel, without a deadline (each worker's grace
 // period applies), and the service stays until they have saved and left.
 TEST_F(coordinator_with_a_worker, a_sigterm_to_the_coordinator_alone_gives_the_workers_a_notice) {
-  caf::scoped_actor self{sys_};
-  client_->subscribe(self);
-  coordinator_.kill(SIGTERM);
-  bool raised = false;
-  self->receive(
-      [&](const peer_message& msg) {
-        EXPECT_EQ(msg.channel, protocol_channel);
-        EXPECT_EQ(msg.from_rank, service_sender);
-        wire::ProtocolMessage body;
-        ASSERT_TRUE(body.ParseFromString(msg.payload));
-        ASSERT_TRUE(body.has_notice());
-        EXPECT_EQ(body.notice().rank(), service_sender);
-        EXPECT_EQ(body.notice().source(), "signal:SIGTERM");
-        EXPECT_EQ(body.notice().deadline_unix_ms(), 0);
-        raised = true;
-      },
-      caf::after(deadline) >> [] {});
-  ASSERT_TRUE(raised) << "no notice reached the worker";
-  ASSERT_TRUE(wait_for_line(coordinator_, serving_one));
+  expect_a_notice_for(SIGTERM, "signal:SIGTERM");
   EXPECT_FALSE(client_->insert("saved", "step 7")) << "the service went before the worker left";
+  EXPECT_FALSE(client_->leave());
+  expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
+}
+
+// A terminal that hangs up (an SSH session lost) is a notice, as to the
+// launcher and the workers; before, SIGHUP killed the coordinator at once.
+TEST_F(coordinator_with_a_worker, a_hangup_gives_the_workers_a_notice_as_a_sigterm_does) {
+  expect_a_notice_for(SIGHUP, "signal:SIGHUP");
+  EXPECT_FALSE(client_->leave());
+  expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
+}
+
+// SIGUSR1 and SIGUSR2 from outside (a scheduler signalling every process)
+// are no notice here: ignored with a line, where they used to kill it.
+TEST_F(coordinator_with_a_worker, sigusr1_and_sigusr2_are_ignored_where_they_are_no_notice) {
+  coordinator_.kill(SIGUSR1);
+  ASSERT_TRUE(wait_for_line(coordinator_, "SIGUSR1 received: no notice to this job's workers"));
+  coordinator_.kill(SIGUSR2);
+  ASSERT_TRUE(wait_for_line(coordinator_, "SIGUSR2 received: no notice to this job's workers"));
+  EXPECT_FALSE(client_->insert("still", "served"));
+  EXPECT_FALSE(client_->leave());
+  coordinator_.kill(SIGTERM);
+  expect_a_clean_exit("lifeboat-coordinator did not stop on SIGTERM");
+}
+
+// Under SLURM (--signal=USR1@N reaches every process of a job step)
+// SIGUSR1 is the workers' notice, and the coordinator's too.
+class slurm_coordinator_with_a_worker : public coordinator_with_a_worker {
+ protected:
+  slurm_coordinator_with_a_worker() : coordinator_with_a_worker(under_slurm()) {}
+
+  static std::vector<std::string> under_slurm() {
+    std::vector<std::string> env{"SLURM_JOB_ID=5"};
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::string{*e}.rfind("SLURM_JOB_ID=", 0) != 0) env.emplace_back(*e);
+    return env;
+  }
+};
+
+TEST_F(slurm_coordinator_with_a_worker, sigusr1_gives_the_workers_a_notice) {
+  expect_a_notice_for(SIGUSR1, "signal:SIGUSR1");
   EXPECT_FALSE(client_->leave());
   expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
 }
