@@ -4,6 +4,7 @@
 // and prints it as a readable table, or the raw JSON with --json. Exits 1
 // with a message on stderr when nothing answers.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -31,9 +33,8 @@ constexpr long default_timeout_ms = 3000;
 constexpr long max_timeout_ms = 600000;
 constexpr int exit_unreachable = 1;
 constexpr int http_ok = 200;
-constexpr int name_width = 22;
-constexpr int state_width = 14;
-constexpr int number_width = 10;
+// Between two columns of a table, at least.
+constexpr size_t column_gap = 2;
 
 constexpr const char* synopsis =
     "usage: lifeboat-status [--host H] --port P [--json] [--timeout-ms T]\n";
@@ -81,7 +82,28 @@ std::string human_bytes(int64_t bytes) {
   return out.str();
 }
 
-void print_table(const lifeboat::wire::Status& s) {
+// Rows of cells, the header first.
+using table = std::vector<std::vector<std::string>>;
+
+// Each column as wide as its widest cell and column_gap more, the last one
+// unpadded. Fixed widths ran a long state ("notice from the coordinator",
+// "waiting for workers to exit") into the next column.
+void print_table(const table& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (widths.size() <= i) widths.push_back(0);
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  for (const auto& row : rows) {
+    for (size_t i = 0; i + 1 < row.size(); ++i)
+      std::cout << std::left << std::setw(static_cast<int>(widths[i] + column_gap)) << row[i];
+    if (!row.empty()) std::cout << row.back();
+    std::cout << "\n";
+  }
+}
+
+void print_status(const lifeboat::wire::Status& s) {
   // Rank -1 is the coordinator (the launcher or lifeboat-coordinator), no worker.
   if (s.rank() < 0)
     std::cout << "coordinator of " << s.world_size() << " workers";
@@ -115,24 +137,18 @@ void print_table(const lifeboat::wire::Status& s) {
     std::cout << " in " << std::fixed << std::setprecision(2) << restored.seconds() << " s, "
               << restored.path() << "\n";
   }
-  std::cout << "\n"
-            << std::left << std::setw(name_width) << "ACTOR" << std::setw(state_width) << "STATE"
-            << "MAILBOX\n";
-  for (const auto& a : s.actors()) {
-    std::cout << std::left << std::setw(name_width) << a.name() << std::setw(state_width)
-              << a.state() << a.mailbox() << "\n";
-  }
+  table actors{{"ACTOR", "STATE", "MAILBOX"}};
+  for (const auto& a : s.actors())
+    actors.push_back({a.name(), a.state(), std::to_string(a.mailbox())});
+  std::cout << "\n";
+  print_table(actors);
   if (s.workers_size() == 0) return;
-  std::cout << "\n"
-            << std::left << std::setw(number_width) << "WORKER" << std::setw(number_width) << "STEP"
-            << std::setw(name_width) << "LAST HEARTBEAT" << std::setw(state_width) << "STATE"
-            << "PHASE\n";
-  for (const auto& w : s.workers()) {
-    std::cout << std::left << std::setw(number_width) << w.rank() << std::setw(number_width)
-              << w.step() << std::setw(name_width)
-              << (std::to_string(w.last_heartbeat_ms()) + " ms ago") << std::setw(state_width)
-              << w.state() << w.phase() << "\n";
-  }
+  table workers{{"WORKER", "STEP", "LAST HEARTBEAT", "STATE", "PHASE"}};
+  for (const auto& w : s.workers())
+    workers.push_back({std::to_string(w.rank()), std::to_string(w.step()),
+                       std::to_string(w.last_heartbeat_ms()) + " ms ago", w.state(), w.phase()});
+  std::cout << "\n";
+  print_table(workers);
 }
 
 }  // namespace
@@ -168,6 +184,6 @@ int main(int argc, char** argv) {
     std::cerr << program << ": " << url << " did not answer a status document\n";
     return exit_unreachable;
   }
-  print_table(status);
+  print_status(status);
   return EXIT_SUCCESS;
 }

@@ -38,6 +38,27 @@ TEST_F(status_cli_test, prints_a_readable_table) {
   }
 }
 
+// A state longer than any fixed column ("notice from the coordinator",
+// "waiting for workers to exit") used to run into the mailbox beside it.
+class status_cli_long_state_test : public test::status_endpoint_fixture {
+ protected:
+  void SetUp() override {
+    start({test::actor_status("preemption_watcher", "waiting for workers to exit", 7)});
+  }
+};
+
+TEST_F(status_cli_long_state_test, columns_are_as_wide_as_their_widest_cell) {
+  auto run = test::run_process(
+      {lifeboat::test::built(LIFEBOAT_STATUS_CLI), "--port", std::to_string(port_)}, cli_timeout);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("\npreemption_watcher  waiting for workers to exit  7\n"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("\nACTOR               STATE                        MAILBOX\n"),
+            std::string::npos)
+      << run.out;
+}
+
 // A coordinator right after a restart: the job's checkpoint is the one the
 // workers restored, whose save's seconds nobody knows; the table leaves them
 // out rather than print 0.00 s.
