@@ -28,7 +28,8 @@ constexpr int step_ms = 5;
 const std::string token = "coordinator-notice-test-token";
 
 // One generation of the job in `ckpt` that trains to its end: each rank's
-// digest, or fewer when it failed (the test's failure).
+// digest, or fewer when it failed (the test's failure). A later generation
+// resumes from the checkpoint there, and each worker says so.
 std::map<int, std::string> train_to_the_end(const std::string& ckpt, int generation) {
   coordinated_job job{workers, token};
   EXPECT_TRUE(job.started()) << job.service().text();
@@ -40,6 +41,10 @@ std::map<int, std::string> train_to_the_end(const std::string& ckpt, int generat
     auto& log = job.log(rank);
     log.read_all();
     EXPECT_EQ(exit_code(*job.workers()[rank]), 0) << log.text();
+    if (generation > 0) {
+      EXPECT_TRUE(log.contains("lifeboat-demo: rank=" + std::to_string(rank) + " resumed at step "))
+          << log.text();
+    }
     for (auto& [r, digest] : log.digests(steps)) digests[r] = digest;
   }
   job.coordinator().kill(SIGTERM);
