@@ -15,7 +15,6 @@
 
 #include <pthread.h>
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -170,15 +169,10 @@ int main(int argc, char** argv) {
   // (--signal=USR1@N reaches every process of a job step) and on a terminal
   // that hangs up, each of them used to kill it at once, and its workers
   // with the service. SIGUSR1 and SIGUSR2 are ignored where they are none.
-  auto notices = default_notice_signals(process_environment());
-  if (hangup_is_a_notice()) notices.push_back(SIGHUP);
-  auto is_notice = [&](int signo) {
-    return std::find(notices.begin(), notices.end(), signo) != notices.end();
-  };
-  std::vector<int> waited = notices;
+  auto job = job_signals_for(process_environment());
+  auto waited = job.notices;
   waited.push_back(SIGINT);
-  for (auto signo : {SIGUSR1, SIGUSR2})
-    if (!is_notice(signo)) waited.push_back(signo);
+  waited.insert(waited.end(), job.ignored.begin(), job.ignored.end());
   // Signals are blocked before the actor system exists so that its threads
   // inherit the mask and only the sigwait below ever sees them.
   auto stop_signals = signal_set(waited);
@@ -214,9 +208,8 @@ int main(int argc, char** argv) {
   int signal = 0;
   for (;;) {
     if (sigwait(&stop_signals, &signal) != 0) continue;
-    if (signal == SIGINT || is_notice(signal)) break;
-    log(log_level::warning, program, signal_name(signal),
-        " received: no notice to this job's workers (SIGUSR1 is one under SLURM); ignored");
+    if (signal == SIGINT || job.is_notice(signal)) break;
+    log(log_level::warning, program, ignored_signal_message(signal));
   }
   if (signal != SIGINT) serve_until_workers_leave(*watcher, stop_signals, signal);
   log(log_level::info, program, "stopping on ", signal_name(signal));

@@ -193,21 +193,15 @@ int main(int argc, char** argv) {
   // (CAF's included) inherits the mask and only our waiters see them.
   // SIGHUP (the terminal hung up) is a SIGTERM to the workers, unless the
   // launcher runs under nohup: then every worker ignores it as well.
-  std::vector<int> stops{SIGTERM, SIGINT};
-  if (lifeboat::hangup_is_a_notice()) stops.push_back(SIGHUP);
   // Every notice signal of the workers' platform is forwarded as SIGTERM is
   // (SLURM's --signal=USR1@N reaches every process of a job step, this
   // launcher's too); SIGUSR1 and SIGUSR2 are ignored where they are none.
   // Left at their default action, either ended the launcher, and every
   // worker with it, without a checkpoint.
-  auto is_stop = [&](int signo) {
-    return std::find(stops.begin(), stops.end(), signo) != stops.end();
-  };
-  for (auto signo : lifeboat::default_notice_signals(lifeboat::process_environment()))
-    if (!is_stop(signo)) stops.push_back(signo);
-  std::vector<int> ignored;
-  for (auto signo : {SIGUSR1, SIGUSR2})
-    if (!is_stop(signo)) ignored.push_back(signo);
+  auto job = lifeboat::job_signals_for(lifeboat::process_environment());
+  auto stops = job.notices;
+  stops.push_back(SIGINT);
+  const auto& ignored = job.ignored;
   auto waited_signals = stops;
   waited_signals.insert(waited_signals.end(), ignored.begin(), ignored.end());
   waited_signals.push_back(SIGCHLD);
@@ -392,10 +386,9 @@ int main(int argc, char** argv) {
       int signo = 0;
       if (::sigwait(&set, &signo) != 0) continue;
       if (signo == SIGUSR2 && stopping) return;  // our own stop request
-      if (std::find(ignored.begin(), ignored.end(), signo) != ignored.end()) {
-        lifeboat::log(lifeboat::log_level::warning, "launch", lifeboat::signal_name(signo),
-                      " received: no notice to this job's workers (SIGUSR1 is one under SLURM); "
-                      "ignored");
+      if (job.is_ignored(signo)) {
+        lifeboat::log(lifeboat::log_level::warning, "launch",
+                      lifeboat::ignored_signal_message(signo));
         continue;
       }
       if (signo == SIGHUP) {

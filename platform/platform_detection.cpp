@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <csignal>
@@ -17,6 +18,8 @@
 #include "platform/azure_source.hpp"
 #include "platform/gce_source.hpp"
 #include "platform/metadata_endpoint.hpp"
+#include "platform/signal_names.hpp"
+#include "platform/signal_pipe.hpp"
 #include "platform/text_parse.hpp"
 
 namespace lifeboat {
@@ -170,6 +173,28 @@ std::vector<int> default_notice_signals(const env_lookup& env) {
   auto named = platform_named_by(env);
   auto defaults = platform_defaults_for(named.empty() ? kGeneric : named, env);
   return defaults ? defaults->signals : std::vector<int>{SIGTERM};
+}
+
+bool job_signals::is_notice(int signo) const {
+  return std::find(notices.begin(), notices.end(), signo) != notices.end();
+}
+
+bool job_signals::is_ignored(int signo) const {
+  return std::find(ignored.begin(), ignored.end(), signo) != ignored.end();
+}
+
+job_signals job_signals_for(const env_lookup& env) {
+  job_signals out;
+  out.notices = default_notice_signals(env);
+  if (hangup_is_a_notice()) out.notices.push_back(SIGHUP);
+  for (auto signo : {SIGUSR1, SIGUSR2})
+    if (!out.is_notice(signo)) out.ignored.push_back(signo);
+  return out;
+}
+
+std::string ignored_signal_message(int signo) {
+  return signal_name(signo) +
+         " received: no notice to this job's workers (SIGUSR1 is one under SLURM); ignored";
 }
 
 }  // namespace lifeboat

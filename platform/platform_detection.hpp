@@ -62,4 +62,24 @@ caf::expected<platform_defaults> detect_platform();
 /// LIFEBOAT_PLATFORM is malformed (the workers then stop with its error).
 std::vector<int> default_notice_signals(const env_lookup& env);
 
+/// The signals of a process of the job that runs no trainer (lifeboat-launch,
+/// lifeboat-coordinator). `notices`: those it takes as the job's notice, the
+/// workers' (default_notice_signals) and SIGHUP unless it is ignored (nohup).
+/// `ignored`: SIGUSR1 and SIGUSR2 where they are none, which such a process
+/// ignores with ignored_signal_message: at their default action, one sent
+/// to every process of a job (SLURM's --signal=USR1@N) ended it.
+struct job_signals {
+  std::vector<int> notices;
+  std::vector<int> ignored;
+
+  bool is_notice(int signo) const;
+  bool is_ignored(int signo) const;
+};
+
+/// job_signals for a process started with `env`.
+job_signals job_signals_for(const env_lookup& env);
+
+/// What such a process logs as it ignores `signo` (one of job_signals::ignored).
+std::string ignored_signal_message(int signo);
+
 }  // namespace lifeboat

@@ -120,6 +120,30 @@ TEST(platform_detection, default_notice_signals_come_from_the_environment_alone)
             signals{SIGTERM});
 }
 
+// What a launcher or a coordinator takes as the job's notice, and which of
+// SIGUSR1 and SIGUSR2 it ignores: SIGHUP is a notice unless it is ignored
+// (nohup), SIGUSR1 under SLURM.
+TEST(platform_detection, job_signals_add_the_hangup_and_ignore_the_user_signals_that_are_none) {
+  using signals = std::vector<int>;
+  auto previous = std::signal(SIGHUP, SIG_DFL);
+  auto generic = job_signals_for(table_env(env_table{}));
+  auto slurm = job_signals_for(table_env(env_table{{"SLURM_JOB_ID", "7"}}));
+  std::signal(SIGHUP, SIG_IGN);
+  auto under_nohup = job_signals_for(table_env(env_table{}));
+  std::signal(SIGHUP, previous);
+  EXPECT_EQ(generic.notices, (signals{SIGTERM, SIGHUP}));
+  EXPECT_EQ(generic.ignored, (signals{SIGUSR1, SIGUSR2}));
+  EXPECT_EQ(slurm.notices, (signals{SIGTERM, SIGUSR1, SIGHUP}));
+  EXPECT_EQ(slurm.ignored, signals{SIGUSR2});
+  EXPECT_TRUE(slurm.is_notice(SIGUSR1));
+  EXPECT_FALSE(generic.is_notice(SIGUSR1));
+  EXPECT_TRUE(generic.is_ignored(SIGUSR1));
+  EXPECT_EQ(under_nohup.notices, signals{SIGTERM});
+  EXPECT_EQ(ignored_signal_message(SIGUSR2),
+            "SIGUSR2 received: no notice to this job's workers (SIGUSR1 is one under SLURM); "
+            "ignored");
+}
+
 TEST(platform_detection, gce_metadata_server_means_gce) {
   mock_server mock;
   env_table env{{"GCE_METADATA_HOST", mock.address()},
