@@ -23,10 +23,14 @@ bool unheeded_signal_check::due(std::chrono::steady_clock::time_point now, int64
   return !noticed();
 }
 
-std::string unheeded_signal_line(int signo) {
-  return signal_name(signo) + " was forwarded " + std::to_string(unheeded_signal_bound.count()) +
-         " s ago and no worker took it as a notice or exited (do they ignore it, without a "
-         "lifeboat handler?): killing every worker";
+void end_unheeded_workers(unheeded_signal_check& check, worker_group& group,
+                          int64_t forwarded_at_ns, int signo,
+                          const std::function<bool()>& noticed) {
+  if (!check.due(std::chrono::steady_clock::now(), forwarded_at_ns, noticed)) return;
+  say(signal_name(signo) + " was forwarded " + std::to_string(unheeded_signal_bound.count()) +
+      " s ago and no worker took it as a notice or exited (do they ignore it, without a "
+      "lifeboat handler?): killing every worker");
+  group.kill_unheeded();
 }
 
 int64_t forwarded_now_ns() {

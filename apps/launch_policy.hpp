@@ -76,8 +76,13 @@ class unheeded_signal_check {
   bool decided_ = false;
 };
 
-/// The line a launcher says as it kills workers that did not heed `signo`.
-std::string unheeded_signal_line(int signo);
+/// When `check` is due now (`noticed()`: whether a worker recorded a
+/// notice), says "SIGNAME was forwarded 30 s ago and no worker took it as a
+/// notice or exited (...): killing every worker" and kills `group`'s workers
+/// (worker_group::kill_unheeded). Ask it only while no worker of the
+/// generation has exited.
+void end_unheeded_workers(unheeded_signal_check& check, worker_group& group,
+                          int64_t forwarded_at_ns, int signo, const std::function<bool()>& noticed);
 
 /// When a launcher forwards a signal: steady-clock nanoseconds, for
 /// unheeded_signal_check.

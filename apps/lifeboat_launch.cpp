@@ -126,11 +126,9 @@ std::vector<lifeboat::apps::worker_exit> run_generation(
   lifeboat::apps::unheeded_signal_check unheeded;
   while (exits.empty() && !group.empty()) {
     reap_until(clock_type::now() + lifeboat::apps::silent_check_interval, true);
-    if (exits.empty() && unheeded.due(clock_type::now(), forwarded_at_ns,
-                                      [&] { return !watcher.preemption_message().empty(); })) {
-      say(lifeboat::apps::unheeded_signal_line(received_signal));
-      group.kill_unheeded();
-    }
+    if (exits.empty())
+      lifeboat::apps::end_unheeded_workers(unheeded, group, forwarded_at_ns, received_signal,
+                                           [&] { return !watcher.preemption_message().empty(); });
   }
   auto bound = exits.empty() ? lifeboat::apps::failed_group_exit_bound
                              : lifeboat::apps::group_exit_bound(exits[0], restart_code);

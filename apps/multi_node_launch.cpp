@@ -219,12 +219,9 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
     while (!ctx.group.empty() || nodes_pending() > 0) {
       // A signal forwarded here that no worker heeds ends this node's workers
       // (unheeded_signal_check); the others then follow their failure.
-      if (gen.exits.empty() && !ctx.group.empty() &&
-          unheeded.due(link_clock::now(), ctx.forwarded_at_ns,
-                       [&] { return !watcher.preemption_message().empty(); })) {
-        say(unheeded_signal_line(ctx.received_signal));
-        ctx.group.kill_unheeded();
-      }
+      if (gen.exits.empty() && !ctx.group.empty())
+        end_unheeded_workers(unheeded, ctx.group, ctx.forwarded_at_ns, ctx.received_signal,
+                             [&] { return !watcher.preemption_message().empty(); });
       // The deadline matters only while this node still has workers to end.
       auto until = ctx.group.empty() ? no_deadline : gen.deadline;
       for (auto* l : live_links()) until = std::min(until, l->next_keep_alive());
