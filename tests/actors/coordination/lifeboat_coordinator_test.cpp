@@ -19,6 +19,7 @@
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/preemption.pb.h"
+#include "tests/actors/preemption/raised_notice.hpp"
 #include "tests/apps/status_client.hpp"
 #include "tests/support/build_tree.hpp"
 #include "tests/support/child_process.hpp"
@@ -151,14 +152,7 @@ class coordinator_with_a_worker : public ::testing::Test {
     bool raised = false;
     self->receive(
         [&](const peer_message& msg) {
-          EXPECT_EQ(msg.channel, protocol_channel);
-          EXPECT_EQ(msg.from_rank, service_sender);
-          wire::ProtocolMessage body;
-          ASSERT_TRUE(body.ParseFromString(msg.payload));
-          ASSERT_TRUE(body.has_notice());
-          EXPECT_EQ(body.notice().rank(), service_sender);
-          EXPECT_EQ(body.notice().source(), source);
-          EXPECT_EQ(body.notice().deadline_unix_ms(), 0);
+          expect_raised_notice(msg, source);
           raised = true;
         },
         caf::after(deadline) >> [] {});

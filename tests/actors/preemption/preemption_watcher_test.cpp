@@ -18,6 +18,7 @@
 #include "messages/wire.hpp"
 #include "platform/clock.hpp"
 #include "tests/actors/coordination/coordination_fixture.hpp"
+#include "tests/actors/preemption/raised_notice.hpp"
 
 using namespace lifeboat;
 using namespace lifeboat::test;
@@ -239,14 +240,7 @@ TEST_F(watcher_test, a_raised_notice_reaches_every_worker_and_shows_until_one_of
   watcher.raise_notice("signal:SIGTERM", "the coordinator is going away");
   for (int copy = 0; copy < 2; ++copy)
     subscriber->receive(
-        [&](const peer_message& msg) {
-          EXPECT_EQ(msg.channel, protocol_channel);
-          EXPECT_EQ(msg.from_rank, service_sender);
-          wire::ProtocolMessage body;
-          ASSERT_TRUE(body.ParseFromString(msg.payload));
-          EXPECT_EQ(body.notice().source(), "signal:SIGTERM");
-          EXPECT_EQ(body.notice().deadline_unix_ms(), 0);
-        },
+        [&](const peer_message& msg) { expect_raised_notice(msg, "signal:SIGTERM"); },
         caf::after(exit_bound) >> [&] { ADD_FAILURE() << "copy " << copy << " never came"; });
   EXPECT_EQ(watcher.preemption_message(),
             "the coordinator: the coordinator is going away (source signal:SIGTERM, deadline "
