@@ -420,6 +420,16 @@ int main(int argc, char** argv) {
     exit_code = lifeboat::apps::run_node_zero(ctx, std::move(links), service, *watcher);
   else
     exit_code = lifeboat::apps::run_other_node(ctx, *link_to_zero);
+  // A job that ends otherwise than done (to be restarted, failed, stopped)
+  // leaves nothing behind: on a host that stays (no container or cgroup ends
+  // with the launcher) a pool worker of a killed worker would keep its GPU
+  // memory and ports from the launcher's next run. A job done may have
+  // started something meant to outlive it (an upload of the final model).
+  if (exit_code != 0)
+    group.end_left_behind();
+  else if (auto left = lifeboat::apps::worker_group::count_left_behind(); left > 0)
+    say(std::to_string(left) +
+        " process(es) that the workers left behind go on: every worker exited 0");
 
   stopping = true;
   ::pthread_kill(forwarder.native_handle(), SIGUSR2);

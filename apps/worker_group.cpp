@@ -76,16 +76,27 @@ std::optional<std::string> worker_group::become_subreaper() {
   return std::string{"prctl(PR_SET_CHILD_SUBREAPER): "} + std::strerror(errno);
 }
 
+void worker_group::end_left_behind() {
+  if (!generation_) return;
+  if (auto ended = end_child_processes(); ended > 0)
+    write_stderr_line("lifeboat-launch: ended " + std::to_string(ended) +
+                      " process(es) that the workers of generation " +
+                      std::to_string(*generation_) + " left behind");
+}
+
+size_t worker_group::count_left_behind() {
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  return child_processes().size();
+}
+
 std::optional<std::string> worker_group::start(int n, int restart) {
   // What the last generation left behind may hold what the next one needs:
   // a DataLoader or pool worker of a worker that was killed kept its parent's
   // listening sockets (gloo's port: `Address already in use`) and its GPU
   // memory. The workers themselves are reaped by now: every child left is one.
-  if (restart > 0)
-    if (auto ended = end_child_processes(); ended > 0)
-      write_stderr_line("lifeboat-launch: ended " + std::to_string(ended) +
-                        " process(es) that the workers of generation " +
-                        std::to_string(restart - 1) + " left behind");
+  end_left_behind();
+  generation_ = restart;
   auto launcher = ::getpid();
   for (int local_rank = 0; local_rank < n; ++local_rank) {
     auto rank = node_rank_ * n + local_rank;

@@ -65,12 +65,21 @@ class worker_group {
                std::optional<uint16_t> status_port_base = std::nullopt, int node_rank = 0);
 
   /// Starts `n` workers; prints "lifeboat-launch: rank=R pid=PID restart=K"
-  /// (R the global rank). From the second generation on, first ends (SIGTERM,
-  /// then SIGKILL after child_end_grace) the processes the last one's workers
-  /// left behind, which the launcher, a child subreaper, inherited
-  /// (become_subreaper), and says how many it ended.
+  /// (R the global rank). From the second generation on, first ends what the
+  /// last one's workers left behind (end_left_behind).
   /// Returns an error message when a worker cannot be started.
   std::optional<std::string> start(int n, int restart);
+
+  /// Ends (SIGTERM, then SIGKILL after child_end_grace) the processes the
+  /// workers of the last generation started left behind, which the launcher,
+  /// a child subreaper, inherited (become_subreaper), and says how many with
+  /// "lifeboat-launch: ended N process(es) that the workers of generation G
+  /// left behind". Call when no worker is live: every child is then one.
+  void end_left_behind();
+
+  /// How many processes the workers left behind still run (those that ended
+  /// are reaped first). Call when no worker is live.
+  static size_t count_left_behind();
 
   /// Waits for the first worker to exit (or `until`); nothing when none did.
   std::optional<worker_exit> wait_any(std::chrono::steady_clock::time_point until);
@@ -111,10 +120,11 @@ class worker_group {
   std::optional<uint16_t> status_port_base_;
   int node_rank_;
   mutable std::mutex mtx_;
-  std::map<pid_t, int> live_;  // pid -> global rank
-  std::set<pid_t> lost_;       // live workers kill_lost killed
-  std::set<pid_t> unheeded_;   // live workers kill_unheeded killed
-  bool killing_ = false;       // kill_all was called
+  std::map<pid_t, int> live_;      // pid -> global rank
+  std::set<pid_t> lost_;           // live workers kill_lost killed
+  std::set<pid_t> unheeded_;       // live workers kill_unheeded killed
+  bool killing_ = false;           // kill_all was called
+  std::optional<int> generation_;  // the last one start() started
 };
 
 }  // namespace lifeboat::apps

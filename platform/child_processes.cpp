@@ -19,6 +19,10 @@ namespace {
 // How often the end of a signalled child is checked.
 constexpr std::chrono::milliseconds reap_poll{5};
 
+// How many generations of descendants end_child_processes ends, at most: a
+// process that forks faster than it is ended must not hold the exit.
+constexpr int end_rounds = 8;
+
 // The parent's pid in /proc/<pid>/stat, whose second field (the command, in
 // parentheses) may itself hold spaces and parentheses: the fields after the
 // last ')' are "state ppid ...".
@@ -69,13 +73,20 @@ std::vector<pid_t> child_processes() {
 }
 
 size_t end_child_processes(std::chrono::milliseconds grace) {
-  auto children = child_processes();
-  for (auto pid : children) ::kill(pid, SIGTERM);
-  auto left = wait_for(children, grace);
-  for (auto pid : left) ::kill(pid, SIGKILL);
-  // Bounded as well: a child in uninterruptible sleep must not hold the exit.
-  wait_for(std::move(left), grace);
-  return children.size();
+  size_t ended = 0;
+  // In a child subreaper (lifeboat-launch) a child that ends hands its own
+  // children to this process: each round ends those the last one made ours.
+  for (int round = 0; round < end_rounds; ++round) {
+    auto children = child_processes();
+    if (children.empty()) break;
+    for (auto pid : children) ::kill(pid, SIGTERM);
+    auto left = wait_for(children, grace);
+    for (auto pid : left) ::kill(pid, SIGKILL);
+    // Bounded as well: a child in uninterruptible sleep must not hold the exit.
+    wait_for(std::move(left), grace);
+    ended += children.size();
+  }
+  return ended;
 }
 
 }  // namespace lifeboat

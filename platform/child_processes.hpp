@@ -16,7 +16,9 @@ std::vector<pid_t> child_processes();
 
 /// Ends this process's children and reaps them, for a process about to end
 /// itself at once: SIGTERM to each, then SIGKILL to those still there after
-/// `grace`. Returns how many there were.
+/// `grace`. In a child subreaper, the children of those ended become this
+/// process's and are ended in turn (at most 8 such rounds). Returns how many
+/// it ended.
 ///
 /// Why: a child forked without exec (a PyTorch DataLoader or a
 /// multiprocessing.Pool worker) holds copies of every descriptor of its
@@ -25,7 +27,7 @@ std::vector<pid_t> child_processes();
 /// port (DataLoader workers look for their parent every 5 s; a pool's
 /// workers never do).
 ///
-/// Thread-safety: any thread; it blocks for at most about `grace`.
+/// Thread-safety: any thread; it blocks for at most about 2 x `grace` a round.
 size_t end_child_processes(std::chrono::milliseconds grace = child_end_grace);
 
 }  // namespace lifeboat

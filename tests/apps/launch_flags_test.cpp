@@ -293,6 +293,47 @@ TEST(launch_flags_test, what_the_workers_left_behind_is_ended_before_the_next_ge
   EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived its generation";
 }
 
+// A launcher that exits otherwise than 0 ends what its last generation's
+// workers left behind, and the children of those: here a background subshell
+// with a child of its own. Before, both outlived the job on the host.
+TEST(launch_flags_test, what_a_failed_job_left_behind_is_ended_when_the_launcher_exits) {
+  child_process run{launcher({},
+                             "( sleep 600 >/dev/null 2>&1 & echo \"left pid=$!\"; "
+                             "exec >/dev/null 2>&1; wait ) & exit 3",
+                             1),
+                    true};
+  output_log log{run};
+  auto left = log.read_until("left pid=");
+  ASSERT_TRUE(left) << log.text();
+  auto pid = static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1)));
+  log.read_all();
+  EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
+  EXPECT_TRUE(
+      log.contains("lifeboat-launch: ended 2 process(es) that the workers of generation 0 left "
+                   "behind"))
+      << log.text();
+  EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived the launcher";
+}
+
+// A job done may have started what is meant to outlive it (an upload of the
+// final model): it goes on, and the launcher says so.
+TEST(launch_flags_test, what_a_job_done_left_behind_goes_on_and_is_named) {
+  child_process run{launcher({}, "sleep 600 >/dev/null 2>&1 & echo \"left pid=$!\"; exit 0", 1),
+                    true};
+  output_log log{run};
+  auto left = log.read_until("left pid=");
+  ASSERT_TRUE(left) << log.text();
+  auto pid = static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1)));
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  EXPECT_TRUE(
+      log.contains("lifeboat-launch: 1 process(es) that the workers left behind go on: "
+                   "every worker exited 0"))
+      << log.text();
+  EXPECT_EQ(::kill(pid, 0), 0) << "pid " << pid << " was ended";
+  ::kill(pid, SIGKILL);
+}
+
 // Rank 1 is killed from outside after its peers exited 3 (as peers do when
 // they lose one): the launcher names the killed worker as the cause, not the
 // first one it reaped.

@@ -1,5 +1,6 @@
 #include "platform/child_processes.hpp"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,31 @@ TEST(child_processes, kills_a_child_that_ignores_sigterm_after_the_grace) {
   EXPECT_EQ(end_child_processes(200ms), 1u);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
   EXPECT_TRUE(gone(stubborn));
+}
+
+// As lifeboat-launch is: ending a child makes its own child ours, and that
+// one is ended as well.
+TEST(child_processes, in_a_child_subreaper_ends_the_children_of_the_children_it_ended) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    pid_t grandchild = fork_child(false);
+    if (::write(fds[1], &grandchild, sizeof(grandchild)) != sizeof(grandchild)) ::_exit(1);
+    ::alarm(60);
+    for (;;) ::pause();
+  }
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(fds[0], &grandchild, sizeof(grandchild)),
+            static_cast<ssize_t>(sizeof(grandchild)));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(end_child_processes(), 2u);
+  EXPECT_TRUE(gone(child));
+  EXPECT_TRUE(gone(grandchild));
+  ::kill(grandchild, SIGKILL);  // where it failed: not left to its alarm
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 TEST(child_processes, reaps_a_child_that_already_ended) {
