@@ -9,9 +9,10 @@
 // address (LIFEBOAT_TLS=0 turns it off). SIGINT stops it at once. A notice
 // signal (SIGTERM; SIGHUP unless ignored; SIGUSR1 under SLURM, as for the
 // workers) with workers joined gives them a notice unless one of them
-// already has one, and stops once every worker that joined has left (120 s
-// at most), as they save through it. SIGUSR1 and SIGUSR2 are otherwise
-// ignored, with a line.
+// already has one (due at its own grace period: its platform's or
+// LIFEBOAT_GRACE_PERIOD_S; else in 120 s), and stops once every worker that
+// joined has left (120 s at most), as they save through it. SIGUSR1 and
+// SIGUSR2 are otherwise ignored, with a line.
 
 #include <pthread.h>
 
@@ -37,6 +38,7 @@
 #include "apps/command_line.hpp"
 #include "messages/errors.hpp"
 #include "messages/log.hpp"
+#include "platform/clock.hpp"
 #include "platform/environment.hpp"
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
@@ -84,24 +86,33 @@ wait_end wait_for(const std::function<bool()>& done, std::chrono::seconds bound,
 // lost") and lost the checkpoint.
 //   1. When no worker has recorded a notice, the signal came here first
 //      or alone (this host is going away; an operator stops the job here):
-//      the workers get a notice of this process's, and save with their own
-//      grace period. One that reaches every process at once (`kill -TERM
-//      -PGID`, scancel, a node drained) may give them two; the earliest
-//      deadline wins, as for any two notices.
+//      the workers get a notice of this process's, due when it stops
+//      serving them: at its own grace period (`grace`: its platform's or
+//      LIFEBOAT_GRACE_PERIOD_S; a pod is killed then), else at drain_bound.
+//      Each worker saves by then, and no later than its own grace period
+//      allows. One that reaches every process at once (`kill -TERM -PGID`,
+//      scancel, a node drained) may give them two; the earliest deadline
+//      wins, as for any two notices.
 //   2. Serve until every worker that joined has left or was lost,
 //      drain_bound at most.
 // A SIGINT ends the wait at once.
 void serve_until_workers_leave(lifeboat::preemption_watcher& watcher, const sigset_t& stops,
-                               int signo) {
+                               int signo, std::chrono::seconds grace) {
   using namespace lifeboat;
   auto present = watcher.workers_present();
   if (present == 0) return;
   auto name = signal_name(signo);
   if (watcher.preemption_message().empty()) {
-    watcher.raise_notice("signal:" + name, std::string{program} + " received " + name +
-                                               ": the coordination service is going away");
+    auto own = grace.count() > 0 && grace < drain_bound;
+    auto due = own ? grace : drain_bound;
+    watcher.raise_notice(
+        "signal:" + name,
+        std::string{program} + " received " + name + ": the coordination service is going away",
+        unix_now_ms() + std::chrono::milliseconds{due}.count());
     log(log_level::info, program, name, " received and no worker has recorded a notice: gave the ",
-        present, " worker(s) here one, so that they save before the service goes");
+        present, " worker(s) here one, due in ", due.count(), " s (",
+        own ? "this process's grace period" : "the longest it serves them",
+        "), so that they save before the service goes");
   }
   log(log_level::info, program, name, " received: serving the ", present,
       " worker(s) still here until they leave (at most ", drain_bound.count(),
@@ -157,6 +168,12 @@ int main(int argc, char** argv) {
     return EXIT_FAILURE;
   }
   cfg.tls = *tls;
+  // Its grace period is the deadline of the notice it gives its workers.
+  auto platform = named_platform_defaults(process_environment());
+  if (!platform) {
+    write_stderr_line(streamed(program, ": ", describe(platform.error())));
+    return EXIT_FAILURE;
+  }
   if (tls_flag) cfg.tls.enabled = true;
   cfg.port = static_cast<uint16_t>(port);
   cfg.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
@@ -211,7 +228,8 @@ int main(int argc, char** argv) {
     if (signal == SIGINT || job.is_notice(signal)) break;
     log(log_level::warning, program, ignored_signal_message(signal));
   }
-  if (signal != SIGINT) serve_until_workers_leave(*watcher, stop_signals, signal);
+  if (signal != SIGINT)
+    serve_until_workers_leave(*watcher, stop_signals, signal, platform->grace_period);
   log(log_level::info, program, "stopping on ", signal_name(signal));
   if (status_actor) caf::anon_send_exit(*status_actor, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(service->first, caf::exit_reason::user_shutdown);

@@ -169,9 +169,13 @@ caf::expected<platform_defaults> detect_platform() {
   return detect_platform(process_environment());
 }
 
-std::vector<int> default_notice_signals(const env_lookup& env) {
+caf::expected<platform_defaults> named_platform_defaults(const env_lookup& env) {
   auto named = platform_named_by(env);
-  auto defaults = platform_defaults_for(named.empty() ? kGeneric : named, env);
+  return platform_defaults_for(named.empty() ? kGeneric : named, env);
+}
+
+std::vector<int> default_notice_signals(const env_lookup& env) {
+  auto defaults = named_platform_defaults(env);
   return defaults ? defaults->signals : std::vector<int>{SIGTERM};
 }
 

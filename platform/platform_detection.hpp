@@ -55,6 +55,12 @@ caf::expected<platform_defaults> detect_platform(
 /// detect_platform on the process environment.
 caf::expected<platform_defaults> detect_platform();
 
+/// The defaults of the platform `env` names without probes (LIFEBOAT_PLATFORM,
+/// Kubernetes, SLURM; else generic), LIFEBOAT_GRACE_PERIOD_S and
+/// LIFEBOAT_RESTART_CODE applied: for a process of the job that probes no
+/// metadata server (lifeboat-coordinator). Errors as platform_defaults_for.
+caf::expected<platform_defaults> named_platform_defaults(const env_lookup& env);
+
 /// The signals that workers started with `env` take as a notice by their
 /// platform's default, as far as the environment tells without probes (the
 /// clouds', like generic's, are SIGTERM alone): SIGTERM and SIGUSR1 under

@@ -44,8 +44,8 @@ std::string describe_failure(const membership_event& e) {
 
 // The message is read once the workers have exited, often after the
 // deadline: that one is "passed", where a count of seconds read "in -1 s".
-// A notice this process raised has no rank and no deadline of its own: each
-// worker applies its grace period.
+// A notice this process raised without a deadline leaves it to each
+// worker's grace period.
 std::string describe_notice(const wire::Notice& n) {
   auto left_ms = n.deadline_unix_ms() - unix_now_ms();
   auto deadline = n.deadline_unix_ms() == 0 ? std::string{"each worker's grace period"}
@@ -210,12 +210,14 @@ int preemption_watcher::workers_present() const {
                                         [](const auto& row) { return row.second; }));
 }
 
-void preemption_watcher::raise_notice(const std::string& source, const std::string& reason) {
+void preemption_watcher::raise_notice(const std::string& source, const std::string& reason,
+                                      int64_t deadline_unix_ms) {
   wire::Notice notice;
   notice.set_rank(service_sender);
   notice.set_source(source);
   notice.set_reason(reason);
   notice.set_received_unix_ms(unix_now_ms());
+  notice.set_deadline_unix_ms(deadline_unix_ms);
   {
     std::lock_guard<std::mutex> guard{view_->mtx};
     view_->raised = notice.SerializeAsString();

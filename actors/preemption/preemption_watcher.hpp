@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,10 +62,11 @@ class preemption_watcher {
   /// end is near (a coordinator's SIGTERM): without the service the workers
   /// could not agree on a step, and a notice lets them save and exit with
   /// the restart code while it is still here. The notice's rank is
-  /// service_sender and it carries no deadline: each worker applies its own
-  /// grace period, as to a notice of its own. preemption_message() and the
-  /// status row show it ("the coordinator") unless a worker recorded one.
-  void raise_notice(const std::string& source, const std::string& reason);
+  /// service_sender and its deadline `deadline_unix_ms`, when this process
+  /// stops serving (0: none); each worker saves by then, and no later than
+  /// its own grace period allows. preemption_message() and the status row
+  /// show it ("the coordinator") unless a worker recorded one.
+  void raise_notice(const std::string& source, const std::string& reason, int64_t deadline_unix_ms);
 
   /// Where the failure of `generation` (the workers' LIFEBOAT_RESTART_COUNT)
   /// began: the first error a worker reported ("rank R failed: MESSAGE") or

@@ -175,11 +175,15 @@ std::vector<outgoing> step_resolver_state::on_message(const wire::ProtocolMessag
   if (failed_) return {};
   switch (msg.body_case()) {
     case wire::ProtocolMessage::kNotice: {
-      if (msg.notice().deadline_unix_ms() != 0) return learn_notice(msg.notice(), now_ms);
+      if (msg.notice().rank() != service_sender) return learn_notice(msg.notice(), now_ms);
       // Raised by the process hosting the service (preemption_watcher::
-      // raise_notice), which knows no grace period: this worker's applies.
+      // raise_notice), whose deadline is when it stops serving: this worker
+      // saves by then, and no later than for a notice of its own (its grace
+      // period; none: at once).
       auto notice = msg.notice();
-      notice.set_deadline_unix_ms(now_ms + cfg_.grace_period_ms);
+      auto own = now_ms + cfg_.grace_period_ms;
+      if (notice.deadline_unix_ms() == 0 || own < notice.deadline_unix_ms())
+        notice.set_deadline_unix_ms(own);
       return learn_notice(notice, now_ms);
     }
     case wire::ProtocolMessage::kQuery:

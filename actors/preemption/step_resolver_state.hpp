@@ -94,8 +94,10 @@ class step_resolver_state {
   std::vector<outgoing> on_local_notice(wire::Notice notice, int64_t now_ms);
 
   /// Any protocol message from a peer (or from itself through the service).
-  /// A notice without a deadline, raised by the process hosting the service,
-  /// is taken with this worker's grace period, as its own notices are.
+  /// A notice raised by the process hosting the service (from
+  /// service_sender) is due at its deadline (when that process stops
+  /// serving; 0: none) or when this worker's grace period from now ends,
+  /// whichever comes first: no later than a notice of this worker's own.
   std::vector<outgoing> on_message(const wire::ProtocolMessage& msg, int64_t now_ms);
 
   /// A worker failed or was lost: from now on this worker starts, answers

@@ -19,6 +19,7 @@
 #include "actors/system_config.hpp"
 #include "messages/errors.hpp"
 #include "messages/preemption.pb.h"
+#include "platform/clock.hpp"
 #include "tests/actors/preemption/raised_notice.hpp"
 #include "tests/apps/status_client.hpp"
 #include "tests/support/build_tree.hpp"
@@ -143,20 +144,28 @@ class coordinator_with_a_worker : public ::testing::Test {
   }
 
   // Sends `signo` to the coordinator: rank 1 gets its notice, named after
-  // the signal and without a deadline (each worker's grace period applies),
+  // the signal and due in `due` (`why`, as the coordinator's line says),
   // and the coordinator says it serves the worker until it leaves.
-  void expect_a_notice_for(int signo, const std::string& source) {
+  void expect_a_notice_for(int signo, const std::string& source,
+                           std::chrono::seconds due = std::chrono::seconds{120},
+                           const std::string& why = "the longest it serves them") {
     caf::scoped_actor self{sys_};
     client_->subscribe(self);
+    auto sent_ms = unix_now_ms();
     coordinator_.kill(signo);
     bool raised = false;
     self->receive(
         [&](const peer_message& msg) {
-          expect_raised_notice(msg, source);
+          auto deadline_ms = expect_raised_notice(msg, source);
+          auto due_ms = std::chrono::milliseconds{due}.count();
+          EXPECT_GE(deadline_ms, sent_ms + due_ms);
+          EXPECT_LE(deadline_ms, unix_now_ms() + due_ms);
           raised = true;
         },
         caf::after(deadline) >> [] {});
     ASSERT_TRUE(raised) << "no notice reached the worker";
+    ASSERT_TRUE(wait_for_line(coordinator_, "gave the 1 worker(s) here one, due in " +
+                                                std::to_string(due.count()) + " s (" + why + ")"));
     ASSERT_TRUE(wait_for_line(coordinator_, serving_one_after_any_signal));
   }
 
@@ -193,8 +202,10 @@ TEST_F(coordinator_with_a_worker, a_sigterm_the_worker_got_too_is_served_until_i
 
 // A SIGTERM that reached the coordinator before any worker's notice (or
 // alone: its host is going away) gives every worker a notice on the
-// preemption protocol's channel, without a deadline (each worker's grace
-// period applies), and the service stays until they have saved and left.
+// preemption protocol's channel, due when the coordinator stops serving
+// (120 s at most), and the service stays until they have saved and left.
+// Before, the notice had no deadline, and a worker whose grace period was
+// longer trained on past the coordinator's end.
 TEST_F(coordinator_with_a_worker, a_sigterm_to_the_coordinator_alone_gives_the_workers_a_notice) {
   expect_a_notice_for(SIGTERM, "signal:SIGTERM");
   EXPECT_FALSE(client_->insert("saved", "step 7")) << "the service went before the worker left";
@@ -223,19 +234,48 @@ TEST_F(coordinator_with_a_worker, sigusr1_and_sigusr2_are_ignored_where_they_are
   expect_a_clean_exit("lifeboat-coordinator did not stop on SIGTERM");
 }
 
+// This process's environment with `name` set to `value`.
+std::vector<std::string> environment_with(const std::string& name, const std::string& value) {
+  std::vector<std::string> env{name + "=" + value};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string{*e}.rfind(name + "=", 0) != 0) env.emplace_back(*e);
+  return env;
+}
+
 // Under SLURM (--signal=USR1@N reaches every process of a job step)
 // SIGUSR1 is the workers' notice, and the coordinator's too.
 class slurm_coordinator_with_a_worker : public coordinator_with_a_worker {
  protected:
-  slurm_coordinator_with_a_worker() : coordinator_with_a_worker(under_slurm()) {}
-
-  static std::vector<std::string> under_slurm() {
-    std::vector<std::string> env{"SLURM_JOB_ID=5"};
-    for (char** e = environ; *e != nullptr; ++e)
-      if (std::string{*e}.rfind("SLURM_JOB_ID=", 0) != 0) env.emplace_back(*e);
-    return env;
-  }
+  slurm_coordinator_with_a_worker()
+      : coordinator_with_a_worker(environment_with("SLURM_JOB_ID", "5")) {}
 };
+
+// A coordinator with a grace period of its own (a pod's, given as
+// LIFEBOAT_GRACE_PERIOD_S) is killed when it ends: its notice is due then.
+class coordinator_with_a_grace_period : public coordinator_with_a_worker {
+ protected:
+  coordinator_with_a_grace_period()
+      : coordinator_with_a_worker(environment_with("LIFEBOAT_GRACE_PERIOD_S", "7")) {}
+};
+
+TEST_F(coordinator_with_a_grace_period, its_notice_is_due_when_its_grace_period_ends) {
+  expect_a_notice_for(SIGTERM, "signal:SIGTERM", std::chrono::seconds{7},
+                      "this process's grace period");
+  EXPECT_FALSE(client_->leave());
+  expect_a_clean_exit("lifeboat-coordinator still serves after its workers left");
+}
+
+// A grace period that is no number is refused at start, named.
+TEST(lifeboat_coordinator, a_malformed_grace_period_is_refused_at_start) {
+  child_process coordinator{{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                             "--world-size", "2", "--token", "t"},
+                            true,
+                            environment_with("LIFEBOAT_GRACE_PERIOD_S", "soon")};
+  auto status = coordinator.wait_exit(deadline);
+  ASSERT_TRUE(status) << "lifeboat-coordinator started with LIFEBOAT_GRACE_PERIOD_S=soon";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) != 0);
+  EXPECT_TRUE(wait_for_line(coordinator, "LIFEBOAT_GRACE_PERIOD_S"));
+}
 
 TEST_F(slurm_coordinator_with_a_worker, sigusr1_gives_the_workers_a_notice) {
   expect_a_notice_for(SIGUSR1, "signal:SIGUSR1");

@@ -237,14 +237,20 @@ TEST_F(watcher_test, a_raised_notice_reaches_every_worker_and_shows_until_one_of
   caf::scoped_actor subscriber{sys};
   a->subscribe(subscriber);
   b->subscribe(subscriber);
-  watcher.raise_notice("signal:SIGTERM", "the coordinator is going away");
+  auto deadline = unix_now_ms() + 600'000;
+  watcher.raise_notice("signal:SIGTERM", "the coordinator is going away", deadline);
   for (int copy = 0; copy < 2; ++copy)
     subscriber->receive(
-        [&](const peer_message& msg) { expect_raised_notice(msg, "signal:SIGTERM"); },
+        [&](const peer_message& msg) {
+          EXPECT_EQ(expect_raised_notice(msg, "signal:SIGTERM"), deadline);
+        },
         caf::after(exit_bound) >> [&] { ADD_FAILURE() << "copy " << copy << " never came"; });
-  EXPECT_EQ(watcher.preemption_message(),
-            "the coordinator: the coordinator is going away (source signal:SIGTERM, deadline "
-            "each worker's grace period)");
+  EXPECT_EQ(watcher.preemption_message().rfind(
+                "the coordinator: the coordinator is going away (source signal:SIGTERM, deadline "
+                "in ",
+                0),
+            0u)
+      << watcher.preemption_message();
   EXPECT_EQ(row_of(sys, watcher).state(), "notice from the coordinator");
   ASSERT_FALSE(record_notice(*b, 1, "signal:SIGTERM", 600'000));
   EXPECT_EQ(watcher.preemption_message().rfind("rank 1: ", 0), 0u) << watcher.preemption_message();

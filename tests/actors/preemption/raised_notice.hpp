@@ -4,6 +4,7 @@
 // raises a notice (preemption_watcher::raise_notice), checked as its cluster
 // watcher and step resolver read it.
 
+#include <cstdint>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -15,17 +16,17 @@
 namespace lifeboat::test {
 
 /// `msg` is that notice, from `source`: on the preemption protocol's
-/// channel, from service_sender, without a deadline (each worker's grace
-/// period applies).
-inline void expect_raised_notice(const peer_message& msg, const std::string& source) {
+/// channel, from service_sender. Returns its deadline (unix ms; 0 where
+/// `msg` is no notice, a failure of this check).
+inline int64_t expect_raised_notice(const peer_message& msg, const std::string& source) {
   EXPECT_EQ(msg.channel, protocol_channel);
   EXPECT_EQ(msg.from_rank, service_sender);
   wire::ProtocolMessage body;
-  ASSERT_TRUE(body.ParseFromString(msg.payload));
-  ASSERT_TRUE(body.has_notice());
+  EXPECT_TRUE(body.ParseFromString(msg.payload));
+  EXPECT_TRUE(body.has_notice());
   EXPECT_EQ(body.notice().rank(), service_sender);
   EXPECT_EQ(body.notice().source(), source);
-  EXPECT_EQ(body.notice().deadline_unix_ms(), 0);
+  return body.notice().deadline_unix_ms();
 }
 
 }  // namespace lifeboat::test

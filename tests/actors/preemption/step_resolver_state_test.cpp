@@ -209,6 +209,27 @@ TEST(step_resolver_state, a_notice_from_the_services_host_takes_the_workers_grac
   }
 }
 
+// The deadline of a notice the service's host raised is when it stops
+// serving: a worker saves by then, or by its own grace period where that
+// ends first (as for a notice of its own).
+TEST(step_resolver_state, a_notice_from_the_services_host_is_due_at_its_deadline_or_the_grace) {
+  const int64_t grace = 60'000;
+  for (int64_t due : {int64_t{30'000}, int64_t{120'000}}) {
+    cluster c{3, grace};
+    for (int r = 0; r < 3; ++r) c.workers[r]->completed = 7;
+    outgoing raised;
+    raised.to = every_rank;
+    raised.message.mutable_notice()->set_rank(service_sender);
+    raised.message.mutable_notice()->set_source("signal:SIGTERM");
+    raised.message.mutable_notice()->set_deadline_unix_ms(t0 + due);
+    c.post(service_sender, {raised});
+    c.run();
+    for (int r = 0; r < 3; ++r)
+      EXPECT_EQ(c.at(r).deadline_ms(), t0 + std::min(due, grace))
+          << "rank " << r << ", due " << due;
+  }
+}
+
 TEST(step_resolver_state, a_later_deadline_changes_nothing) {
   cluster c{2, 60'000};
   c.post(0, c.at(0).on_local_notice(c.notice(t0 + 30'000), c.now));
