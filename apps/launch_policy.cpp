@@ -27,10 +27,18 @@ void end_unheeded_workers(unheeded_signal_check& check, worker_group& group,
                           int64_t forwarded_at_ns, int signo,
                           const std::function<bool()>& noticed) {
   if (!check.due(std::chrono::steady_clock::now(), forwarded_at_ns, noticed)) return;
-  say(signal_name(signo) + " was forwarded " + std::to_string(unheeded_signal_bound.count()) +
-      " s ago and no worker took it as a notice or exited (do they ignore it, without a "
-      "lifeboat handler?): killing every worker");
+  say(unheeded_signal_line(signo));
   group.kill_unheeded();
+}
+
+std::string unheeded_signal_line(int signo, std::optional<int> node) {
+  auto where = node ? " on node " + std::to_string(*node) : std::string{};
+  auto whose = node ? "node " + std::to_string(*node) + "'s workers" : std::string{"every worker"};
+  return signal_name(signo) + " was forwarded" + where + " " +
+         std::to_string(unheeded_signal_bound.count()) +
+         " s ago and no worker took it as a notice or exited (do they ignore it, without a "
+         "lifeboat handler?): killing " +
+         whose;
 }
 
 int64_t forwarded_now_ns() {

@@ -84,6 +84,11 @@ class unheeded_signal_check {
 void end_unheeded_workers(unheeded_signal_check& check, worker_group& group,
                           int64_t forwarded_at_ns, int signo, const std::function<bool()>& noticed);
 
+/// "SIGNAME was forwarded 30 s ago and no worker took it as a notice or
+/// exited (...): killing every worker"; for the launcher of another node
+/// (`node`), "... forwarded on node K 30 s ago ...: killing node K's workers".
+std::string unheeded_signal_line(int signo, std::optional<int> node = std::nullopt);
+
 /// When a launcher forwards a signal: steady-clock nanoseconds, for
 /// unheeded_signal_check.
 int64_t forwarded_now_ns();

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -61,7 +62,7 @@ std::string encode(const worker_exit& e) {
   return "exit " + std::to_string(e.rank) + " " + std::to_string(e.pid) + " " +
          std::to_string(e.code) + " " + std::to_string(e.signal) + " " +
          std::to_string(e.killed_at_deadline ? 1 : 0) + " " +
-         std::to_string(e.killed_as_lost ? 1 : 0);
+         std::to_string(e.killed_as_lost ? 1 : 0) + " " + std::to_string(e.killed_unheeded ? 1 : 0);
 }
 
 std::optional<worker_exit> decode_exit(const std::string& line) {
@@ -69,14 +70,22 @@ std::optional<worker_exit> decode_exit(const std::string& line) {
   int pid = 0;
   int killed = 0;
   int lost = 0;
-  if (std::sscanf(line.c_str(), "exit %d %d %d %d %d %d", &e.rank, &pid, &e.code, &e.signal,
-                  &killed, &lost) != 6)
+  int unheeded = 0;
+  if (std::sscanf(line.c_str(), "exit %d %d %d %d %d %d %d", &e.rank, &pid, &e.code, &e.signal,
+                  &killed, &lost, &unheeded) != 7)
     return std::nullopt;
   e.pid = static_cast<pid_t>(pid);
   e.killed_at_deadline = killed != 0;
   e.killed_as_lost = lost != 0;
+  e.killed_unheeded = unheeded != 0;
   return e;
 }
+
+// Another node tells node 0 that it forwarded a signal to its workers, and
+// node 0 tells it to kill them once that signal went unheeded (it alone
+// knows whether any worker of the job recorded a notice).
+std::string forwarded_message(int signo) { return "forwarded " + std::to_string(signo); }
+constexpr const char* unheeded_message = "unheeded";
 
 // Node 0 tells the node that runs a rank lost for its silence to kill it.
 std::string fence_message(int rank) { return "fence " + std::to_string(rank); }
@@ -96,6 +105,13 @@ std::string ranks_of(int node, int nproc) {
   return out;
 }
 
+// A signal another node's launcher forwarded, as node 0 follows it.
+struct remote_signal_state {
+  int signo = 0;
+  int64_t heard_at_ns = 0;  // when node 0 heard of it (forwarded_now_ns)
+  unheeded_signal_check unheeded;
+};
+
 // One generation as node 0 sees it: every worker's exit, wherever it ran.
 struct generation_state {
   std::vector<worker_exit> exits;
@@ -103,6 +119,8 @@ struct generation_state {
   std::set<int32_t> fenced;  // ranks lost for their silence, whose node was told to kill them
   std::set<int> done_nodes;
   int remote_signal = 0;
+  // Per node whose launcher forwarded a signal to its workers.
+  std::map<int, remote_signal_state> forwarded;
 };
 
 // Node 0's backoff before the next start (launch_policy's
@@ -216,12 +234,22 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
       }
     };
     unheeded_signal_check unheeded;
+    auto noticed = [&] { return !watcher.preemption_message().empty(); };
     while (!ctx.group.empty() || nodes_pending() > 0) {
-      // A signal forwarded here that no worker heeds ends this node's workers
-      // (unheeded_signal_check); the others then follow their failure.
+      // A signal forwarded here or on another node that no worker heeds ends
+      // that node's workers (unheeded_signal_check); the others then follow
+      // their failure.
       if (gen.exits.empty() && !ctx.group.empty())
         end_unheeded_workers(unheeded, ctx.group, ctx.forwarded_at_ns, ctx.received_signal,
-                             [&] { return !watcher.preemption_message().empty(); });
+                             noticed);
+      for (auto& [node, forwarded] : gen.forwarded) {
+        auto& l = links[static_cast<size_t>(node)];
+        if (!gen.exits.empty() || !l->why().empty() ||
+            !forwarded.unheeded.due(link_clock::now(), forwarded.heard_at_ns, noticed))
+          continue;
+        tell(unheeded_signal_line(forwarded.signo, node));
+        l->send(unheeded_message);
+      }
       // The deadline matters only while this node still has workers to end.
       auto until = ctx.group.empty() ? no_deadline : gen.deadline;
       for (auto* l : live_links()) until = std::min(until, l->next_keep_alive());
@@ -242,6 +270,8 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
           else if (std::sscanf(line.c_str(), "done %*d %d", &signo) == 1) {
             gen.done_nodes.insert(l->peer_node());
             if (gen.remote_signal == 0) gen.remote_signal = signo;
+          } else if (std::sscanf(line.c_str(), "forwarded %d", &signo) == 1) {
+            gen.forwarded[l->peer_node()] = {signo, forwarded_now_ns(), {}};
           }
         }
         if (!ok) lose(*l);
@@ -279,6 +309,7 @@ int run_other_node(const node_context& ctx, node_link& link) {
   auto deadline = no_deadline;
   int generation = -1;
   bool started = false;
+  bool told_forwarded = false;  // node 0 knows of the signal forwarded to this generation
   for (;;) {
     auto until = link.next_keep_alive();
     if (!ctx.group.empty()) until = std::min(until, deadline);
@@ -297,6 +328,11 @@ int run_other_node(const node_context& ctx, node_link& link) {
         deadline = bound_from_now(group_exit_bound(e, opts.restart_code));
       link.send(encode(e));
     }
+    // Node 0 decides whether this node's workers heeded the signal.
+    if (generation >= 0 && ctx.received_signal != 0 && !told_forwarded) {
+      link.send(forwarded_message(ctx.received_signal));
+      told_forwarded = true;
+    }
     if (generation >= 0 && ctx.group.empty()) {
       link.send("done " + std::to_string(generation) + " " + std::to_string(ctx.received_signal));
       generation = -1;
@@ -313,12 +349,15 @@ int run_other_node(const node_context& ctx, node_link& link) {
         return value;
       } else if (std::sscanf(line.c_str(), "fence %d", &value) == 1) {
         ctx.group.kill_lost({value});
+      } else if (line == unheeded_message) {
+        ctx.group.kill_unheeded();
       } else if (std::sscanf(line.c_str(), "bound %d", &value) == 1) {
         if (deadline == no_deadline) deadline = bound_from_now(std::chrono::seconds{value});
       } else if (std::sscanf(line.c_str(), "start %d", &value) == 1) {
         deadline = no_deadline;
         generation = value;
         started = true;
+        told_forwarded = false;
         if (auto error = ctx.group.start(opts.nproc, value)) {
           say(*error);
           ctx.group.wait_all(link_clock::now());

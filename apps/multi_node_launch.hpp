@@ -26,7 +26,10 @@ struct node_context {
 /// the others ("start G"), gathers every worker's exit ("exit ..."), and once
 /// every node reaped its workers ("done G SIGNAL") decides as a single-node
 /// launcher would, for all the job's workers, and sends its lines ("say ...")
-/// and the next step ("start G+1" or "exit CODE"). `links` by node rank.
+/// and the next step ("start G+1" or "exit CODE"). A node that forwarded a
+/// signal to its workers says so ("forwarded SIGNAL"); when none of the
+/// job's workers heeded it (unheeded_signal_check) node 0 tells that node to
+/// kill them ("unheeded"). `links` by node rank.
 /// Returns the exit code every launcher ends with.
 int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::actor service,
                   const preemption_watcher& watcher);

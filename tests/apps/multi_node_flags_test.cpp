@@ -135,6 +135,42 @@ TEST(multi_node_flags_test, restart_code_exits_without_a_notice_back_off_on_ever
   EXPECT_FALSE(log1.contains("lost")) << log1.text();
 }
 
+// Workers on node 1 that ignore the SIGTERM its launcher forwarded, and
+// record no notice, are killed once unheeded_signal_bound (30 s) passed:
+// node 0, which alone knows that no worker of the job recorded one, tells
+// node 1 to. Before, only node 0 checked, for a signal it forwarded itself,
+// and node 1's launcher waited for its workers for ever. Node 0's workers
+// then follow their failure (killed at the failed generation's bound); the
+// job ends with the restart code, nothing saved.
+TEST(multi_node_flags_test, workers_that_ignore_a_sigterm_on_node_1_are_killed_after_30_s) {
+  job_ports ports;
+  const std::string ignoring = "trap '' TERM; echo ignoring SIGTERM; exec sleep 600";
+  auto zero = node(ports, 0, token, nodes, ignoring);
+  auto one = node(ports, 1, token, nodes, ignoring);
+  output_log log0{*zero};
+  output_log log1{*one};
+  ASSERT_TRUE(log1.read_until_count("ignoring SIGTERM", per_node)) << log1.text();
+  one->kill(SIGTERM);
+  ASSERT_TRUE(log1.read_until("SIGTERM received; forwarding to every worker")) << log1.text();
+  // The unheeded bound, then the failed generation's bound for node 0's.
+  constexpr auto past_both_bounds = std::chrono::seconds{150};
+  log0.read_all(past_both_bounds);
+  log1.read_all(past_both_bounds);
+  EXPECT_EQ(exit_code(*zero, past_both_bounds), 42) << log0.text();
+  EXPECT_EQ(exit_code(*one, past_both_bounds), 42) << log1.text();
+  const std::string killing =
+      "lifeboat-launch: SIGTERM was forwarded on node 1 30 s ago and no worker took it as a "
+      "notice or exited (do they ignore it, without a lifeboat handler?): killing node 1's "
+      "workers";
+  EXPECT_TRUE(log0.contains(killing)) << log0.text();
+  EXPECT_TRUE(log1.contains(killing)) << log1.text();
+  auto killed = log0.count_if([](const std::string& line) {
+    return line.rfind("lifeboat-launch: rank ", 0) == 0 &&
+           line.find(") outlived the signal it was sent and was killed") != std::string::npos;
+  });
+  EXPECT_EQ(killed, per_node) << log0.text();
+}
+
 // Launchers start in any order: node 1's waits for node 0's, and says so.
 TEST(multi_node_flags_test, a_launcher_started_before_node_zero_waits_for_it) {
   job_ports ports;
