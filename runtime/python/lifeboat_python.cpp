@@ -131,9 +131,20 @@ lifeboat::termination_config make_config(
 }
 
 // The handler, closed explicitly (close(), or leaving its `with` block) or
-// when Python collects it; every method of a closed one raises.
+// when Python collects it. What it was stays readable once it is closed
+// (total_run_calls, rank, world_size): a trainer prints its step count, or
+// rank 0 alone exports the final model, after the `with` block, where a
+// RuntimeError ended a finished worker with a failure. Every other method of
+// a closed one raises.
 class python_handler {
  public:
+  // What a closed handler still answers: its values as it closed.
+  struct facts {
+    int64_t total_run_calls = 0;
+    int rank = 0;
+    int world_size = 0;
+  };
+
   python_handler(lifeboat::checkpoint_state& state, std::string dir,
                  lifeboat::termination_config config) {
     {
@@ -151,9 +162,15 @@ class python_handler {
 
   ~python_handler() { close(); }
 
+  facts read() const {
+    if (!handler_) return closed_;
+    return {handler_->total_run_calls(), handler_->rank(), handler_->world_size()};
+  }
+
   // Waits for a save in flight and meets the other workers at the end, as the
   // C++ handler's destructor does.
   void close() {
+    if (handler_) closed_ = read();
     // Taken out while the GIL is held: a callable that runs on lifeboat's
     // thread meanwhile finds the handler closed, never half destroyed.
     auto closing = std::move(handler_);
@@ -168,6 +185,7 @@ class python_handler {
 
  private:
   std::unique_ptr<lifeboat::preemption_checkpoint_handler> handler_;
+  facts closed_;
 };
 
 // A Python exception from a training step, as run reports it to the other
@@ -480,9 +498,9 @@ PYBIND11_MODULE(_lifeboat, m) {
           "step_completed", [](python_handler& h, int64_t step) { h.get().step_completed(step); },
           py::arg("step"))
       .def_property_readonly("total_run_calls",
-                             [](python_handler& h) { return h.get().total_run_calls(); })
-      .def_property_readonly("rank", [](python_handler& h) { return h.get().rank(); })
-      .def_property_readonly("world_size", [](python_handler& h) { return h.get().world_size(); })
+                             [](python_handler& h) { return h.read().total_run_calls; })
+      .def_property_readonly("rank", [](python_handler& h) { return h.read().rank; })
+      .def_property_readonly("world_size", [](python_handler& h) { return h.read().world_size; })
       .def(
           "barrier",
           [](python_handler& h, const std::string& name, double timeout) {

@@ -490,6 +490,19 @@ class PythonBindingTest(scratch_case.ScratchCase):
                 handler.run()
             self.assertEqual(handler.total_run_calls, 2)
 
+    def test_a_closed_handler_still_says_what_it_was_and_runs_nothing(self):
+        # A trainer prints its step count, or rank 0 alone exports the final
+        # model, after the `with` block: that raised RuntimeError and ended a
+        # finished worker with a failure.
+        with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
+            handler.run(lambda: None)
+            handler.run(lambda: None)
+        self.assertEqual((handler.total_run_calls, handler.rank, handler.world_size), (2, 0, 1))
+        with self.assertRaisesRegex(RuntimeError, "^the handler is closed$"):
+            handler.run(lambda: None)
+        with self.assertRaisesRegex(RuntimeError, "^the handler is closed$"):
+            handler.save_checkpoint_if_preempted()
+
     def test_bad_configuration_is_a_config_error_and_writes_nothing(self):
         cluster = Cluster(0, self.ckpt, ["--steps", str(STEPS), "--grace-period", "-1"])
         self.assertEqual(cluster.finish(), [CONFIG_EXIT_CODE], cluster.transcript())
