@@ -15,7 +15,20 @@ preemption_checkpoint_handler::~preemption_checkpoint_handler() {
   // handler's with-block, whose exit then unwinds there too) holds a copy of
   // the runtime whose threads live only in the worker: ending it would wait
   // for them forever. The child leaves it; the worker ends its own.
-  if (runtime_ && runtime_->forked_away()) (void)runtime_.release();
+  if (runtime_ && runtime_->forked_away()) {
+    (void)runtime_.release();
+    return;
+  }
+  // An exception from outside run() leaves the training loop: the other
+  // workers train on and would wait for this rank at their next save or
+  // step, and this one for them at the end, until the hang bound.
+  if (runtime_ && std::uncaught_exceptions() > exceptions_at_construction_)
+    runtime_->report_left_by_exception(
+        "an exception raised outside run() unwound past the handler");
+}
+
+void preemption_checkpoint_handler::report_left_by_exception(const std::string& what) {
+  runtime_->report_left_by_exception(what);
 }
 
 void preemption_checkpoint_handler::on_action_step(int64_t step) { runtime_->on_action_step(step); }

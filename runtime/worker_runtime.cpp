@@ -401,10 +401,19 @@ void worker_runtime::on_step_failed(std::exception_ptr error) {
 }
 
 void worker_runtime::report_error(std::exception_ptr error) {
-  if (failure_reported_) return;
+  report_failure("step " + std::to_string(completed_step_.load() + 1) + " failed",
+                 exception_text(error));
+}
+
+void worker_runtime::report_left_by_exception(const std::string& text) {
+  report_failure("left the training loop by an exception", text);
+}
+
+void worker_runtime::report_failure(const std::string& context, const std::string& text) {
+  // A child forked without exec has no thread to send it with.
+  if (!actors_ || forked_away() || failure_reported_ || failed()) return;
   failure_reported_ = true;
-  auto text = exception_text(error);
-  log(log_level::error, "runtime", "step ", completed_step_.load() + 1, " failed: ", text);
+  log(log_level::error, "runtime", context, ": ", text);
   actors_->client()->report_error(static_cast<int32_t>(errc::peer_error), text);
   // This worker has failed from now on, not only once the service's
   // broadcast comes back: a scope left by this exception exits 3 at once.

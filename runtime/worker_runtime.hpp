@@ -66,8 +66,13 @@ class worker_runtime {
   /// (failed() is true) and it returns.
   void on_step_failed(std::exception_ptr error);
   /// Reports `error` to every worker as this worker's failure; from then on
-  /// failed() is true.
+  /// failed() is true. Nothing when the job failed already: the error is
+  /// likely that failure's echo, and the service passes on only the first.
   void report_error(std::exception_ptr error);
+  /// The trainer left its loop by an exception outside a step (`text`:
+  /// what it was): reported as report_error does, so that the other workers
+  /// stop instead of waiting for this rank at their next save or step.
+  void report_left_by_exception(const std::string& text);
   void barrier(const std::string& name, std::chrono::milliseconds timeout);
 
   /// Whether a worker failed (this one included); the failure as peer_error.
@@ -85,6 +90,9 @@ class worker_runtime {
   void save(int64_t step, bool final_save, int64_t deadline_unix_ms);
   [[noreturn]] void wait_and_exit(int64_t step);
   [[noreturn]] void throw_failure();
+  // Reports `text` as this worker's failure (logged after `context`), once,
+  // and not after the job failed.
+  void report_failure(const std::string& context, const std::string& text);
   void shutdown();
 
   const pid_t owner_pid_ = ::getpid();

@@ -130,6 +130,26 @@ lifeboat::termination_config make_config(
   return c;
 }
 
+// "TypeName: message": a Python exception on one line, as the other workers
+// get it (str() of error_already_set adds the traceback).
+std::string exception_line(const py::handle& type, const py::handle& value) {
+  return py::str(type.attr("__name__")).cast<std::string>() + ": " +
+         py::str(value).cast<std::string>();
+}
+
+// Exceptions that end a worker as it asked, which are no failure: SystemExit
+// (sys.exit: early stopping, every worker at one step) and GeneratorExit.
+bool is_exit(const py::handle& type) {
+  return PyObject_IsSubclass(type.ptr(), PyExc_SystemExit) == 1 ||
+         PyObject_IsSubclass(type.ptr(), PyExc_GeneratorExit) == 1;
+}
+
+class python_handler;
+
+// The handler open in this process (one at most: a second is refused), which
+// the sys.excepthook it installed reports to. GIL-protected.
+python_handler* open_python_handler = nullptr;
+
 // The handler, closed explicitly (close(), or leaving its `with` block) or
 // when Python collects it. What it was stays readable once it is closed
 // (total_run_calls, rank, world_size): a trainer prints its step count, or
@@ -158,9 +178,20 @@ class python_handler {
     py::module_::import("faulthandler")
         .attr("register")(lifeboat::stack_dump_signal(), py::arg("all_threads") = true,
                           py::arg("chain") = true);
+    install_excepthook();
   }
 
   ~python_handler() { close(); }
+
+  // Python left the training loop by an exception (`type`, `value`) outside
+  // run(): leaving the handler's `with` block, or uncaught (sys.excepthook).
+  // The other workers train on and would wait for this rank at their next
+  // save or step until the hang bound (30 s, and its failure then named a
+  // hang): it is reported as this rank's failure, and the handler closed.
+  void leave_by_exception(const py::handle& type, const py::handle& value) {
+    if (handler_ && !is_exit(type)) handler_->report_left_by_exception(exception_line(type, value));
+    close();
+  }
 
   facts read() const {
     if (!handler_) return closed_;
@@ -170,6 +201,7 @@ class python_handler {
   // Waits for a save in flight and meets the other workers at the end, as the
   // C++ handler's destructor does.
   void close() {
+    remove_excepthook();
     if (handler_) closed_ = read();
     // Taken out while the GIL is held: a callable that runs on lifeboat's
     // thread meanwhile finds the handler closed, never half destroyed.
@@ -184,8 +216,40 @@ class python_handler {
   }
 
  private:
+  // An exception that ends the script while the handler is open, outside
+  // its `with` block (a handler kept in a variable), never meets __exit__:
+  // sys.excepthook reports it (leave_by_exception), then calls the hook it
+  // replaced, which prints it.
+  void install_excepthook() {
+    auto sys = py::module_::import("sys");
+    previous_hook_ = sys.attr("excepthook");
+    hook_ = py::cpp_function(
+        [previous = previous_hook_](py::object type, py::object value, py::object traceback) {
+          if (open_python_handler != nullptr) open_python_handler->leave_by_exception(type, value);
+          return previous(type, value, traceback);
+        });
+    sys.attr("excepthook") = hook_;
+    open_python_handler = this;
+  }
+
+  // Puts the hook it replaced back, unless another replaced it since. Also
+  // from the destructor, while Python finalizes: nothing may escape.
+  void remove_excepthook() {
+    if (open_python_handler == this) open_python_handler = nullptr;
+    if (!hook_) return;
+    try {
+      auto sys = py::module_::import("sys");
+      if (py::object{sys.attr("excepthook")}.is(hook_)) sys.attr("excepthook") = previous_hook_;
+    } catch (py::error_already_set&) {
+    }
+    hook_ = py::object{};
+    previous_hook_ = py::object{};
+  }
+
   std::unique_ptr<lifeboat::preemption_checkpoint_handler> handler_;
   facts closed_;
+  py::object hook_;
+  py::object previous_hook_;
 };
 
 // A Python exception from a training step, as run reports it to the other
@@ -200,8 +264,7 @@ class step_error : public std::runtime_error {
 
  private:
   static std::string one_line(const py::error_already_set& e) {
-    return py::str(e.type().attr("__name__")).cast<std::string>() + ": " +
-           py::str(e.value()).cast<std::string>();
+    return exception_line(e.type(), e.value());
   }
   py::error_already_set original_;
 };
@@ -528,8 +591,11 @@ PYBIND11_MODULE(_lifeboat, m) {
           "process with the failure code.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
-           [](python_handler& h, py::object, py::object, py::object) {
-             h.close();
+           [](python_handler& h, py::object exc_type, py::object exc, py::object) {
+             if (exc_type.is_none())
+               h.close();
+             else
+               h.leave_by_exception(exc_type, exc);
              return false;
            })
       .def("close", &python_handler::close);

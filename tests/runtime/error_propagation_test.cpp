@@ -70,6 +70,34 @@ TEST(error_propagation_test, a_random_step_throws_with_save_checkpoint_if_preemp
   random_step_throws({"--manual"});
 }
 
+// Rank 1's own code throws between its steps, outside run, and the exception
+// unwinds past its handler: the handler reports it, and every other rank
+// raises peer_error naming rank 1 and exits 3. Before, rank 1's handler met
+// the others at the end instead, and they trained on without it (here for
+// ever; with a collective, until the hang bound named rank 1 hung).
+TEST(error_propagation_test, an_exception_unwinding_past_the_handler_reaches_every_worker) {
+  temp_dir dir{"left"};
+  worker_cluster c{make_options(workers, dir.str(),
+                                {"--steps", std::to_string(endless_steps), "--step-ms", "10",
+                                 "--fail-rank", "1", "--leave-step", "5"})};
+  auto codes = c.finish(failure_exit_bound);
+  ASSERT_EQ(codes.size(), static_cast<size_t>(workers)) << c.transcript();
+  for (int r = 0; r < workers; ++r) {
+    EXPECT_EQ(codes[static_cast<size_t>(r)], r == 1 ? 1 : failure_exit_code) << "rank " << r << "\n"
+                                                                             << c.transcript();
+    if (r == 1) continue;
+    EXPECT_EQ(c.lines_containing(r, "error="),
+              std::vector<std::string>{
+                  "error=rank 1: an exception raised outside run() unwound past the handler "
+                  "origin=1"})
+        << "rank " << r << "\n"
+        << c.transcript();
+  }
+  EXPECT_EQ(c.lines_containing(1, "left="),
+            std::vector<std::string>{"left=evaluation broke after step 5"})
+      << c.transcript();
+}
+
 // Rank 1's step throws while the others wait in a collective with it, which
 // fails as rank 1's process ends: the peers' own errors are the echo of rank
 // 1's failure. Every rank raises rank 1's error (peers as peer_error naming

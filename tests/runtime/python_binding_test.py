@@ -118,6 +118,31 @@ class PythonBindingTest(scratch_case.ScratchCase):
             self.assertTrue(line.endswith(" origin=1"), line)
         self.assertEqual(self.committed_steps(), [])
 
+    def expect_an_error_outside_run_to_reach_every_worker(self, args):
+        # Rank 1's own code raises between its steps 5 and 6 and ends its
+        # process; rank 0 waits for it in step 6's barrier (a collective).
+        # Before, rank 1 met the others at the end instead (its handler closed
+        # gracefully), rank 0 waited in its step until the hang bound, and the
+        # job failed as a hang of rank 1, the error itself unsaid.
+        cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10", "--lockstep",
+                                         "--raise-outside-rank", "1",
+                                         "--raise-outside-step", "5"] + args)
+        codes = cluster.finish()
+        self.assertEqual(codes, [FAILURE_EXIT_CODE, 1], cluster.transcript())
+        line = cluster.workers[0].wait_line("error=", timeout=0)
+        self.assertIsNotNone(line, cluster.transcript())
+        self.assertIn("EvaluationError: evaluation broke after step 5", line)
+        self.assertTrue(line.endswith(" origin=1"), line)
+        self.assertIn("EvaluationError: evaluation broke after step 5",
+                      cluster.workers[1].transcript())
+
+    def test_an_error_outside_run_leaving_the_with_block_reaches_every_worker(self):
+        self.expect_an_error_outside_run_to_reach_every_worker([])
+
+    def test_an_uncaught_error_outside_run_reaches_every_worker_without_a_with_block(self):
+        # No __exit__ sees it: lifeboat's sys.excepthook does.
+        self.expect_an_error_outside_run_to_reach_every_worker(["--no-with"])
+
     def test_a_hung_step_ends_every_worker_and_its_python_stack_is_logged(self):
         # Rank 1's step sleeps forever at step 5 while rank 0 waits for it at
         # the next step's barrier.

@@ -9,15 +9,17 @@ happens on stdout, one line per event (the test synchronises on them):
   saved=N                    save_fn called at step N (--save-fn)
   error=TEXT origin=R        run raised TEXT; R: the rank it names
   exiting=N                  step N calls sys.exit(0) (--exit-step)
+  (a traceback)              EvaluationError ended the process (--raise-outside-*)
   config_error=TEXT          construction refused the configuration
   done total=N applied=N     training finished (applied: steps run once each, in order)
 
-Exit codes: 0 finished, 2 configuration error, 3 failure, 42 (lifeboat) after
-a preemption checkpoint.
+Exit codes: 0 finished, 1 EvaluationError, 2 configuration error, 3 failure, 42
+(lifeboat) after a preemption checkpoint.
 """
 
 import argparse
 import array
+import contextlib
 import os
 import signal
 import sys
@@ -36,6 +38,11 @@ def say(line):
     # wrote a line and its newline apart, and a log line landed between), and
     # lifeboat may end the process right after a step.
     os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
+class EvaluationError(Exception):
+    """Raised between steps, outside run (--raise-outside-*): the trainer lets
+    it end the process, as an error in a trainer's own code would."""
 
 
 def hang_forever():
@@ -70,6 +77,12 @@ def main():
                         help="every rank's step N calls sys.exit(0), as early stopping would")
     parser.add_argument("--replace-sigterm", action="store_true",
                         help="install a SIGTERM handler of its own once lifeboat's is in place")
+    parser.add_argument("--raise-outside-rank", type=int, default=-1)
+    parser.add_argument("--raise-outside-step", type=int, default=-1,
+                        help="after this step, that rank raises EvaluationError outside run, "
+                             "which ends the process")
+    parser.add_argument("--no-with", action="store_true",
+                        help="the handler is kept in a variable, never entered with `with`")
     opts = parser.parse_args()
 
     # The model: [steps applied, last step]; a step is applied only when it
@@ -129,7 +142,7 @@ def main():
             os.kill(os.getpid(), signal.SIGTERM)
 
     steps = opts.steps + (1 if handler.rank == opts.uneven_rank else 0)
-    with handler:
+    with handler if not opts.no_with else contextlib.nullcontext():
         try:
             with handler.watch_preemption_scope():
                 try:
@@ -138,9 +151,17 @@ def main():
                                 and handler.total_run_calls + 1 == opts.hang_step):
                             hang_forever()
                         handler.run(step)
+                        if (handler.rank == opts.raise_outside_rank
+                                and handler.total_run_calls == opts.raise_outside_step):
+                            raise EvaluationError(f"evaluation broke after step "
+                                                  f"{handler.total_run_calls}")
+                except EvaluationError:
+                    raise
                 except Exception as e:
                     say(f"error={e} origin={getattr(e, 'origin_rank', handler.rank)}")
                     raise
+        except EvaluationError:
+            raise
         except Exception:
             # A peer's failure ends the process in the scope; this worker's own
             # gets here, as it would in a trainer's main.

@@ -13,10 +13,12 @@
 //   error=TEXT origin=R        run (or construction) raised TEXT; R: the rank it names
 //   config_error=TEXT          construction refused the configuration
 //   done total=N applied=N     training finished
+//   left=TEXT                  the trainer's own code threw TEXT between steps
+//                              (--leave-step), past the handler
 //
-// Exit codes: 0 finished, 2 usage or configuration error, 3 failure (from
-// lifeboat's scope guard, or from main when the guard let it through), 42
-// (lifeboat) after a preemption checkpoint.
+// Exit codes: 0 finished, 1 left by --leave-step's exception, 2 usage or
+// configuration error, 3 failure (from lifeboat's scope guard, or from main
+// when the guard let it through), 42 (lifeboat) after a preemption checkpoint.
 
 #include <poll.h>
 #include <signal.h>
@@ -85,6 +87,14 @@ struct options {
   int64_t heartbeat_ms = 10000;
   int64_t save_every_s = 0;
   int64_t unusable_nccl_rank = -2;  // hands lifeboat a communicator it cannot use (-1: every rank)
+  int64_t leave_step = -1;          // after this step fail_rank's own code throws left_training
+};
+
+// What the trainer's own code throws between steps (--leave-step): no
+// std::exception, so that it passes the loop's handlers and unwinds past the
+// handler, as an error a trainer does not catch would.
+struct left_training {
+  std::string what;
 };
 
 // Where rank `rank` writes its pid for --collective.
@@ -161,7 +171,8 @@ bool parse(int argc, char** argv, options& o) {
             integer("watcher-after", o.watcher_after) && integer("poll-ms", o.poll_ms) &&
             integer("state-kb", o.state_kb) && integer("heartbeat-ms", o.heartbeat_ms) &&
             integer("save-every-s", o.save_every_s) &&
-            integer("unusable-nccl-rank", o.unusable_nccl_rank);
+            integer("unusable-nccl-rank", o.unusable_nccl_rank) &&
+            integer("leave-step", o.leave_step);
   for (auto& [name, value] : flags)
     std::cerr << "runtime_test_worker: unknown flag --" << name << "\n";
   return ok && flags.empty() && o.steps > 0;
@@ -287,14 +298,8 @@ lifeboat::termination_config make_config(const options& opts, published& pub) {
   return config;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  options opts;
-  if (!parse(argc, argv, opts)) {
-    std::cerr << "usage: runtime_test_worker --steps N --checkpoint-dir D [flags]\n";
-    return usage_exit_code;
-  }
+// Constructs the handler and trains; returns the exit code.
+int train(const options& opts) {
   published pub;
   progress model;
   std::vector<char> ballast(static_cast<size_t>(opts.state_kb) * 1024);
@@ -354,6 +359,8 @@ int main(int argc, char** argv) {
         } else {
           handler->run([&] { t.step(); });
         }
+        if (handler->rank() == opts.fail_rank && handler->total_run_calls() == opts.leave_step)
+          throw left_training{"evaluation broke after step " + std::to_string(opts.leave_step)};
       }
     } catch (const std::exception& e) {
       auto* peer = dynamic_cast<const lifeboat::peer_error*>(&e);
@@ -369,4 +376,20 @@ int main(int argc, char** argv) {
   emit("done total=%lld applied=%lld", static_cast<long long>(handler->total_run_calls()),
        static_cast<long long>(model.applied));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options opts;
+  if (!parse(argc, argv, opts)) {
+    std::cerr << "usage: runtime_test_worker --steps N --checkpoint-dir D [flags]\n";
+    return usage_exit_code;
+  }
+  try {
+    return train(opts);
+  } catch (const left_training& e) {
+    emit("left=%s", e.what.c_str());
+    return 1;
+  }
 }

@@ -115,8 +115,16 @@ class preemption_checkpoint_handler {
   /// config_error for a name that is not UTF-8.
   void barrier(const std::string& name, std::chrono::milliseconds timeout);
 
-  /// Reports `error` to every worker (as `run` does for a throwing step).
+  /// Reports `error` to every worker (as `run` does for a throwing step);
+  /// nothing once the job failed (the error is likely that failure's echo).
   void report_error(std::exception_ptr error);
+
+  /// Reports to every worker that the trainer left its loop by an exception
+  /// raised outside `run` (`what`: the exception, as "TypeName: message"),
+  /// as report_error does: the others stop instead of waiting for this rank
+  /// at their next save or step. The destructor does it by itself when the
+  /// handler is destroyed by an exception unwinding past it.
+  void report_left_by_exception(const std::string& what);
 
  private:
   void check_alert() {
@@ -153,6 +161,9 @@ class preemption_checkpoint_handler {
   alignas(64) std::atomic<int64_t> action_step_{std::numeric_limits<int64_t>::max()};
   // Written by the training thread only, read by the heartbeats.
   std::atomic<bool> in_step_{false};
+  // Exceptions in flight at the construction: more at the destruction mean
+  // that one is unwinding past the handler.
+  int exceptions_at_construction_ = std::uncaught_exceptions();
   std::unique_ptr<worker_runtime> runtime_;
 };
 
