@@ -187,6 +187,12 @@ int main(int argc, char** argv) {
   auto parsed = lifeboat::apps::parse_launch_options(argc, argv);
   if (!parsed.options) return parsed.exit_code;
   const auto& opts = *parsed.options;
+  // A command that cannot run fails every generation alike: refused now,
+  // named, where each restart of --max-restarts ran it again.
+  if (auto why = lifeboat::apps::worker_group::unrunnable(opts.command.front())) {
+    say("cannot run '" + opts.command.front() + "': " + *why);
+    return usage_exit_code;
+  }
   // Block the signals we wait for before any thread exists, so every thread
   // (CAF's included) inherits the mask and only our waiters see them.
   // SIGHUP (the terminal hung up) is a SIGTERM to the workers, unless the

@@ -1,6 +1,7 @@
 #include "apps/worker_group.hpp"
 
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -43,6 +45,15 @@ int cause_order(const worker_exit& e) {
   return e.code == failure_exit_code ? 2 : 1;
 }
 
+// Why `path` cannot be executed (an errno value; 0: it can). A directory
+// cannot, as execve says (EACCES), though access() lets root search it.
+int exec_error(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode)) return EACCES;
+  return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
+}
+
 }  // namespace
 
 bool followed_a_failure(const worker_exit& e) {
@@ -70,6 +81,30 @@ worker_group::worker_group(std::vector<std::string> command, std::map<std::strin
       env_(std::move(env)),
       status_port_base_(status_port_base),
       node_rank_(node_rank) {}
+
+std::optional<std::string> worker_group::unrunnable(const std::string& program) {
+  int err = ENOENT;
+  if (program.find('/') != std::string::npos) {
+    err = exec_error(program);
+  } else if (!program.empty()) {
+    // As execvpe searches: each directory of PATH in turn (an empty one is
+    // the working directory); a file found but not executable is the error
+    // unless a later directory has one that is.
+    const char* path = std::getenv("PATH");
+    std::string dirs = path != nullptr ? path : "/bin:/usr/bin";
+    for (size_t begin = 0;;) {
+      auto end = dirs.find(':', begin);
+      auto dir = dirs.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+      auto found = exec_error((dir.empty() ? "." : dir) + "/" + program);
+      if (found == 0) return std::nullopt;
+      if (found != ENOENT && found != ENOTDIR) err = found;
+      if (end == std::string::npos) break;
+      begin = end + 1;
+    }
+  }
+  if (err == 0) return std::nullopt;
+  return std::string{std::strerror(err)};
+}
 
 std::optional<std::string> worker_group::become_subreaper() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0) return std::nullopt;

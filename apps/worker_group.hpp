@@ -64,6 +64,12 @@ class worker_group {
   worker_group(std::vector<std::string> command, std::map<std::string, std::string> env,
                std::optional<uint16_t> status_port_base = std::nullopt, int node_rank = 0);
 
+  /// Why `program` (the first word of the workers' command) cannot be run
+  /// as start() runs it (execvpe: a name without '/' is looked up in PATH),
+  /// as strerror says it ("No such file or directory", "Permission denied");
+  /// nothing when it can.
+  static std::optional<std::string> unrunnable(const std::string& program);
+
   /// Starts `n` workers; prints "lifeboat-launch: rank=R pid=PID restart=K"
   /// (R the global rank). From the second generation on, first ends what the
   /// last one's workers left behind (end_left_behind).

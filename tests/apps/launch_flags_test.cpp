@@ -347,6 +347,23 @@ TEST(launch_flags_test, the_failure_named_is_the_cause_not_the_first_exit) {
   EXPECT_TRUE(log.contains("lifeboat-launch: giving up: " + killed)) << log.text();
 }
 
+// A command that cannot run fails every generation alike: it is refused
+// before any worker starts. Before, each of --max-restarts' restarts ran it
+// again (exit 127 from every worker, 4 generations here) and the launcher
+// gave up with the failure code.
+TEST(launch_flags_test, a_command_that_cannot_run_is_a_usage_error) {
+  child_process run{{lifeboat::test::built(LIFEBOAT_LAUNCH), "--nproc", "2", "--max-restarts", "3",
+                     "--", "no-such-program-of-lifeboat"},
+                    true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), usage_exit_code) << log.text();
+  EXPECT_TRUE(log.contains(
+      "lifeboat-launch: cannot run 'no-such-program-of-lifeboat': No such file or directory"))
+      << log.text();
+  EXPECT_FALSE(log.contains("lifeboat-launch: rank=")) << log.text();
+}
+
 TEST(launch_flags_test, without_nproc_it_is_a_usage_error) {
   child_process run{{lifeboat::test::built(LIFEBOAT_LAUNCH), "--", "/bin/sh", "-c", print_env},
                     true};

@@ -1,9 +1,14 @@
 #include "apps/worker_group.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -18,6 +23,26 @@ using namespace std::chrono_literals;
 
 using test::exited;
 using test::killed;
+
+// As execvpe finds a program: by its path, or by its name in PATH.
+TEST(worker_group, unrunnable_says_why_a_command_cannot_run) {
+  EXPECT_EQ(worker_group::unrunnable("/bin/sh"), std::nullopt);
+  EXPECT_EQ(worker_group::unrunnable("sh"), std::nullopt);
+  EXPECT_EQ(worker_group::unrunnable("no-such-program-of-lifeboat"),
+            std::optional<std::string>{"No such file or directory"});
+  EXPECT_EQ(worker_group::unrunnable("/no/such/dir/sh"),
+            std::optional<std::string>{"No such file or directory"});
+  EXPECT_EQ(worker_group::unrunnable(""), std::optional<std::string>{"No such file or directory"});
+  EXPECT_EQ(worker_group::unrunnable("/tmp"), std::optional<std::string>{"Permission denied"});
+  char text[] = "/tmp/lifeboat-unrunnable-XXXXXX";
+  int fd = ::mkstemp(text);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  EXPECT_EQ(worker_group::unrunnable(text), std::optional<std::string>{"Permission denied"});
+  ASSERT_EQ(::chmod(text, 0700), 0);
+  EXPECT_EQ(worker_group::unrunnable(text), std::nullopt);
+  std::remove(text);
+}
 
 std::vector<int> ranks(const std::vector<worker_exit>& exits) {
   std::vector<int> out;
