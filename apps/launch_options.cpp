@@ -2,6 +2,7 @@
 
 #include "apps/command_line.hpp"
 #include "messages/errors.hpp"
+#include "platform/platform_detection.hpp"
 #include "platform/text_parse.hpp"
 
 namespace lifeboat::apps {
@@ -25,7 +26,8 @@ constexpr const char* synopsis =
 constexpr const char* explanation =
     "Starts N workers (global ranks K*N .. K*N+N-1 of M*N), hosts their coordination\n"
     "service (node 0, on HOST:PORT), restarts them after a save with the restart code\n"
-    "(default 42) and after at most R failures. A multi-node launcher needs\n"
+    "(default LIFEBOAT_RESTART_CODE, else 42) and after at most R failures. A multi-node launcher "
+    "needs\n"
     "LIFEBOAT_CLUSTER_TOKEN (the same on every node); node 0's launcher listens for the\n"
     "others on HOST:CONTROL_PORT (default PORT + 2). The coordination connections use\n"
     "TLS 1.3 with --tls, LIFEBOAT_TLS=1 or --nnodes > 1 (LIFEBOAT_TLS=0 turns it off):\n"
@@ -85,13 +87,27 @@ std::optional<std::string> check(launch_options& out, const CLI::App& app, int p
 
 }  // namespace
 
-parsed_launch_options parse_launch_options(int argc, char** argv) {
+parsed_launch_options parse_launch_options(int argc, char** argv, const env_lookup& env) {
   // Everything after the first lone "--" is the worker command, untouched:
   // CLI11 sees only the launcher's own flags.
   int flags_end = 1;
   while (flags_end < argc && std::string{argv[flags_end]} != "--") ++flags_end;
   launch_options out;
   if (flags_end < argc) out.command.assign(argv + flags_end + 1, argv + argc);
+  // The launcher's environment names the job's restart code as a worker's
+  // does; --restart-code wins. Before, the launcher set 42 for its workers
+  // over it, and exited 42 where the job's outer restart policy waited for it.
+  std::optional<std::string> restart_code_error;
+  if (auto* text = env_value(env, kRestartCodeVariable)) {
+    auto code = parse_integer(text, kRestartCodeVariable, 1, max_exit_code);
+    if (code && is_restart_code(*code))
+      out.restart_code = static_cast<int>(*code);
+    else
+      restart_code_error = std::string{kRestartCodeVariable} +
+                           " expects an exit code in [1, 255] other than the failure code 3, "
+                           "got '" +
+                           text + "'";
+  }
 
   CLI::App app{"", "lifeboat-launch"};
   configure_app(app, synopsis, explanation);
@@ -131,6 +147,8 @@ parsed_launch_options parse_launch_options(int argc, char** argv) {
                "TLS 1.3 on the coordination connections (default: with --nnodes > 1)");
 
   if (auto code = parse_command_line(app, flags_end, argv)) return {std::nullopt, *code};
+  if (restart_code_error && app.count("--restart-code") == 0)
+    return {std::nullopt, usage_error(app, *restart_code_error)};
   if (auto error = check(out, app, port, status_base, control_port))
     return {std::nullopt, usage_error(app, *error)};
   return {std::move(out), 0};

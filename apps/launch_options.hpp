@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/environment.hpp"
+
 namespace lifeboat::apps {
 
 /// lifeboat-launch's command line (DESIGN "lifeboat-launch" and "Multi-node
@@ -39,7 +41,9 @@ struct parsed_launch_options {
 };
 
 /// Parses argv; prints the usage on stdout for --help, and the error with the
-/// usage on stderr for a usage error.
-parsed_launch_options parse_launch_options(int argc, char** argv);
+/// usage on stderr for a usage error. LIFEBOAT_RESTART_CODE in `env` is the
+/// restart code unless --restart-code gives one (malformed: a usage error).
+parsed_launch_options parse_launch_options(int argc, char** argv,
+                                           const env_lookup& env = process_environment());
 
 }  // namespace lifeboat::apps

@@ -4,6 +4,7 @@
 // control port a multi-node job derives from it.
 #include "apps/launch_options.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,14 +15,19 @@ namespace {
 
 constexpr int usage_exit_code = 2;
 
-// Parses `args` (after the program name); the usage error's text goes to
-// `error` when there is one.
-parsed_launch_options parse(std::vector<std::string> args, std::string* error = nullptr) {
+// Parses `args` (after the program name) with `env` as the environment; the
+// usage error's text goes to `error` when there is one.
+parsed_launch_options parse(std::vector<std::string> args, std::string* error = nullptr,
+                            const std::map<std::string, std::string>& env = {}) {
   args.insert(args.begin(), "lifeboat-launch");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
+  env_lookup lookup = [&env](const char* name) -> const char* {
+    auto i = env.find(name);
+    return i == env.end() ? nullptr : i->second.c_str();
+  };
   testing::internal::CaptureStderr();
-  auto out = parse_launch_options(static_cast<int>(argv.size()), argv.data());
+  auto out = parse_launch_options(static_cast<int>(argv.size()), argv.data(), lookup);
   auto err = testing::internal::GetCapturedStderr();
   if (error != nullptr) *error = err;
   return out;
@@ -50,6 +56,30 @@ TEST(launch_options, a_single_node_job_has_the_defaults_of_design) {
   EXPECT_FALSE(o.status_port_base);
   EXPECT_FALSE(o.tls);
   EXPECT_EQ(o.command, (std::vector<std::string>{"python3", "train.py"}));
+}
+
+// LIFEBOAT_RESTART_CODE in the launcher's environment is the job's restart
+// code, as a worker's is; --restart-code wins; a malformed one is a usage
+// error naming it. Before, the launcher set 42 for its workers over it.
+TEST(launch_options, the_restart_code_comes_from_the_environment_unless_the_flag_gives_one) {
+  const std::map<std::string, std::string> fifty{{"LIFEBOAT_RESTART_CODE", "50"}};
+  auto out = parse({"--nproc", "1", "--", "run"}, nullptr, fifty);
+  ASSERT_TRUE(out.options);
+  EXPECT_EQ(out.options->restart_code, 50);
+  out = parse({"--nproc", "1", "--restart-code", "60", "--", "run"}, nullptr, fifty);
+  ASSERT_TRUE(out.options);
+  EXPECT_EQ(out.options->restart_code, 60);
+  for (auto* bad : {"abc", "3", "0", "256"}) {
+    std::string error;
+    out = parse({"--nproc", "1", "--", "run"}, &error, {{"LIFEBOAT_RESTART_CODE", bad}});
+    EXPECT_FALSE(out.options) << bad;
+    EXPECT_EQ(out.exit_code, usage_exit_code) << bad;
+    EXPECT_NE(error.find("LIFEBOAT_RESTART_CODE expects an exit code in [1, 255] other than the "
+                         "failure code 3, got '" +
+                         std::string{bad} + "'"),
+              std::string::npos)
+        << error;
+  }
 }
 
 TEST(launch_options, everything_after_the_first_double_dash_is_the_worker_command_untouched) {
