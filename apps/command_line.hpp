@@ -6,10 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "messages/errors.hpp"
+
 namespace lifeboat::apps {
 
 /// How every app ends after a bad command line.
-constexpr int usage_exit_code = 2;
+constexpr int usage_exit_code = config_exit_code;
 
 /// Gives `app`, before any flag is added, the conventions of lifeboat's apps:
 /// the help shows `synopsis` first (its "usage: " lines), then each flag with

@@ -145,6 +145,16 @@ verdict decide(const generation_result& result, int received_signal, restart_cou
     out.exit_code = failure_exit_code;
     return out;
   }
+  // A worker that exits 2 found a configuration that cannot work (bad flags
+  // or environment, a checkpoint of another world size), and the others
+  // only followed it: every restart would end the same way. Before, each of
+  // --max-restarts' restarts ran it again and the launcher then exited 3.
+  if (ended_by_configuration(result.failures)) {
+    out.lines.push_back("giving up: " + result.cause +
+                        ": a configuration that cannot work, which no restart changes");
+    out.exit_code = config_exit_code;
+    return out;
+  }
   if (failures > max_restarts) {
     out.lines.push_back("giving up: " + result.cause + " (" + std::to_string(failures) +
                         " failure(s), --max-restarts " + std::to_string(max_restarts) + ")");

@@ -69,6 +69,13 @@ bool ended_by_signal(const std::vector<worker_exit>& failures, int signo) {
                      [&](const worker_exit& e) { return killed_by(e) || followed_a_failure(e); });
 }
 
+bool ended_by_configuration(const std::vector<worker_exit>& failures) {
+  auto refused = [](const worker_exit& e) { return e.signal == 0 && e.code == config_exit_code; };
+  return !failures.empty() && refused(failures.front()) &&
+         std::all_of(failures.begin(), failures.end(),
+                     [&](const worker_exit& e) { return refused(e) || followed_a_failure(e); });
+}
+
 void order_by_cause(std::vector<worker_exit>& exits) {
   std::stable_sort(exits.begin(), exits.end(), [](const worker_exit& a, const worker_exit& b) {
     return cause_order(a) < cause_order(b);

@@ -39,6 +39,12 @@ bool followed_a_failure(const worker_exit& e);
 /// or only followed.
 bool ended_by_signal(const std::vector<worker_exit>& failures, int signo);
 
+/// Whether a failed generation that `failures` (ordered by order_by_cause)
+/// describe ended on a configuration that cannot work: its likeliest cause
+/// exited with config_exit_code (2), and every other worker did so too or
+/// only followed.
+bool ended_by_configuration(const std::vector<worker_exit>& failures);
+
 /// Orders the exits of a failed generation by how likely each is its cause,
 /// most likely first (stable within each kind): killed by a signal from
 /// outside, an exit code of its own, the failure code 3 (a worker that learnt

@@ -34,6 +34,9 @@ enum class errc : uint8_t {
 /// preemption checkpoint ("restart me"), which a platform or the launcher may change.
 constexpr int failure_exit_code = 3;
 constexpr int default_restart_code = 42;
+/// A configuration that cannot work (README's table): bad flags or
+/// environment, a checkpoint of another world size.
+constexpr int config_exit_code = 2;
 constexpr int max_exit_code = 255;
 
 /// Whether `code` may be a restart code: an exit status, neither 0 (finished)

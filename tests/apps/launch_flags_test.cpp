@@ -364,6 +364,18 @@ TEST(launch_flags_test, a_command_that_cannot_run_is_a_usage_error) {
   EXPECT_FALSE(log.contains("lifeboat-launch: rank=")) << log.text();
 }
 
+// Workers that exit 2 found a configuration that cannot work: one
+// generation, then the launcher exits 2, whatever --max-restarts allows.
+TEST(launch_flags_test, workers_that_exit_2_are_not_restarted_and_the_launcher_exits_2) {
+  child_process run{launcher({"--max-restarts", "3"}, "exit 2"), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), usage_exit_code) << log.text();
+  EXPECT_EQ(log.count("lifeboat-launch: rank="), workers) << log.text();
+  EXPECT_TRUE(log.contains(": a configuration that cannot work, which no restart changes"))
+      << log.text();
+}
+
 TEST(launch_flags_test, without_nproc_it_is_a_usage_error) {
   child_process run{{lifeboat::test::built(LIFEBOAT_LAUNCH), "--", "/bin/sh", "-c", print_env},
                     true};

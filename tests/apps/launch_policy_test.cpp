@@ -168,6 +168,23 @@ TEST(launch_policy, failures_restart_the_job_until_max_restarts_then_it_gives_up
             "giving up: rank 1 (pid 101) exited with code 1 (2 failure(s), --max-restarts 1)");
 }
 
+// Workers that exit 2 found a configuration that cannot work (a checkpoint
+// of another world size, say), the others only followed: the launcher gives
+// up at once with 2, whatever --max-restarts allows. Before, it ran every
+// restart again and exited 3. Beside another failure, 2 is one like any.
+TEST(launch_policy, a_configuration_that_cannot_work_gives_up_at_once_with_2) {
+  auto result = classify_generation({exited(0, 2), exited(1, failed_code), exited(2, 2)},
+                                    restart_code, not_asked);
+  restart_counts counts;
+  auto next = decide(result, 0, counts, 5, restart_code, world, save_message);
+  EXPECT_EQ(next.exit_code, 2);
+  EXPECT_EQ(next.lines.back(),
+            "giving up: rank 0 (pid 100) exited with code 2: a configuration that cannot work, "
+            "which no restart changes");
+  auto mixed = classify_generation({exited(0, 2), exited(1, 1)}, restart_code, not_asked);
+  EXPECT_FALSE(decide(mixed, 0, counts, 5, restart_code, world, save_message).exit_code);
+}
+
 // A forwarded SIGTERM that ended workers before they could save is the
 // notice taking effect: the latest checkpoint stands and the job restarts.
 TEST(launch_policy, workers_a_forwarded_sigterm_ended_before_a_save_exit_with_the_restart_code) {
