@@ -54,6 +54,35 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
     return;
   }
   if (req.incarnation() > generation_) start_generation(req.incarnation());
+  // A rank that took part in this generation and is gone from it (left at
+  // its handler's end, lost, failed) joins again: the job was started again
+  // without a new generation (its workers restarted by something that sets
+  // no LIFEBOAT_RESTART_COUNT, against a coordinator that stayed up), or a
+  // worker made a second handler (a script's next phase). The generation's
+  // keys and barriers were as its first session left them: a rerun failed
+  // at its first barrier naming ranks that had left, a second handler's
+  // save collided with the first's (already_exists). With no rank joined
+  // any more, a new session of the generation starts from nothing; while
+  // one still is, the join is refused, named.
+  if (auto state = workers_[static_cast<size_t>(req.rank())].state;
+      state != rank_state::joining && workers_[static_cast<size_t>(req.rank())].conn == 0) {
+    std::string joined;
+    for (size_t r = 0; r < workers_.size(); ++r)
+      if (workers_[r].conn != 0)
+        joined += (joined.empty() ? "" : ", ") + rank_text(static_cast<int32_t>(r));
+    if (!joined.empty()) {
+      refuse(conn, errc::refused,
+             rank_text(req.rank()) + " took part in generation " + std::to_string(generation_) +
+                 " (" + to_string(state) + " now) and joins it again while " + joined +
+                 " still take part: restart every worker, or give the next run its own "
+                 "generation (LIFEBOAT_RESTART_COUNT)");
+      return;
+    }
+    log(log_level::info, component, rank_text(req.rank()), " joins generation ", generation_,
+        " again, no rank joined: a new session of it starts (the last one's keys and barriers "
+        "dropped)");
+    start_session();
+  }
   auto& w = workers_[static_cast<size_t>(req.rank())];
   if (w.conn != 0) {
     refuse(conn, errc::refused, rank_text(req.rank()) + " is already joined");

@@ -191,16 +191,18 @@ void coordination_state::reset() {
 void coordination_state::start_generation(uint32_t generation) {
   log(log_level::info, component, "generation ", generation, " starts; dropping generation ",
       generation_);
-  // The joining connection belongs to the new generation: keep it open.
+  start_session();
+  generation_ = generation;
+}
+
+void coordination_state::start_session() {
+  // The joining connection belongs to the new session: keep it open.
   std::map<conn_id, connection> keep;
   for (auto& [conn, c] : conns_)
     if (c.rank < 0) keep.emplace(conn, c);
   for (auto& [conn, c] : keep) conns_.erase(conn);
   reset();
   conns_ = std::move(keep);
-  generation_ = generation;
-  progress_.reset();
-  first_failure_rank_.reset();
 }
 
 void coordination_state::refuse(conn_id conn, errc code, const std::string& why) {

@@ -220,6 +220,10 @@ class coordination_state {
   void drop_unjoined(conn_id conn, const std::string& why);
   bool admit_blocking(conn_id conn, uint64_t id, const std::string& what);
   void start_generation(uint32_t generation);
+  // Drops the generation's state (keys, barriers, ranks, progress) and keeps
+  // the connections not joined yet: for start_generation, and for a new
+  // session of the same generation (on_join).
+  void start_session();
   // `silent`: lost for its silence (membership_event::silent).
   void mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms, bool silent);
   void report_losses();

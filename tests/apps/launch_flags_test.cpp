@@ -297,11 +297,16 @@ TEST(launch_flags_test, what_the_workers_left_behind_is_ended_before_the_next_ge
 // workers left behind, and the children of those: here a background subshell
 // with a child of its own. Before, both outlived the job on the host.
 TEST(launch_flags_test, what_a_failed_job_left_behind_is_ended_when_the_launcher_exits) {
-  child_process run{launcher({},
-                             "( sleep 600 >/dev/null 2>&1 & echo \"left pid=$!\"; "
-                             "exec >/dev/null 2>&1; wait ) & exit 3",
-                             1),
-                    true};
+  // The worker exits once the subshell has started its child (a fifo, read
+  // as the subshell writes the child's pid to it): a launcher that came
+  // first would end a subshell without one.
+  child_process run{
+      launcher({},
+               "f=$(mktemp -u); mkfifo \"$f\"; "
+               "( sleep 600 >/dev/null 2>&1 & echo $! > \"$f\"; exec >/dev/null 2>&1; wait ) & "
+               "read -r pid < \"$f\"; rm -f \"$f\"; echo \"left pid=$pid\"; exit 3",
+               1),
+      true};
   output_log log{run};
   auto left = log.read_until("left pid=");
   ASSERT_TRUE(left) << log.text();

@@ -331,6 +331,46 @@ TEST_F(state_test, a_leave_closes_its_connection_after_the_reply) {
   EXPECT_EQ(state_of(1), "left");
 }
 
+// Every rank leaves, then one joins the same generation again (the job run
+// again against a service that stayed up, without a new generation; or a
+// second handler in a worker): a new session of the generation starts, with
+// none of the last one's keys. Before, its first barrier failed naming the
+// ranks that had left, and a save collided with the last session's key.
+TEST_F(state_test, a_rank_that_left_joins_again_into_a_new_session_once_no_rank_is_joined) {
+  join_all();
+  request(1, insert(1, "lifeboat/tiers/written/3/0", "x"));
+  ASSERT_EQ(reply_to(1, 1)->error_code(), 0u);
+  for (conn_id conn = 1; conn <= 4; ++conn) {
+    wire::Envelope leave;
+    leave.mutable_leave()->set_id(9);
+    request(conn, leave);
+    st.on_disconnect(conn, now);
+  }
+  ASSERT_TRUE(join(11, 0).ok());
+  EXPECT_EQ(state_of(0), "alive");
+  for (int32_t r = 1; r < 4; ++r) EXPECT_EQ(state_of(r), "joining") << r;
+  request(11, insert(2, "lifeboat/tiers/written/3/0", "x"));
+  EXPECT_EQ(reply_to(11, 2)->error_code(), 0u) << reply_to(11, 2)->error_message();
+  for (int32_t r = 1; r < 4; ++r) ASSERT_TRUE(join(11 + r, r).ok()) << r;
+}
+
+// While a rank of the generation is still joined, a rank that left it and
+// joins again is refused, named: its peers are in the last session.
+TEST_F(state_test, a_rank_that_left_is_refused_while_others_are_joined) {
+  join_all();
+  wire::Envelope leave;
+  leave.mutable_leave()->set_id(9);
+  request(1, leave);
+  st.on_disconnect(1, now);
+  auto again = join(11, 0);
+  EXPECT_FALSE(again.ok());
+  EXPECT_NE(again.message().find("rank 0 took part in generation 0 (left now) and joins it again "
+                                 "while rank 1, rank 2, rank 3 still take part"),
+            std::string::npos)
+      << again.message();
+  EXPECT_EQ(state_of(1), "alive");
+}
+
 TEST_F(state_test, present_workers_are_the_live_and_the_failed_ranks_still_here) {
   EXPECT_TRUE(st.present_workers().empty());
   join_all();
