@@ -270,6 +270,13 @@ TEST(launch_flags_test, workers_that_ignore_a_sigterm_are_killed_after_30_s) {
   EXPECT_TRUE(log.contains(sigterm_before_any_save)) << log.text();
 }
 
+// The pid in the worker's "left pid=PID" line: the process it leaves behind
+// (0 where the line never came).
+pid_t left_pid(output_log& log) {
+  auto left = log.read_until("left pid=");
+  return left ? static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1))) : 0;
+}
+
 // A process a worker leaves behind (here a shell's background child; in a
 // job, a DataLoader or pool worker of a worker that was killed, holding its
 // ports and GPU memory) is ended before the next generation starts.
@@ -281,9 +288,8 @@ TEST(launch_flags_test, what_the_workers_left_behind_is_ended_before_the_next_ge
                1),
       true};
   output_log log{run};
-  auto left = log.read_until("left pid=");
-  ASSERT_TRUE(left) << log.text();
-  auto pid = static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1)));
+  auto pid = left_pid(log);
+  ASSERT_NE(pid, 0) << log.text();
   log.read_all();
   EXPECT_EQ(exit_code(run), 0) << log.text();
   EXPECT_TRUE(
@@ -308,9 +314,8 @@ TEST(launch_flags_test, what_a_failed_job_left_behind_is_ended_when_the_launcher
                1),
       true};
   output_log log{run};
-  auto left = log.read_until("left pid=");
-  ASSERT_TRUE(left) << log.text();
-  auto pid = static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1)));
+  auto pid = left_pid(log);
+  ASSERT_NE(pid, 0) << log.text();
   log.read_all();
   EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
   EXPECT_TRUE(
@@ -326,9 +331,8 @@ TEST(launch_flags_test, what_a_job_done_left_behind_goes_on_and_is_named) {
   child_process run{launcher({}, "sleep 600 >/dev/null 2>&1 & echo \"left pid=$!\"; exit 0", 1),
                     true};
   output_log log{run};
-  auto left = log.read_until("left pid=");
-  ASSERT_TRUE(left) << log.text();
-  auto pid = static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1)));
+  auto pid = left_pid(log);
+  ASSERT_NE(pid, 0) << log.text();
   log.read_all();
   EXPECT_EQ(exit_code(run), 0) << log.text();
   EXPECT_TRUE(

@@ -191,15 +191,22 @@ TEST(step_resolver_state, a_notice_that_starts_no_round_is_relayed_to_every_work
 // The process hosting the service (a coordinator given a SIGTERM) raises a
 // notice without a deadline for every worker: each takes it with its own
 // grace period, and the leader starts the round as for a notice of its own.
-TEST(step_resolver_state, a_notice_from_the_services_host_takes_the_workers_grace_period) {
-  const int64_t grace = 60'000;
-  cluster c{3, grace};
-  for (int r = 0; r < 3; ++r) c.workers[r]->completed = 7;
+// A notice the process hosting the service raised for every worker, due at
+// `deadline_ms` (0: none).
+outgoing raised_notice(int64_t deadline_ms) {
   outgoing raised;
   raised.to = every_rank;
   raised.message.mutable_notice()->set_rank(service_sender);
   raised.message.mutable_notice()->set_source("signal:SIGTERM");
-  c.post(service_sender, {raised});
+  raised.message.mutable_notice()->set_deadline_unix_ms(deadline_ms);
+  return raised;
+}
+
+TEST(step_resolver_state, a_notice_from_the_services_host_takes_the_workers_grace_period) {
+  const int64_t grace = 60'000;
+  cluster c{3, grace};
+  for (int r = 0; r < 3; ++r) c.workers[r]->completed = 7;
+  c.post(service_sender, {raised_notice(0)});
   c.run();
   EXPECT_EQ(c.at(0).rounds(), 1u);
   for (int r = 0; r < 3; ++r) {
@@ -217,12 +224,7 @@ TEST(step_resolver_state, a_notice_from_the_services_host_is_due_at_its_deadline
   for (int64_t due : {int64_t{30'000}, int64_t{120'000}}) {
     cluster c{3, grace};
     for (int r = 0; r < 3; ++r) c.workers[r]->completed = 7;
-    outgoing raised;
-    raised.to = every_rank;
-    raised.message.mutable_notice()->set_rank(service_sender);
-    raised.message.mutable_notice()->set_source("signal:SIGTERM");
-    raised.message.mutable_notice()->set_deadline_unix_ms(t0 + due);
-    c.post(service_sender, {raised});
+    c.post(service_sender, {raised_notice(t0 + due)});
     c.run();
     for (int r = 0; r < 3; ++r)
       EXPECT_EQ(c.at(r).deadline_ms(), t0 + std::min(due, grace))
