@@ -233,7 +233,10 @@ class python_handler {
   }
 
   // Puts the hook it replaced back, unless another replaced it since. Also
-  // from the destructor, while Python finalizes: nothing may escape.
+  // from the destructor, while Python finalizes: nothing may escape. The
+  // hook itself lives on with the handler: it may be running now (it closes
+  // the handler), and Python calls sys.excepthook through a borrowed
+  // reference, so the handler's is what keeps it alive.
   void remove_excepthook() {
     if (open_python_handler == this) open_python_handler = nullptr;
     if (!hook_) return;
@@ -242,8 +245,6 @@ class python_handler {
       if (py::object{sys.attr("excepthook")}.is(hook_)) sys.attr("excepthook") = previous_hook_;
     } catch (py::error_already_set&) {
     }
-    hook_ = py::object{};
-    previous_hook_ = py::object{};
   }
 
   std::unique_ptr<lifeboat::preemption_checkpoint_handler> handler_;
