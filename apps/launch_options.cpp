@@ -26,13 +26,13 @@ constexpr const char* synopsis =
 constexpr const char* explanation =
     "Starts N workers (global ranks K*N .. K*N+N-1 of M*N), hosts their coordination\n"
     "service (node 0, on HOST:PORT), restarts them after a save with the restart code\n"
-    "(default LIFEBOAT_RESTART_CODE, else 42) and after at most R failures. A multi-node launcher "
-    "needs\n"
-    "LIFEBOAT_CLUSTER_TOKEN (the same on every node); node 0's launcher listens for the\n"
-    "others on HOST:CONTROL_PORT (default PORT + 2). The coordination connections use\n"
-    "TLS 1.3 with --tls, LIFEBOAT_TLS=1 or --nnodes > 1 (LIFEBOAT_TLS=0 turns it off):\n"
-    "certificates from LIFEBOAT_TLS_CERT, LIFEBOAT_TLS_KEY and LIFEBOAT_TLS_CA, else a\n"
-    "key derived from LIFEBOAT_CLUSTER_TOKEN.";
+    "(default LIFEBOAT_RESTART_CODE, else 42) and after at most R failures. A\n"
+    "multi-node launcher needs LIFEBOAT_CLUSTER_TOKEN (the same on every node); node\n"
+    "0's launcher listens for the others on HOST:CONTROL_PORT (default PORT + 2). The\n"
+    "coordination connections use TLS 1.3 with --tls, LIFEBOAT_TLS=1 or --nnodes > 1\n"
+    "(LIFEBOAT_TLS=0 turns it off): certificates from LIFEBOAT_TLS_CERT,\n"
+    "LIFEBOAT_TLS_KEY and LIFEBOAT_TLS_CA, else a key derived from\n"
+    "LIFEBOAT_CLUSTER_TOKEN.";
 
 // HOST:PORT of --coordinator ([ADDRESS]:PORT for IPv6, as LIFEBOAT_COORDINATOR
 // reads it); the port must be one the other nodes can name.
@@ -98,16 +98,12 @@ parsed_launch_options parse_launch_options(int argc, char** argv, const env_look
   // does; --restart-code wins. Before, the launcher set 42 for its workers
   // over it, and exited 42 where the job's outer restart policy waited for it.
   std::optional<std::string> restart_code_error;
-  if (auto* text = env_value(env, kRestartCodeVariable)) {
-    auto code = parse_integer(text, kRestartCodeVariable, 1, max_exit_code);
-    if (code && is_restart_code(*code))
-      out.restart_code = static_cast<int>(*code);
-    else
-      restart_code_error = std::string{kRestartCodeVariable} +
-                           " expects an exit code in [1, 255] other than the failure code 3, "
-                           "got '" +
-                           text + "'";
-  }
+  if (auto code = restart_code_variable(env); !code)
+    restart_code_error = std::string{kRestartCodeVariable} +
+                         " expects an exit code in [1, 255] other than the failure code 3, got '" +
+                         env_value(env, kRestartCodeVariable) + "'";
+  else if (*code)
+    out.restart_code = **code;
 
   CLI::App app{"", "lifeboat-launch"};
   configure_app(app, synopsis, explanation);

@@ -239,16 +239,18 @@ int run_node_zero(const node_context& ctx, std::vector<link_ptr> links, caf::act
       // A signal forwarded here or on another node that no worker heeds ends
       // that node's workers (unheeded_signal_check); the others then follow
       // their failure.
-      if (gen.exits.empty() && !ctx.group.empty())
-        end_unheeded_workers(unheeded, ctx.group, ctx.forwarded_at_ns, ctx.received_signal,
-                             noticed);
-      for (auto& [node, forwarded] : gen.forwarded) {
-        auto& l = links[static_cast<size_t>(node)];
-        if (!gen.exits.empty() || !l->why().empty() ||
-            !forwarded.unheeded.due(link_clock::now(), forwarded.heard_at_ns, noticed))
-          continue;
-        tell(unheeded_signal_line(forwarded.signo, node));
-        l->send(unheeded_message);
+      if (gen.exits.empty()) {
+        if (!ctx.group.empty())
+          end_unheeded_workers(unheeded, ctx.group, ctx.forwarded_at_ns, ctx.received_signal,
+                               noticed);
+        for (auto& [node, forwarded] : gen.forwarded) {
+          auto& l = links[static_cast<size_t>(node)];
+          if (!l->why().empty() ||
+              !forwarded.unheeded.due(link_clock::now(), forwarded.heard_at_ns, noticed))
+            continue;
+          tell(unheeded_signal_line(forwarded.signo, node));
+          l->send(unheeded_message);
+        }
       }
       // The deadline matters only while this node still has workers to end.
       auto until = ctx.group.empty() ? no_deadline : gen.deadline;

@@ -129,15 +129,21 @@ caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
     if (!seconds) return seconds.error();
     out.grace_period = std::chrono::seconds{*seconds};
   }
-  if (auto* text = env_value(env, kRestartCodeVariable)) {
-    auto code = parse_integer(text, kRestartCodeVariable, 1, max_exit_code);
-    if (!code) return code.error();
-    if (!is_restart_code(*code))
-      return make_error(errc::invalid_config, std::string{kRestartCodeVariable} +
-                                                  ": 3 is the failure code, not a restart code");
-    out.restart_exit_code = static_cast<int>(*code);
-  }
+  auto code = restart_code_variable(env);
+  if (!code) return code.error();
+  if (*code) out.restart_exit_code = **code;
   return out;
+}
+
+caf::expected<std::optional<int>> restart_code_variable(const env_lookup& env) {
+  auto* text = env_value(env, kRestartCodeVariable);
+  if (text == nullptr) return std::optional<int>{};
+  auto code = parse_integer(text, kRestartCodeVariable, 1, max_exit_code);
+  if (!code) return code.error();
+  if (!is_restart_code(*code))
+    return make_error(errc::invalid_config, std::string{kRestartCodeVariable} +
+                                                ": 3 is the failure code, not a restart code");
+  return std::optional<int>{static_cast<int>(*code)};
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,11 @@ caf::expected<platform_defaults> detect_platform(
 
 /// detect_platform on the process environment.
 caf::expected<platform_defaults> detect_platform();
+
+/// LIFEBOAT_RESTART_CODE in `env` as a restart code (is_restart_code):
+/// nothing where it is unset; errc::invalid_config, naming it, where it is
+/// no number in [1, 255] or is the failure code 3.
+caf::expected<std::optional<int>> restart_code_variable(const env_lookup& env);
 
 /// The defaults of the platform `env` names without probes (LIFEBOAT_PLATFORM,
 /// Kubernetes, SLURM; else generic), LIFEBOAT_GRACE_PERIOD_S and

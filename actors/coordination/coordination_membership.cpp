@@ -64,8 +64,8 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   // save collided with the first's (already_exists). With no rank joined
   // any more, a new session of the generation starts from nothing; while
   // one still is, the join is refused, named.
-  if (auto state = workers_[static_cast<size_t>(req.rank())].state;
-      state != rank_state::joining && workers_[static_cast<size_t>(req.rank())].conn == 0) {
+  if (const auto& was = workers_[static_cast<size_t>(req.rank())];
+      was.state != rank_state::joining && was.conn == 0) {
     std::string joined;
     for (size_t r = 0; r < workers_.size(); ++r)
       if (workers_[r].conn != 0)
@@ -73,7 +73,7 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
     if (!joined.empty()) {
       refuse(conn, errc::refused,
              rank_text(req.rank()) + " took part in generation " + std::to_string(generation_) +
-                 " (" + to_string(state) + " now) and joins it again while " + joined +
+                 " (" + to_string(was.state) + " now) and joins it again while " + joined +
                  " still take part: restart every worker, or give the next run its own "
                  "generation (LIFEBOAT_RESTART_COUNT)");
       return;
