@@ -277,26 +277,32 @@ pid_t left_pid(output_log& log) {
   return left ? static_cast<pid_t>(std::stoi(left->substr(left->find('=') + 1))) : 0;
 }
 
-// A process a worker leaves behind (here a shell's background child; in a
-// job, a DataLoader or pool worker of a worker that was killed, holding its
-// ports and GPU memory) is ended before the next generation starts.
-TEST(launch_flags_test, what_the_workers_left_behind_is_ended_before_the_next_generation) {
-  child_process run{
-      launcher({},
-               "if [ \"$LIFEBOAT_RESTART_COUNT\" = 0 ]; then "
-               "sleep 600 >/dev/null 2>&1 & echo \"left pid=$!\"; exit 42; fi; exit 0",
-               1),
-      true};
+// One worker running `script`, which prints "left pid=PID" for the process
+// it leaves behind: the launcher exits with `code`, ends `ended` process(es)
+// left by generation 0 and says so, and that process is gone (`outlived`
+// says what it outlived otherwise).
+void expect_what_was_left_behind_is_ended(const std::string& script, int code, int ended,
+                                          const std::string& outlived) {
+  child_process run{launcher({}, script, 1), true};
   output_log log{run};
   auto pid = left_pid(log);
   ASSERT_NE(pid, 0) << log.text();
   log.read_all();
-  EXPECT_EQ(exit_code(run), 0) << log.text();
-  EXPECT_TRUE(
-      log.contains("lifeboat-launch: ended 1 process(es) that the workers of generation 0 left "
-                   "behind"))
+  EXPECT_EQ(exit_code(run), code) << log.text();
+  EXPECT_TRUE(log.contains("lifeboat-launch: ended " + std::to_string(ended) +
+                           " process(es) that the workers of generation 0 left behind"))
       << log.text();
-  EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived its generation";
+  EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived " << outlived;
+}
+
+// A process a worker leaves behind (here a shell's background child; in a
+// job, a DataLoader or pool worker of a worker that was killed, holding its
+// ports and GPU memory) is ended before the next generation starts.
+TEST(launch_flags_test, what_the_workers_left_behind_is_ended_before_the_next_generation) {
+  expect_what_was_left_behind_is_ended(
+      "if [ \"$LIFEBOAT_RESTART_COUNT\" = 0 ]; then "
+      "sleep 600 >/dev/null 2>&1 & echo \"left pid=$!\"; exit 42; fi; exit 0",
+      0, 1, "its generation");
 }
 
 // A launcher that exits otherwise than 0 ends what its last generation's
@@ -306,23 +312,11 @@ TEST(launch_flags_test, what_a_failed_job_left_behind_is_ended_when_the_launcher
   // The worker exits once the subshell has started its child (a fifo, read
   // as the subshell writes the child's pid to it): a launcher that came
   // first would end a subshell without one.
-  child_process run{
-      launcher({},
-               "f=$(mktemp -u); mkfifo \"$f\"; "
-               "( sleep 600 >/dev/null 2>&1 & echo $! > \"$f\"; exec >/dev/null 2>&1; wait ) & "
-               "read -r pid < \"$f\"; rm -f \"$f\"; echo \"left pid=$pid\"; exit 3",
-               1),
-      true};
-  output_log log{run};
-  auto pid = left_pid(log);
-  ASSERT_NE(pid, 0) << log.text();
-  log.read_all();
-  EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
-  EXPECT_TRUE(
-      log.contains("lifeboat-launch: ended 2 process(es) that the workers of generation 0 left "
-                   "behind"))
-      << log.text();
-  EXPECT_TRUE(gone_within(pid, orphan_deadline)) << "pid " << pid << " outlived the launcher";
+  expect_what_was_left_behind_is_ended(
+      "f=$(mktemp -u); mkfifo \"$f\"; "
+      "( sleep 600 >/dev/null 2>&1 & echo $! > \"$f\"; exec >/dev/null 2>&1; wait ) & "
+      "read -r pid < \"$f\"; rm -f \"$f\"; echo \"left pid=$pid\"; exit 3",
+      failure_exit_code, 2, "the launcher");
 }
 
 // A job done may have started what is meant to outlive it (an upload of the
