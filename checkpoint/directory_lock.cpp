@@ -59,6 +59,15 @@ caf::expected<directory_lock> directory_lock::acquire(const std::string& dir) {
   return directory_lock{fd};
 }
 
+bool directory_lock::is_held(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool taken = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  // Closing the probe's only descriptor releases its shared lock.
+  ::close(fd);
+  return taken;
+}
+
 directory_lock::directory_lock(directory_lock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
 
 directory_lock& directory_lock::operator=(directory_lock&& other) noexcept {

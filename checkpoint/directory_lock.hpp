@@ -26,6 +26,15 @@ class directory_lock {
   /// followed) or the file system refuses locks.
   static caf::expected<directory_lock> acquire(const std::string& dir);
 
+  /// Whether a directory_lock (of any process, this one included) holds
+  /// `dir`; false as well when `dir` cannot be opened. Why not an acquire
+  /// released at once: two such probes at the same moment (two workers
+  /// starting) each found the other's and took the directory for held. This
+  /// one takes a shared lock, which another probe's does not conflict with;
+  /// an acquire at the same moment still fails (errc::already_exists), so a
+  /// caller that acquires while others may probe tries again.
+  static bool is_held(const std::string& dir);
+
   directory_lock(directory_lock&& other) noexcept;
   directory_lock& operator=(directory_lock&& other) noexcept;
   directory_lock(const directory_lock&) = delete;

@@ -72,10 +72,7 @@ std::vector<std::filesystem::path> rank_dirs_in(const std::filesystem::path& job
 }
 
 // Whether a worker holds the store in `dir` (memory_tier::open locks it).
-bool held(const std::filesystem::path& dir) {
-  auto lock = directory_lock::acquire(dir.string());
-  return !lock && lock.error() == make_error(errc::already_exists);
-}
+bool held(const std::filesystem::path& dir) { return directory_lock::is_held(dir.string()); }
 
 // Whether a worker holds one of `job`'s stores: a live job's memory
 // directory, whatever its record says.

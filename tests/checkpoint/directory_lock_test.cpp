@@ -3,6 +3,8 @@
 // by a child forked from the holder.
 #include "checkpoint/directory_lock.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,6 +124,35 @@ TEST(directory_lock_test, a_forked_child_does_not_keep_the_lock) {
   mine.reset();
   auto again = directory_lock::acquire(dir.path());
   EXPECT_TRUE(again) << describe(again.error());
+}
+
+// Two workers starting at once probe the same directories. Seen: with each
+// probe an exclusive lock released at once, one worker took the other's
+// probe for a holder and refused to start ("a job of 4 workers that is
+// running", after that job had exited).
+TEST(directory_lock_test, a_probe_sees_a_holder_and_not_another_probe) {
+  temp_dir dir;
+  EXPECT_FALSE(directory_lock::is_held(dir.path()));
+  {
+    auto mine = directory_lock::acquire(dir.path());
+    ASSERT_TRUE(mine);
+    EXPECT_TRUE(directory_lock::is_held(dir.path()));
+    forked_child child{[&] { return directory_lock::is_held(dir.path()); }};
+    EXPECT_TRUE(child.result());
+  }
+  EXPECT_FALSE(directory_lock::is_held(dir.path()));
+  // Another probe in flight holds what is_held takes: a shared lock.
+  int probe = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(probe, 0);
+  ASSERT_EQ(::flock(probe, LOCK_SH | LOCK_NB), 0);
+  EXPECT_FALSE(directory_lock::is_held(dir.path()));
+  // An acquire meanwhile fails, as the header says: its caller tries again.
+  auto during = directory_lock::acquire(dir.path());
+  ASSERT_FALSE(during);
+  EXPECT_EQ(during.error(), make_error(errc::already_exists));
+  ::close(probe);
+  EXPECT_TRUE(directory_lock::acquire(dir.path()));
+  EXPECT_FALSE(directory_lock::is_held(dir.sub("none")));
 }
 
 TEST(directory_lock_test, no_directory_or_a_link_is_an_io_error) {
