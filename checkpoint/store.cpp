@@ -141,7 +141,10 @@ caf::expected<checkpoint_info> store::restore_step(int64_t step, state_registry&
     return make_error(errc::invalid_config, "checkpoint " + path + " was written by " +
                                                 std::to_string(manifest->world_size()) +
                                                 " workers, this job has " +
-                                                std::to_string(cfg_.world_size));
+                                                std::to_string(cfg_.world_size) +
+                                                ": a checkpoint restores into as many workers "
+                                                "as wrote it (start that many, or give this "
+                                                "job another checkpoint directory)");
   if (auto err = verify_shard_files(path, *manifest)) return err;
   auto found = rank_record(*manifest, path, cfg_.rank);
   if (!found) return std::move(found.error());

@@ -202,8 +202,11 @@ TEST_F(store_test, a_different_world_size_is_refused) {
   auto restored = st->restore_latest(state_.registry);
   ASSERT_FALSE(restored);
   EXPECT_EQ(restored.error(), make_error(errc::invalid_config));
-  EXPECT_NE(describe(restored.error()).find("written by 1 workers, this job has 2"),
-            std::string::npos);
+  EXPECT_NE(describe(restored.error())
+                .find("written by 1 workers, this job has 2: a checkpoint restores into as many "
+                      "workers as wrote it"),
+            std::string::npos)
+      << describe(restored.error());
 }
 
 TEST_F(store_test, a_different_registry_is_refused_with_the_differences) {
