@@ -353,6 +353,12 @@ void worker_runtime::wait_and_exit(int64_t step) {
   actors_->acknowledge_notices();
   actors_->client()->leave();
   actors_->wait_for_peers_to_leave();
+  left_after_commit_ = true;
+  // What exit_fn throws leaves run() as it was thrown: its own way of ending
+  // the process (Python's SystemExit with its code, an exception the trainer
+  // catches to clean up). Seen: sys.exit(7) came out as RuntimeError
+  // 'SystemExit: 7', reported to every worker as a failure of the step
+  // after the committed one, and the launcher gave up with exit 3.
   if (config_.exit_fn) config_.exit_fn();
   actors_->request_exit(false);
 }
@@ -384,7 +390,7 @@ void worker_runtime::exit_after_failure() {
 //    echo after all), or this one did. Without word from the service, this
 //    worker's own failure stands.
 void worker_runtime::on_step_failed(std::exception_ptr error) {
-  if (failure_reported_) return;
+  if (failure_reported_ || left_after_commit_) return;
   if (gate_->failure().failed) throw_failure();
   auto text = exception_text(error);
   failure_reported_ = true;
@@ -411,7 +417,7 @@ void worker_runtime::report_left_by_exception(const std::string& text) {
 
 void worker_runtime::report_failure(const std::string& context, const std::string& text) {
   // A child forked without exec has no thread to send it with.
-  if (!actors_ || forked_away() || failure_reported_ || failed()) return;
+  if (!actors_ || forked_away() || failure_reported_ || failed() || left_after_commit_) return;
   failure_reported_ = true;
   log(log_level::error, "runtime", context, ": ", text);
   actors_->client()->report_error(static_cast<int32_t>(errc::peer_error), text);
@@ -447,16 +453,22 @@ void worker_runtime::shutdown() {
       log(log_level::warning, "runtime",
           "a checkpoint was still being written at exit: ", describe(err));
   }
+  // Training ended for good only where no final checkpoint was committed:
+  // a worker whose exit_fn threw left the cluster already (no peer to meet),
+  // and its tiers hold the checkpoint its restart reads.
+  bool finished = ok && !left_after_commit_;
   auto& client = *actors_->client();
   bool failure_is_ours = false;
-  if (ok && world_size() > 1)
+  if (finished && world_size() > 1)
     if (auto err = client.barrier("lifeboat/shutdown", shutdown_barrier_timeout)) {
       log(log_level::warning, "runtime", "not every worker reached the end: ", describe(err));
       gate_->await_exit(failure_arrival_bound);
       failure_is_ours = failed() && gate_->failure().origin_rank == rank();
     }
-  client.leave();
-  actors_->wait_for_peers_to_leave();
+  if (!left_after_commit_) {
+    client.leave();
+    actors_->wait_for_peers_to_leave();
+  }
   // A rank named as the failure itself (hung: its loop ended while the
   // others waited in a step it never runs) exits with the failure code, as
   // every rank of a failed job does. Its training loop is over: the exit
@@ -471,10 +483,10 @@ void worker_runtime::shutdown() {
   actors_.reset();
   // Training ended: no restart will read this rank's memory tier, and what
   // it holds is host memory (the directory keeps the checkpoints).
-  if (ok && peer_.server)
+  if (finished && peer_.server)
     if (auto err = peer_.server->remove_replicas())
       log(log_level::warning, "runtime", "removing the peer tier's replicas: ", describe(err));
-  if (ok && memory_)
+  if (finished && memory_)
     if (auto err = memory_->remove())
       log(log_level::warning, "runtime", "removing the memory tier: ", describe(err));
   // The signals get their previous action back only once no thread of ours

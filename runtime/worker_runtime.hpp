@@ -113,6 +113,9 @@ class worker_runtime {
   // The checkpoint directory holds the restored checkpoint committed too.
   bool restored_in_directory_ = false;
   bool failure_reported_ = false;
+  // Set once this worker left the cluster after its final checkpoint's
+  // commit, just before exit_fn: nothing is reported after it.
+  bool left_after_commit_ = false;
   // Time the training thread spent in barrier(), for the service's step times.
   std::atomic<int64_t> blocked_ms_{0};
   // Set as the handler closes: the training loop ended, for the heartbeats.

@@ -328,6 +328,9 @@ PyObject* run_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
     set_peer_error(e);
   } catch (const lifeboat::config_error& e) {
     PyErr_SetString(config_error_type.ptr(), e.what());
+  } catch (py::error_already_set& e) {
+    // What exit_fn raised after the final commit, raised again as it was.
+    e.restore();
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }

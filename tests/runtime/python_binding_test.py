@@ -353,6 +353,31 @@ class PythonBindingTest(scratch_case.ScratchCase):
             handler.run(lambda: None)
             self.assertEqual(handler.total_run_calls, 1)
 
+    def test_what_exit_fn_raises_leaves_run_as_it_was_and_no_peer_fails(self):
+        # exit_fn ends the process its own way after the committed checkpoint:
+        # sys.exit(7), or an exception main catches. Before, run raised
+        # RuntimeError 'SystemExit: 7', reported as a failure of the next step.
+        for mode, code in (("exit", 7), ("raise", 5)):
+            with self.subTest(mode=mode):
+                shutil.rmtree(self.ckpt, ignore_errors=True)
+                args = ["--steps", str(STEPS), "--step-ms", "10"]
+                first = Cluster(2, self.ckpt, args + ["--exit-fn", mode])
+                self.assertTrue(first.workers[1].wait_line("step=3"), first.transcript())
+                first.workers[1].proc.send_signal(signal.SIGTERM)
+                self.assertEqual(first.finish(), [code, code], first.transcript())
+                (saved,) = self.committed_steps()
+                for w in first.workers:
+                    self.assertEqual(w.values("exit_fn"), [saved], first.transcript())
+                    self.assertEqual(w.values("preempted"), [saved] if mode == "raise" else [],
+                                     first.transcript())
+                self.assertNotIn("failed", first.transcript())
+                # The checkpoint stays in the memory tier too: the restart reads it there.
+                second = Cluster(2, self.ckpt, args, incarnation=1)
+                self.assertEqual(second.finish(), [0, 0], second.transcript())
+                self.assertIn(f"restored step {saved} from the memory tier", second.transcript())
+                for w in second.workers:
+                    self.assertEqual(w.wait_line("done"), f"done total={STEPS} applied={STEPS}")
+
     def test_a_save_callback_that_raises_or_returns_no_bytes_fails_the_step_as_it_says(self):
         # A save runs inside run, at the step it is for: what the callback
         # raises is raised as it was, and the peers get it as one line.

@@ -9,12 +9,15 @@ happens on stdout, one line per event (the test synchronises on them):
   saved=N                    save_fn called at step N (--save-fn)
   error=TEXT origin=R        run raised TEXT; R: the rank it names
   exiting=N                  step N calls sys.exit(0) (--exit-step)
+  exit_fn=N                  exit_fn called after the checkpoint of step N (--exit-fn)
+  preempted=N                main caught exit_fn's Preempted (--exit-fn raise)
   (a traceback)              EvaluationError ended the process (--raise-outside-*)
   config_error=TEXT          construction refused the configuration
   done total=N applied=N     training finished (applied: steps run once each, in order)
 
 Exit codes: 0 finished, 1 EvaluationError, 2 configuration error, 3 failure, 42
-(lifeboat) after a preemption checkpoint.
+(lifeboat) after a preemption checkpoint; with --exit-fn 7 (sys.exit in exit_fn) or
+5 (main caught exit_fn's Preempted).
 """
 
 import argparse
@@ -30,6 +33,8 @@ import lifeboat
 CONFIG_EXIT_CODE = 2
 FAILURE_EXIT_CODE = 3
 # --lockstep's barriers per step; a failed or hung peer ends them long before.
+EXIT_FN_CODE = 7
+PREEMPTED_EXIT_CODE = 5
 LOCKSTEP_BARRIER_TIMEOUT = 60.0
 
 
@@ -43,6 +48,11 @@ def say(line):
 class EvaluationError(Exception):
     """Raised between steps, outside run (--raise-outside-*): the trainer lets
     it end the process, as an error in a trainer's own code would."""
+
+
+class Preempted(Exception):
+    """Raised by exit_fn (--exit-fn raise): main catches it to end the process
+    its own way, as a trainer that cleans up first would."""
 
 
 def hang_forever():
@@ -81,6 +91,8 @@ def main():
     parser.add_argument("--raise-outside-step", type=int, default=-1,
                         help="after this step, that rank raises EvaluationError outside run, "
                              "which ends the process")
+    parser.add_argument("--exit-fn", choices=["exit", "raise"], default=None,
+                        help="exit_fn calls sys.exit(7) (exit) or raises Preempted (raise)")
     parser.add_argument("--no-with", action="store_true",
                         help="the handler is kept in a variable, never entered with `with`")
     opts = parser.parse_args()
@@ -106,8 +118,15 @@ def main():
         with open(os.path.join(checkpoint_dir, f"user-rank-{handler.rank}-step-{step}"), "w") as f:
             f.write(f"{step}\n")
 
+    def exit_fn():
+        say(f"exit_fn={handler.total_run_calls}")
+        if opts.exit_fn == "exit":
+            sys.exit(EXIT_FN_CODE)
+        raise Preempted(f"preempted after step {handler.total_run_calls}")
+
     config = lifeboat.TerminationConfig(termination_watcher_fn=watcher, grace_period=opts.grace_period,
                                         save_fn=save_fn if opts.save_fn else None,
+                                        exit_fn=exit_fn if opts.exit_fn else None,
                                         notice_sources=[], poll_interval=0.05,
                                         hang_timeout=opts.hang_timeout)
     try:
@@ -155,13 +174,16 @@ def main():
                                 and handler.total_run_calls == opts.raise_outside_step):
                             raise EvaluationError(f"evaluation broke after step "
                                                   f"{handler.total_run_calls}")
-                except EvaluationError:
+                except (EvaluationError, Preempted):
                     raise
                 except Exception as e:
                     say(f"error={e} origin={getattr(e, 'origin_rank', handler.rank)}")
                     raise
         except EvaluationError:
             raise
+        except Preempted:
+            say(f"preempted={handler.total_run_calls}")
+            return PREEMPTED_EXIT_CODE
         except Exception:
             # A peer's failure ends the process in the scope; this worker's own
             # gets here, as it would in a trainer's main.

@@ -19,7 +19,10 @@ struct termination_config {
   std::function<bool()> termination_watcher_fn;
 
   /// Called instead of exiting with `restart_code` once the checkpoint is
-  /// committed. The process exits with `restart_code` if it returns.
+  /// committed and this worker left the cluster. The process exits with
+  /// `restart_code` if it returns. What it throws leaves run() as it was
+  /// thrown, reported to no worker; the handler's end then only stops
+  /// lifeboat's threads, and the checkpoint stays in every tier it reached.
   std::function<void()> exit_fn;
 
   /// Time from the notice until the machine goes away. With a grace period,
