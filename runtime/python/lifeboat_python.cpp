@@ -97,7 +97,14 @@ lifeboat::termination_config make_config(
   lifeboat::termination_config c;
   if (!termination_watcher_fn.is_none()) {
     auto fn = callable_for("termination_watcher_fn", termination_watcher_fn);
-    c.termination_watcher_fn = [fn] { return fn.call<bool>(); };
+    // True as Python's `if` takes it, as the reference polls its watcher: one
+    // that returns the notice it found (a string, a dict) gives a notice.
+    // Seen: returning "maintenance" was a warning each poll ("Unable to cast
+    // Python instance to C++ type") and no notice.
+    c.termination_watcher_fn = [fn] {
+      py::gil_scoped_acquire gil;
+      return static_cast<bool>(py::bool_(fn.call<py::object>()));
+    };
   }
   if (!exit_fn.is_none()) {
     auto fn = callable_for("exit_fn", exit_fn);

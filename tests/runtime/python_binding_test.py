@@ -106,6 +106,12 @@ class PythonBindingTest(scratch_case.ScratchCase):
     def test_a_termination_watcher_fn_is_called_from_lifeboats_thread(self):
         self.preempted_then_resumed(2, ["--watcher-after", "5"])
 
+    def test_a_termination_watcher_fn_result_counts_as_pythons_if_takes_it(self):
+        # It returns '' and then the notice it found, as the reference's
+        # `if self._termination_watcher_fn():` takes them; before, a string
+        # was a warning at every poll and never a notice.
+        self.preempted_then_resumed(2, ["--watcher-after", "5", "--watcher-says", "maintenance"])
+
     def test_a_failing_step_raises_peer_error_naming_its_rank_on_every_worker(self):
         cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10",
                                          "--fail-rank", "1", "--fail-step", "5"])

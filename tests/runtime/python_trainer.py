@@ -70,6 +70,9 @@ def main():
     parser.add_argument("--fail-rank", type=int, default=-1)
     parser.add_argument("--fail-step", type=int, default=-1)
     parser.add_argument("--watcher-after", type=int, default=-1)
+    parser.add_argument("--watcher-says", default=None,
+                        help="the watcher returns this text once it fires and '' before, "
+                             "not True and False")
     parser.add_argument("--grace-period", type=float, default=None)
     parser.add_argument("--save-fn", action="store_true")
     parser.add_argument("--lockstep", action="store_true")
@@ -110,7 +113,10 @@ def main():
     def watcher():
         # On lifeboat's polling thread: true once this run did enough steps.
         h = handler
-        return h is not None and opts.watcher_after >= 0 and h.total_run_calls >= opts.watcher_after
+        fired = h is not None and opts.watcher_after >= 0 and h.total_run_calls >= opts.watcher_after
+        if opts.watcher_says is not None:
+            return opts.watcher_says if fired else ""
+        return fired
 
     def save_fn(step, checkpoint_dir):
         # The trainer's own checkpoint: a marker per rank and step.
