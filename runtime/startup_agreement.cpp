@@ -72,7 +72,9 @@ void join_cluster(worker_actors& actors, cluster_spec& cluster, const join_confi
     if (!service)
       fail_config("cannot host the coordination service at " +
                   endpoint{service_cfg.host, service_cfg.port}.to_string() + ": " +
-                  describe(service.error()));
+                  describe(service.error()) +
+                  " (rank 0 hosts it unless LIFEBOAT_COORDINATOR_EXTERNAL=1 says that a "
+                  "launcher or lifeboat-coordinator does)");
     actors.adopt_service(service->first);
     cluster.coordinator_port = service->second;
   }

@@ -88,6 +88,22 @@ TEST_F(config_test, malformed_status_host_and_hang_timeout) {
   expect_nothing_written();
 }
 
+// Rank 0 hosts the service unless told that another process does: where one
+// already listens (a lifeboat-coordinator the worker was not told of), the
+// refusal names the variable that tells it.
+TEST_F(config_test, rank_0_cannot_host_the_service_on_a_port_taken_and_names_the_way_out) {
+  held_port taken;
+  ASSERT_NE(taken.port(), 0);
+  auto error = refused(fresh_dir(), {},
+                       {"LIFEBOAT_RANK=0", "LIFEBOAT_WORLD_SIZE=2",
+                        "LIFEBOAT_COORDINATOR=127.0.0.1:" + std::to_string(taken.port())});
+  EXPECT_NE(error.find("cannot host the coordination service at 127.0.0.1:" +
+                       std::to_string(taken.port())),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("unless LIFEBOAT_COORDINATOR_EXTERNAL=1 says"), std::string::npos) << error;
+}
+
 // Checked with the rest of the environment: a worker of a cluster used to
 // find it only when it joined, after its checkpoint directory and memory
 // tier were made, and a worker alone not at all.
