@@ -44,13 +44,17 @@ std::string describe_failure(const membership_event& e) {
 
 // The message is read once the workers have exited, often after the
 // deadline: that one is "passed", where a count of seconds read "in -1 s".
+// A notice due as it came had no grace period (a plain SIGTERM where no
+// platform gives one): said so, where "passed" read as a deadline missed.
 // A notice this process raised without a deadline leaves it to each
 // worker's grace period.
 std::string describe_notice(const wire::Notice& n) {
   auto left_ms = n.deadline_unix_ms() - unix_now_ms();
   auto deadline = n.deadline_unix_ms() == 0 ? std::string{"each worker's grace period"}
-                  : left_ms > 0             ? "in " + std::to_string(left_ms / 1000) + " s"
-                                            : "passed";
+                  : n.deadline_unix_ms() == n.received_unix_ms()
+                      ? std::string{"at once: no grace period"}
+                  : left_ms > 0 ? "in " + std::to_string(left_ms / 1000) + " s"
+                                : "passed";
   return notice_sender(n) + ": " + n.reason() + " (source " + n.source() + ", deadline " +
          deadline + ")";
 }

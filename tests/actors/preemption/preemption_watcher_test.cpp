@@ -40,8 +40,9 @@ caf::error record_notice(coordination_client& client, int rank, const std::strin
   notice.set_rank(rank);
   notice.set_source(source);
   notice.set_reason(source + " received");
-  notice.set_received_unix_ms(unix_now_ms());
-  notice.set_deadline_unix_ms(unix_now_ms() + deadline_in_ms);
+  auto now = unix_now_ms();
+  notice.set_received_unix_ms(now);
+  notice.set_deadline_unix_ms(now + deadline_in_ms);
   return client.insert(notice_key_prefix + std::to_string(rank), notice.SerializeAsString());
 }
 
@@ -80,6 +81,18 @@ TEST_F(watcher_test, a_deadline_already_passed_is_said_to_have_passed) {
   ASSERT_FALSE(record_notice(*a, 0, "signal:SIGTERM", -1500));
   EXPECT_EQ(watcher.preemption_message(),
             "rank 0: signal:SIGTERM received (source signal:SIGTERM, deadline passed)");
+}
+
+// A notice due as it came (a SIGTERM without a grace period) missed
+// nothing. Seen: every generic SIGTERM's launcher line ended 'deadline passed'.
+TEST_F(watcher_test, a_notice_without_a_grace_period_says_so_not_that_its_deadline_passed) {
+  preemption_watcher watcher{sys, service};
+  auto a = join(0);
+  ASSERT_TRUE(a);
+  ASSERT_FALSE(record_notice(*a, 0, "signal:SIGTERM", 0));
+  EXPECT_EQ(watcher.preemption_message(),
+            "rank 0: signal:SIGTERM received (source signal:SIGTERM, deadline at once: no grace "
+            "period)");
 }
 
 TEST_F(watcher_test, a_garbled_record_is_skipped) {
