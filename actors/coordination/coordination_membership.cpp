@@ -63,19 +63,20 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   // at its first barrier naming ranks that had left, a second handler's
   // save collided with the first's (already_exists). With no rank joined
   // any more, a new session of the generation starts from nothing; while
-  // one still is, the join is refused, named.
+  // one still is, the join waits for them to leave (rejoin_hold_ms), then
+  // is refused, named.
   if (const auto& was = workers_[static_cast<size_t>(req.rank())];
       was.state != rank_state::joining && was.conn == 0) {
-    std::string joined;
-    for (size_t r = 0; r < workers_.size(); ++r)
-      if (workers_[r].conn != 0)
-        joined += (joined.empty() ? "" : ", ") + rank_text(static_cast<int32_t>(r));
-    if (!joined.empty()) {
-      refuse(conn, errc::refused,
-             rank_text(req.rank()) + " took part in generation " + std::to_string(generation_) +
-                 " (" + to_string(was.state) + " now) and joins it again while " + joined +
-                 " still take part: restart every worker, or give the next run its own "
-                 "generation (LIFEBOAT_RESTART_COUNT)");
+    if (auto joined = joined_ranks(); !joined.empty()) {
+      if (auto until = conns_[conn].held_until_ms; until != 0 && until <= now_ms) {
+        refuse(conn, errc::refused,
+               rank_text(req.rank()) + " took part in generation " + std::to_string(generation_) +
+                   " (" + to_string(was.state) + " now) and joins it again while " + joined +
+                   " still take part: restart every worker, or give the next run its own "
+                   "generation (LIFEBOAT_RESTART_COUNT)");
+        return;
+      }
+      hold_rejoin(conn, req, now_ms);
       return;
     }
     log(log_level::info, component, rank_text(req.rank()), " joins generation ", generation_,
@@ -105,6 +106,47 @@ void coordination_state::on_join(conn_id conn, const wire::JoinRequest& req, int
   send_frame(conn, std::move(env));
   emit_event(req.rank(), membership_event::joined);
   log(log_level::info, component, rank_text(req.rank()), " joined (generation ", generation_, ")");
+}
+
+std::string coordination_state::joined_ranks() const {
+  std::string joined;
+  for (size_t r = 0; r < workers_.size(); ++r)
+    if (workers_[r].conn != 0)
+      joined += (joined.empty() ? "" : ", ") + rank_text(static_cast<int32_t>(r));
+  return joined;
+}
+
+void coordination_state::hold_rejoin(conn_id conn, const wire::JoinRequest& req, int64_t now_ms) {
+  auto& c = conns_[conn];
+  if (c.held_until_ms == 0) {
+    c.held_until_ms = now_ms + rejoin_hold_ms;
+    rejoin_due_.lower_to(c.held_until_ms);
+    log(log_level::info, component, rank_text(req.rank()), " joins generation ", generation_,
+        " again while ", joined_ranks(), " still take part: its join waits up to ", rejoin_hold_ms,
+        " ms for them to leave");
+  }
+  c.held_join = req;
+}
+
+void coordination_state::settle_held_joins(int64_t now_ms) {
+  if (!rejoin_due_.due_ms()) return;
+  bool none_joined = joined_ranks().empty();
+  if (!none_joined && !rejoin_due_.reached(now_ms)) return;
+  std::vector<std::pair<conn_id, wire::JoinRequest>> settle;
+  std::optional<int64_t> next;
+  for (auto& [conn, c] : conns_) {
+    if (!c.held_join) continue;
+    if (none_joined || c.held_until_ms <= now_ms) {
+      settle.emplace_back(conn, std::move(*c.held_join));
+      c.held_join.reset();
+    } else if (!next || c.held_until_ms < *next)
+      next = c.held_until_ms;
+  }
+  rejoin_due_.reset(next);
+  // on_join joins each (the first starts the new session), or refuses one
+  // held past its time (held_until_ms stays set).
+  for (auto& [conn, req] : settle)
+    if (conns_.count(conn) > 0) on_join(conn, req, now_ms);
 }
 
 void coordination_state::on_leave(conn_id conn, int32_t rank, const wire::Leave& req) {

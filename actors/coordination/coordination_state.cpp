@@ -71,6 +71,7 @@ void coordination_state::on_frame(conn_id conn, const wire::Envelope& env, int64
     return;
   }
   on_request(conn, rank, env, now_ms);
+  settle_held_joins(now_ms);
 }
 
 void coordination_state::on_request(conn_id conn, int32_t rank, const wire::Envelope& env,
@@ -123,6 +124,7 @@ void coordination_state::on_disconnect(conn_id conn, int64_t now_ms) {
   auto rank = i->second.rank;
   if (rank >= 0) {
     mark_lost(rank, "connection closed without leave", now_ms + closed_loss_window_ms, false);
+    settle_held_joins(now_ms);
     return;
   }
   drop_requests_of(conn);
@@ -151,6 +153,7 @@ void coordination_state::on_tick(int64_t now_ms) {
   }
   if (heartbeat_due_.reached(now_ms)) expire_heartbeats(now_ms);
   if (losses_due_.reached(now_ms)) report_losses();
+  settle_held_joins(now_ms);
 }
 
 std::optional<int64_t> coordination_state::next_deadline_ms() const {
@@ -161,6 +164,7 @@ std::optional<int64_t> coordination_state::next_deadline_ms() const {
   if (auto due = request_due_.due_ms()) consider(*due);
   if (auto due = heartbeat_due_.due_ms()) consider(*due);
   if (auto due = losses_due_.due_ms()) consider(*due);
+  if (auto due = rejoin_due_.due_ms()) consider(*due);
   if (auto join_due = limits_.next_deadline_ms()) consider(*join_due);
   return result;
 }

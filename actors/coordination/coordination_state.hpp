@@ -40,6 +40,14 @@ struct coordination_output {
 /// more than 200 ms after its neighbour's, so the window is half a second.
 constexpr int64_t closed_loss_window_ms = 500;
 
+/// How long a rank that took part in the generation and joins it again
+/// waits for the ranks still joined to leave before it is refused. Why
+/// wait: a script's next handler joins as soon as the first one closed on
+/// its rank, and the other ranks' leaves, sent after the same closing
+/// barrier, may come a moment later; refused, a job that was fine failed.
+/// Shorter than the join bound, which closes a connection not joined.
+constexpr int64_t rejoin_hold_ms = 2000;
+
 /// Collapses repeated '/' and strips a trailing '/': "a//b/" -> "a/b".
 std::string normalize_key(const std::string& key);
 
@@ -162,6 +170,10 @@ class coordination_state {
   struct connection {
     std::string nonce;
     int32_t rank = -1;  // -1 until joined
+    // The join of a rank that took part in the generation, held while other
+    // ranks are still joined (hold_rejoin), and until when (0: never held).
+    std::optional<wire::JoinRequest> held_join;
+    int64_t held_until_ms = 0;
   };
 
   struct waiter {
@@ -224,6 +236,13 @@ class coordination_state {
   // the connections not joined yet: for start_generation, and for a new
   // session of the same generation (on_join).
   void start_session();
+  // "rank 1, rank 2": the ranks joined now.
+  std::string joined_ranks() const;
+  // Holds `conn`'s join of a rank that took part (see rejoin_hold_ms).
+  void hold_rejoin(conn_id conn, const wire::JoinRequest& req, int64_t now_ms);
+  // Joins the held joins once no rank is joined, and refuses those held
+  // past their time.
+  void settle_held_joins(int64_t now_ms);
   // `silent`: lost for its silence (membership_event::silent).
   void mark_lost(int32_t rank, const std::string& why, int64_t report_due_ms, bool silent);
   void report_losses();
@@ -272,6 +291,7 @@ class coordination_state {
   };
   std::vector<pending_loss> pending_losses_;
   deadline_floor losses_due_;
+  deadline_floor rejoin_due_;
   coordination_output out_;
 };
 

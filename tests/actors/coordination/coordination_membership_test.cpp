@@ -340,12 +340,7 @@ TEST_F(state_test, a_rank_that_left_joins_again_into_a_new_session_once_no_rank_
   join_all();
   request(1, insert(1, "lifeboat/tiers/written/3/0", "x"));
   ASSERT_EQ(reply_to(1, 1)->error_code(), 0u);
-  for (conn_id conn = 1; conn <= 4; ++conn) {
-    wire::Envelope leave;
-    leave.mutable_leave()->set_id(9);
-    request(conn, leave);
-    st.on_disconnect(conn, now);
-  }
+  for (conn_id conn = 1; conn <= 4; ++conn) leave(conn);
   ASSERT_TRUE(join(11, 0).ok());
   EXPECT_EQ(state_of(0), "alive");
   for (int32_t r = 1; r < 4; ++r) EXPECT_EQ(state_of(r), "joining") << r;
@@ -355,20 +350,59 @@ TEST_F(state_test, a_rank_that_left_joins_again_into_a_new_session_once_no_rank_
 }
 
 // While a rank of the generation is still joined, a rank that left it and
-// joins again is refused, named: its peers are in the last session.
-TEST_F(state_test, a_rank_that_left_is_refused_while_others_are_joined) {
+// joins again waits for them to leave; when they do not, it is refused,
+// named: its peers are in the last session.
+TEST_F(state_test, a_rank_that_left_is_refused_while_others_stay_joined) {
   join_all();
-  wire::Envelope leave;
-  leave.mutable_leave()->set_id(9);
-  request(1, leave);
-  st.on_disconnect(1, now);
-  auto again = join(11, 0);
-  EXPECT_FALSE(again.ok());
-  EXPECT_NE(again.message().find("rank 0 took part in generation 0 (left now) and joins it again "
-                                 "while rank 1, rank 2, rank 3 still take part"),
+  leave(1);
+  ASSERT_FALSE(send_join(11, 0));
+  // The others stay: their heartbeats come.
+  now += rejoin_hold_ms / 2;
+  for (conn_id conn = 2; conn <= 4; ++conn) {
+    wire::Envelope beat;
+    beat.mutable_heartbeat();
+    request(conn, beat);
+  }
+  now += rejoin_hold_ms / 2 - 1;
+  st.on_tick(now);
+  out = st.take_output();
+  ASSERT_FALSE(join_reply_to(11));
+  EXPECT_EQ(st.next_deadline_ms(), now + 1);
+  now += 1;
+  st.on_tick(now);
+  out = st.take_output();
+  auto again = join_reply_to(11);
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->ok());
+  EXPECT_NE(again->message().find("rank 0 took part in generation 0 (left now) and joins it again "
+                                  "while rank 1, rank 2, rank 3 still take part"),
             std::string::npos)
-      << again.message();
+      << again->message();
   EXPECT_EQ(state_of(1), "alive");
+}
+
+// A script's next handler: rank 0 closed its first and joins again before
+// the others' leaves, sent after the same closing barrier, came. Its join
+// waits and goes into the new session once they left. Before, it was refused.
+TEST_F(state_test, a_rank_that_left_joins_the_new_session_once_the_others_left_meanwhile) {
+  join_all();
+  leave(1);
+  ASSERT_FALSE(send_join(11, 0));
+  leave(2);
+  leave(3);
+  EXPECT_FALSE(join_reply_to(11));
+  leave(4);
+  auto again = join_reply_to(11);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->ok()) << again->message();
+  EXPECT_EQ(state_of(0), "alive");
+  for (int32_t r = 1; r < 4; ++r) EXPECT_EQ(state_of(r), "joining") << r;
+  for (int32_t r = 1; r < 4; ++r) ASSERT_TRUE(join(11 + r, r).ok()) << r;
+  // Nothing held is left to settle: no second reply to the join.
+  now += rejoin_hold_ms;
+  st.on_tick(now);
+  out = st.take_output();
+  EXPECT_FALSE(join_reply_to(11));
 }
 
 TEST_F(state_test, present_workers_are_the_live_and_the_failed_ranks_still_here) {

@@ -27,6 +27,16 @@ class state_test : public ::testing::Test {
   wire::JoinReply join(conn_id conn, int32_t rank, uint32_t incarnation = 0,
                        const std::string& key = token, int32_t world_size = 4,
                        uint32_t version = coordination_protocol_version) {
+    if (auto reply = send_join(conn, rank, incarnation, key, world_size, version)) return *reply;
+    ADD_FAILURE() << "no join reply";
+    return {};
+  }
+
+  // Connects `conn` and sends its join as `rank`: the JoinReply, or nullopt
+  // while the service holds the join.
+  std::optional<wire::JoinReply> send_join(conn_id conn, int32_t rank, uint32_t incarnation = 0,
+                                           const std::string& key = token, int32_t world_size = 4,
+                                           uint32_t version = coordination_protocol_version) {
     std::string nonce = "nonce-" + std::to_string(conn);
     st.on_connect(conn, nonce, now);
     auto hello = st.take_output();
@@ -43,10 +53,25 @@ class state_test : public ::testing::Test {
     j->set_hang_timeout_ms(join_hang_timeout_ms);
     st.on_frame(conn, env, now);
     out = st.take_output();
+    return join_reply_to(conn);
+  }
+
+  // The JoinReply sent to `conn` in the last output, if any.
+  std::optional<wire::JoinReply> join_reply_to(conn_id conn) const {
     for (auto& [c, e] : out.frames)
       if (c == conn && e.has_join_reply()) return e.join_reply();
-    ADD_FAILURE() << "no join reply";
-    return {};
+    return std::nullopt;
+  }
+
+  // The worker on `conn` leaves and closes its connection; `out` holds
+  // what the service sent for both.
+  void leave(conn_id conn) {
+    wire::Envelope env;
+    env.mutable_leave()->set_id(9);
+    request(conn, env);
+    st.on_disconnect(conn, now);
+    auto closed = st.take_output();
+    out.frames.insert(out.frames.end(), closed.frames.begin(), closed.frames.end());
   }
 
   // Lets `window_ms` pass, for the survivors to hear of the losses so far.
