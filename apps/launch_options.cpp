@@ -63,7 +63,7 @@ std::optional<std::string> check(launch_options& out, const CLI::App& app, int p
            " runs past port 65535 (rank r gets BASE + r, the launcher BASE + nproc)";
   if (out.command.empty()) return "no worker command after '--'";
   if (!is_restart_code(out.restart_code))
-    return "--restart-code must differ from the failure code 3";
+    return std::string{"--restart-code must be "} + restart_code_rule;
   out.port = static_cast<uint16_t>(port);
   if (status_base >= 0) out.status_port_base = static_cast<uint16_t>(status_base);
   if (app.count("--coordinator") > 0) {
@@ -99,9 +99,8 @@ parsed_launch_options parse_launch_options(int argc, char** argv, const env_look
   // over it, and exited 42 where the job's outer restart policy waited for it.
   std::optional<std::string> restart_code_error;
   if (auto code = restart_code_variable(env); !code)
-    restart_code_error = std::string{kRestartCodeVariable} +
-                         " expects an exit code in [1, 255] other than the failure code 3, got '" +
-                         env_value(env, kRestartCodeVariable) + "'";
+    restart_code_error = std::string{kRestartCodeVariable} + " expects " + restart_code_rule +
+                         ", got '" + env_value(env, kRestartCodeVariable) + "'";
   else if (*code)
     out.restart_code = **code;
 

@@ -39,12 +39,20 @@ constexpr int default_restart_code = 42;
 constexpr int config_exit_code = 2;
 constexpr int max_exit_code = 255;
 
-/// Whether `code` may be a restart code: an exit status, neither 0 (finished)
-/// nor the failure code. TerminationConfig, LIFEBOAT_RESTART_CODE and
-/// lifeboat-launch --restart-code all follow this one rule.
+/// Whether `code` may be a restart code: an exit status that means nothing
+/// else. TerminationConfig, LIFEBOAT_RESTART_CODE and lifeboat-launch
+/// --restart-code all follow this one rule (restart_code_rule says it). Why
+/// not 1 or 2: a restart after the restart code counts against no
+/// --max-restarts, so a crash (Python exits 1 on an uncaught exception) or a
+/// configuration error (2) taken for it restarted the job for ever.
 constexpr bool is_restart_code(int64_t code) {
-  return code >= 1 && code <= max_exit_code && code != failure_exit_code;
+  return code > failure_exit_code && code <= max_exit_code;
 }
+
+/// The rule of is_restart_code, for the refusals.
+constexpr const char* restart_code_rule =
+    "an exit code in [4, 255] (0 is a job done, 1 what Python exits with on an uncaught "
+    "exception, 2 a configuration that cannot work, 3 a failure)";
 
 /// The category atom under which lifeboat errors are registered with CAF.
 using error_category_atom = caf::atom_constant<caf::atom("lifeboat")>;

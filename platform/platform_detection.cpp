@@ -141,8 +141,8 @@ caf::expected<std::optional<int>> restart_code_variable(const env_lookup& env) {
   auto code = parse_integer(text, kRestartCodeVariable, 1, max_exit_code);
   if (!code) return code.error();
   if (!is_restart_code(*code))
-    return make_error(errc::invalid_config, std::string{kRestartCodeVariable} +
-                                                ": 3 is the failure code, not a restart code");
+    return make_error(errc::invalid_config, std::string{kRestartCodeVariable} + " expects " +
+                                                restart_code_rule + ", got " + text);
   return std::optional<int>{static_cast<int>(*code)};
 }
 

@@ -17,7 +17,7 @@ caf::error check_config(const termination_config& config) {
     if (!signal_number(name))
       return bad("unknown signal '" + name + "' (known: " + known_signal_names() + ")");
   if (config.restart_code && !is_restart_code(*config.restart_code))
-    return bad("restart_code must be in 1..255 and not 3 (the failure code), got " +
+    return bad(std::string{"restart_code must be "} + restart_code_rule + ", got " +
                std::to_string(*config.restart_code));
   if (config.poll_interval.count() <= 0) return bad("poll_interval must be > 0");
   // NaN passes every comparison and an infinity every lower bound; either

@@ -69,15 +69,15 @@ TEST(launch_options, the_restart_code_comes_from_the_environment_unless_the_flag
   out = parse({"--nproc", "1", "--restart-code", "60", "--", "run"}, nullptr, fifty);
   ASSERT_TRUE(out.options);
   EXPECT_EQ(out.options->restart_code, 60);
-  for (auto* bad : {"abc", "3", "0", "256"}) {
+  for (auto* bad : {"abc", "1", "2", "3", "0", "256"}) {
     std::string error;
     out = parse({"--nproc", "1", "--", "run"}, &error, {{"LIFEBOAT_RESTART_CODE", bad}});
     EXPECT_FALSE(out.options) << bad;
     EXPECT_EQ(out.exit_code, usage_exit_code) << bad;
-    EXPECT_NE(error.find("LIFEBOAT_RESTART_CODE expects an exit code in [1, 255] other than the "
-                         "failure code 3, got '" +
-                         std::string{bad} + "'"),
+    EXPECT_NE(error.find("LIFEBOAT_RESTART_CODE expects an exit code in [4, 255] ("),
               std::string::npos)
+        << error;
+    EXPECT_NE(error.find("3 a failure), got '" + std::string{bad} + "'"), std::string::npos)
         << error;
   }
 }
@@ -144,8 +144,13 @@ TEST(launch_options, flags_that_contradict_each_other_are_usage_errors) {
   expect_usage_error({"--", "w"}, "--nproc N is required");
   expect_usage_error({"--nproc", "1"}, "no worker command after '--'");
   expect_usage_error({"--nproc", "1", "--"}, "no worker command after '--'");
-  expect_usage_error({"--nproc", "1", "--restart-code", "3", "--", "w"},
-                     "--restart-code must differ from the failure code 3");
+  // 1 and 2 too: a crash or a configuration error taken for the restart
+  // code restarted the job for ever, counted against no --max-restarts.
+  for (auto* code : {"1", "2", "3"})
+    expect_usage_error({"--nproc", "1", "--restart-code", code, "--", "w"},
+                       "--restart-code must be an exit code in [4, 255] (0 is a job done, 1 what "
+                       "Python exits with on an uncaught exception, 2 a configuration that cannot "
+                       "work, 3 a failure)");
   expect_usage_error({"--nproc", "1", "--coordinator", "h:1", "--port", "2", "--", "w"},
                      "--port and --coordinator both name the service's port");
   expect_usage_error({"--nproc", "1", "--nnodes", "2", "--node-rank", "1", "--", "w"},

@@ -83,7 +83,7 @@ TEST(platform_detection, restart_code_variable_overrides_the_platform_default) {
   env[kRestartCodeVariable] = "7";
   EXPECT_EQ(platform_defaults_for("gce", table_env(env))->restart_exit_code, 7);
   EXPECT_EQ(platform_defaults_for("generic", table_env(env))->restart_exit_code, 7);
-  for (const char* bad : {"3", "0", "256", "-42", "42x", "forty-two"}) {
+  for (const char* bad : {"1", "2", "3", "0", "256", "-42", "42x", "forty-two"}) {
     env[kRestartCodeVariable] = bad;
     auto found = platform_defaults_for("generic", table_env(env));
     ASSERT_FALSE(found) << bad;

@@ -37,10 +37,12 @@ TEST(config_check, each_wrong_field_is_named_with_what_is_expected) {
               c.signals = {"SIGTERM", "SIGKILL"};
             }).find("unknown signal 'SIGKILL' (known: SIGTERM, "),
             std::string::npos);
-  for (int code : {0, 3, 256})
-    EXPECT_NE(error_of([code](auto& c) {
-                c.restart_code = code;
-              }).find("restart_code must be in 1..255 and not 3"),
+  for (int code : {0, 1, 2, 3, 256})
+    EXPECT_NE(error_of([code](auto& c) { c.restart_code = code; })
+                  .find("restart_code must be an exit code in [4, 255] (0 is a job done, 1 what "
+                        "Python exits with on an uncaught exception, 2 a configuration that cannot "
+                        "work, 3 a failure), got " +
+                        std::to_string(code)),
               std::string::npos)
         << code;
   EXPECT_NE(error_of([](auto& c) { c.poll_interval = 0ms; }).find("poll_interval must be > 0"),
