@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -273,6 +274,13 @@ void worker_runtime::spawn_actors() {
 }
 
 void worker_runtime::on_action_step(int64_t step) {
+  // The trainer went on after exit_fn raised: this worker left the cluster,
+  // and a step here waited for a decision that never came, until the exit
+  // controller's bound ended the process.
+  if (left_after_commit_)
+    throw std::logic_error(
+        "this worker left the cluster after its final checkpoint (exit_fn raised): no step runs "
+        "or saves any more; end the process");
   auto act = gate_->at_boundary(step);
   switch (act.kind) {
     case step_gate::action_kind::resume:

@@ -376,6 +376,10 @@ class PythonBindingTest(scratch_case.ScratchCase):
                     self.assertEqual(w.values("exit_fn"), [saved], first.transcript())
                     self.assertEqual(w.values("preempted"), [saved] if mode == "raise" else [],
                                      first.transcript())
+                    if mode == "raise":
+                        self.assertIn("left the cluster after its final checkpoint",
+                                      w.wait_line("run_after_exit_fn=", timeout=0) or "",
+                                      first.transcript())
                 self.assertNotIn("failed", first.transcript())
                 # The checkpoint stays in the memory tier too: the restart reads it there.
                 second = Cluster(2, self.ckpt, args, incarnation=1)

@@ -11,6 +11,7 @@ happens on stdout, one line per event (the test synchronises on them):
   exiting=N                  step N calls sys.exit(0) (--exit-step)
   exit_fn=N                  exit_fn called after the checkpoint of step N (--exit-fn)
   preempted=N                main caught exit_fn's Preempted (--exit-fn raise)
+  run_after_exit_fn=TEXT     what run raised after that
   (a traceback)              EvaluationError ended the process (--raise-outside-*)
   config_error=TEXT          construction refused the configuration
   done total=N applied=N     training finished (applied: steps run once each, in order)
@@ -189,6 +190,11 @@ def main():
             raise
         except Preempted:
             say(f"preempted={handler.total_run_calls}")
+            # A trainer that goes on anyway is told: the worker left the cluster.
+            try:
+                handler.run(step)
+            except RuntimeError as e:
+                say(f"run_after_exit_fn={e}")
             return PREEMPTED_EXIT_CODE
         except Exception:
             # A peer's failure ends the process in the scope; this worker's own
