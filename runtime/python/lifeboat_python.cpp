@@ -88,6 +88,30 @@ python_callable callable_for(const char* name, py::object fn) {
   return python_callable{std::move(fn)};
 }
 
+// "TypeName: message": a Python exception on one line, as the other workers
+// get it (str() of error_already_set adds the traceback).
+std::string exception_line(const py::handle& type, const py::handle& value) {
+  return py::str(type.attr("__name__")).cast<std::string>() + ": " +
+         py::str(value).cast<std::string>();
+}
+
+// A Python exception from a training step, as run reports it to the other
+// workers: "TypeName: message" on one line (what() of error_already_set adds
+// the traceback). Raised again here as the original exception.
+class step_error : public std::runtime_error {
+ public:
+  explicit step_error(py::error_already_set e)
+      : std::runtime_error(one_line(e)), original_(std::move(e)) {}
+  // Hands the original exception back to Python (once).
+  void restore() { original_.restore(); }
+
+ private:
+  static std::string one_line(const py::error_already_set& e) {
+    return exception_line(e.type(), e.value());
+  }
+  py::error_already_set original_;
+};
+
 lifeboat::termination_config make_config(
     py::object termination_watcher_fn, py::object exit_fn, std::optional<double> grace_period,
     py::object save_fn, std::vector<std::string> signals,
@@ -101,9 +125,15 @@ lifeboat::termination_config make_config(
     // that returns the notice it found (a string, a dict) gives a notice.
     // Seen: returning "maintenance" was a warning each poll ("Unable to cast
     // Python instance to C++ type") and no notice.
+    // What it raises is logged on one line, without pybind11's "At: ..."
+    // traceback lines (the poll watcher logs it and polls on).
     c.termination_watcher_fn = [fn] {
       py::gil_scoped_acquire gil;
-      return static_cast<bool>(py::bool_(fn.call<py::object>()));
+      try {
+        return static_cast<bool>(py::bool_(fn.call<py::object>()));
+      } catch (py::error_already_set& e) {
+        throw std::runtime_error(exception_line(e.type(), e.value()));
+      }
     };
   }
   if (!exit_fn.is_none()) {
@@ -114,7 +144,17 @@ lifeboat::termination_config make_config(
     c.grace_period = from_seconds<std::chrono::milliseconds>(*grace_period, "grace_period");
   if (!save_fn.is_none()) {
     auto fn = callable_for("save_fn", save_fn);
-    c.save_fn = [fn](int64_t step, const std::string& dir) { fn(step, dir); };
+    // Called inside run at the step of the save: what it raises fails that
+    // step as the step's own exception would, one line to the peers. Before,
+    // they got the pybind11 text with its traceback ("At: ...") in it.
+    c.save_fn = [fn](int64_t step, const std::string& dir) {
+      py::gil_scoped_acquire gil;
+      try {
+        fn(step, dir);
+      } catch (py::error_already_set& e) {
+        throw step_error{std::move(e)};
+      }
+    };
   }
   c.signals = std::move(signals);
   c.notice_sources = std::move(notice_sources);
@@ -135,13 +175,6 @@ lifeboat::termination_config make_config(
   if (hang_timeout)
     c.hang_timeout = from_seconds<std::chrono::milliseconds>(*hang_timeout, "hang_timeout");
   return c;
-}
-
-// "TypeName: message": a Python exception on one line, as the other workers
-// get it (str() of error_already_set adds the traceback).
-std::string exception_line(const py::handle& type, const py::handle& value) {
-  return py::str(type.attr("__name__")).cast<std::string>() + ": " +
-         py::str(value).cast<std::string>();
 }
 
 // Exceptions that end a worker as it asked, which are no failure: SystemExit
@@ -258,23 +291,6 @@ class python_handler {
   facts closed_;
   py::object hook_;
   py::object previous_hook_;
-};
-
-// A Python exception from a training step, as run reports it to the other
-// workers: "TypeName: message" on one line (what() of error_already_set adds
-// the traceback). Raised again here as the original exception.
-class step_error : public std::runtime_error {
- public:
-  explicit step_error(py::error_already_set e)
-      : std::runtime_error(one_line(e)), original_(std::move(e)) {}
-  // Hands the original exception back to Python (once).
-  void restore() { original_.restore(); }
-
- private:
-  static std::string one_line(const py::error_already_set& e) {
-    return exception_line(e.type(), e.value());
-  }
-  py::error_already_set original_;
 };
 
 // What a step raises that is no failure, which run lets pass unreported and

@@ -256,6 +256,29 @@ class PythonBindingTest(scratch_case.ScratchCase):
         self.assertEqual(sorted(os.listdir(self.ckpt)),
                          [f"user-rank-{r}-step-{step}" for r in range(2)])
 
+    def test_a_save_fn_that_raises_fails_its_step_as_one_line_to_the_peers(self):
+        # Rank 1's disk is full: its save_fn raises OSError, raised as it was
+        # on rank 1, and rank 0 gets one line; before, the line carried
+        # pybind11's "At: ..." traceback, and rank 1 raised RuntimeError.
+        os.makedirs(self.ckpt)
+        cluster = Cluster(2, self.ckpt, ["--steps", str(STEPS), "--step-ms", "10", "--save-fn",
+                                         "--save-fn-fails-rank", "1"])
+        self.assertTrue(cluster.workers[0].wait_line("step=3"), cluster.transcript())
+        cluster.workers[0].proc.send_signal(signal.SIGTERM)
+        self.assertEqual(cluster.finish(), [FAILURE_EXIT_CODE] * 2, cluster.transcript())
+        self.assertEqual(cluster.workers[1].wait_line("error=", timeout=0),
+                         "error=[Errno 28] No space left on device origin=1")
+        self.assertEqual(cluster.workers[0].wait_line("error=", timeout=0),
+                         "error=rank 1: OSError: [Errno 28] No space left on device origin=1")
+        self.assertNotIn("At:", cluster.transcript())
+
+    def test_what_a_termination_watcher_fn_raises_is_logged_on_one_line(self):
+        cluster = Cluster(0, self.ckpt, ["--steps", "20", "--step-ms", "10", "--watcher-raises"])
+        self.assertEqual(cluster.finish(), [0], cluster.transcript())
+        self.assertIn("termination_watcher_fn threw: FileNotFoundError: /run/notice (failure 1; "
+                      "training goes on)", cluster.transcript())
+        self.assertNotIn("At:", cluster.transcript())
+
     def test_buffers_lifeboat_cannot_write_in_place_are_refused(self):
         state = lifeboat.CheckpointState()
         with self.assertRaisesRegex(lifeboat.ConfigError, "not C-contiguous"):

@@ -76,6 +76,10 @@ def main():
                              "not True and False")
     parser.add_argument("--grace-period", type=float, default=None)
     parser.add_argument("--save-fn", action="store_true")
+    parser.add_argument("--save-fn-fails-rank", type=int, default=-1,
+                        help="with --save-fn, this rank's save_fn raises OSError (a full disk)")
+    parser.add_argument("--watcher-raises", action="store_true",
+                        help="the watcher raises FileNotFoundError at every poll")
     parser.add_argument("--lockstep", action="store_true")
     parser.add_argument("--lockstep-end", action="store_true",
                         help="the barrier at the end of each step, as DDP's all-reduce in "
@@ -114,6 +118,8 @@ def main():
     def watcher():
         # On lifeboat's polling thread: true once this run did enough steps.
         h = handler
+        if opts.watcher_raises:
+            raise FileNotFoundError("/run/notice")
         fired = h is not None and opts.watcher_after >= 0 and h.total_run_calls >= opts.watcher_after
         if opts.watcher_says is not None:
             return opts.watcher_says if fired else ""
@@ -121,6 +127,8 @@ def main():
 
     def save_fn(step, checkpoint_dir):
         # The trainer's own checkpoint: a marker per rank and step.
+        if handler.rank == opts.save_fn_fails_rank:
+            raise OSError(28, "No space left on device")
         say(f"saved={step}")
         with open(os.path.join(checkpoint_dir, f"user-rank-{handler.rank}-step-{step}"), "w") as f:
             f.write(f"{step}\n")
