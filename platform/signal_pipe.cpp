@@ -116,6 +116,23 @@ std::vector<int> signal_pipe::replaced(const std::vector<int>& signals) {
   return out;
 }
 
+std::vector<int> signal_pipe::take_blocked_everywhere(const std::vector<int>& signals) {
+  std::vector<int> out;
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return out;
+  for (auto signo : signals) {
+    if (::sigismember(&pending, signo) != 1) continue;
+    sigset_t one;
+    ::sigemptyset(&one);
+    ::sigaddset(&one, signo);
+    // Without waiting: another thread that unblocked it meanwhile may have
+    // taken it first.
+    timespec none{};
+    if (::sigtimedwait(&one, nullptr, &none) == signo) out.push_back(signo);
+  }
+  return out;
+}
+
 signal_pipe::~signal_pipe() {
   for (auto signo : signals_) ::sigaction(signo, &previous_actions[signo], nullptr);
   ::close(signal_write_fd.exchange(-1));

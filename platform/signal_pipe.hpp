@@ -37,6 +37,13 @@ class signal_pipe {
   /// Thread-safe; needs no pipe.
   static std::vector<int> replaced(const std::vector<int>& signals);
 
+  /// Takes those of `signals` that are pending for the whole process, and
+  /// returns them: every thread blocked them when they came (lifeboat's
+  /// threads block all; the trainer's main thread a pthread_sigmask of its
+  /// own), so no handler would ever see them. The caller must block them
+  /// itself, or sigpending does not show them. Thread-safe; needs no pipe.
+  static std::vector<int> take_blocked_everywhere(const std::vector<int>& signals);
+
  private:
   signal_pipe() = default;
 

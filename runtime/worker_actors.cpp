@@ -82,8 +82,8 @@ void worker_actors::spawn(worker_actors_config cfg, std::shared_ptr<step_gate> g
                       cfg.restored_in_directory);
   exit_controller_ = sys.spawn(lifeboat::exit_controller, cfg.exit, gate);
   poll_watcher_ = sys.spawn(lifeboat::poll_watcher, &cfg.sources, cfg.poll_interval, resolver_);
-  signal_watcher_ =
-      spawn_signal_watcher(sys, cfg.signal_reader, cfg.grace_period_ms, resolver_, cfg.signals);
+  signal_watcher_ = spawn_signal_watcher(sys, cfg.signal_reader, cfg.grace_period_ms, resolver_,
+                                         cfg.signals, cfg.training_over);
   // An actor initialises on a scheduler thread after spawn returns, and the
   // poll watcher takes the sources (in `cfg`, which goes at the end of this
   // call) there. It answers a status request only once it is initialised.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,9 @@ struct worker_actors_config {
   /// owns from then on; -1: no signals are watched.
   int signal_reader = -1;
   std::vector<int> signals;  // the signal pipe's, whose handler the watcher checks
+  /// Whether the training loop ended (the handler is closing), called on the
+  /// signal watcher's thread (spawn_signal_watcher).
+  std::function<bool()> training_over;
   int64_t grace_period_ms = 0;
   /// What this worker restored at start, for the status (empty: fresh start).
   wire::CheckpointInfo restored;

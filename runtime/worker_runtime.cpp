@@ -264,6 +264,7 @@ void worker_runtime::spawn_actors() {
     if (auto fd = signal_pipe_->open_reader()) {
       cfg.signal_reader = *fd;
       cfg.signals = settings_.signals;
+      cfg.training_over = [this] { return finished_.load(std::memory_order_relaxed); };
     } else
       log(log_level::error, "runtime", "signals not watched: ", describe(fd.error()));
   }

@@ -43,9 +43,21 @@ void on_signal(self_ptr self, int signo) {
   self->send(st.resolver, notice_atom::value, notice);
 }
 
-// Says once per signal that another handler took its place.
+// Says once per signal that another handler took its place, and takes a
+// signal that every thread blocked as the notice it is. Seen: a Python
+// trainer that blocked SIGTERM on its main thread (signal.pthread_sigmask)
+// trained through it, the signal pending, and ended with no checkpoint.
 void check_handlers(self_ptr self) {
   auto& st = self->state;
+  auto taken = st.training_over && st.training_over()
+                   ? std::vector<int>{}
+                   : signal_pipe::take_blocked_everywhere(st.signals);
+  for (auto signo : taken) {
+    log(log_level::warning, "signal_watcher", signal_name(signo),
+        " came while every thread of this process blocked it (the trainer's pthread_sigmask, "
+        "say): taken by lifeboat's watcher, a notice all the same");
+    on_signal(self, signo);
+  }
   for (auto signo : signal_pipe::replaced(st.signals)) {
     if (std::find(st.replaced.begin(), st.replaced.end(), signo) != st.replaced.end()) continue;
     st.replaced.push_back(signo);
@@ -69,8 +81,10 @@ std::string watcher_state(const signal_watcher_state& st) {
 
 caf::behavior signal_watcher(self_ptr self, int reader_fd, int64_t grace_period_ms,
                              caf::actor resolver, std::vector<int> signals,
+                             std::function<bool()> training_over,
                              std::chrono::milliseconds check_interval) {
   auto& st = self->state;
+  st.training_over = std::move(training_over);
   st.resolver = std::move(resolver);
   st.grace_period_ms = grace_period_ms;
   st.watching = reader_fd >= 0;
@@ -104,9 +118,11 @@ caf::behavior signal_watcher(self_ptr self, int reader_fd, int64_t grace_period_
 
 caf::actor spawn_signal_watcher(caf::actor_system& sys, int reader_fd, int64_t grace_period_ms,
                                 caf::actor resolver, std::vector<int> signals,
+                                std::function<bool()> training_over,
                                 std::chrono::milliseconds check_interval) {
   return sys.middleman().spawn_broker(signal_watcher, reader_fd, grace_period_ms,
-                                      std::move(resolver), std::move(signals), check_interval);
+                                      std::move(resolver), std::move(signals),
+                                      std::move(training_over), check_interval);
 }
 
 }  // namespace lifeboat

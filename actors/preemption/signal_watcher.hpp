@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -18,7 +19,9 @@ namespace lifeboat {
 /// signals it watches still have the pipe's handler: one that another
 /// handler replaced (Python's signal.signal in the trainer or a library)
 /// never comes as a notice, which it says once per signal in a warning and
-/// in its status. Messages:
+/// in its status. At the same check it takes a watched signal that every
+/// thread blocked (signal_pipe::take_blocked_everywhere) as a notice, with a
+/// warning. Messages:
 ///   (status_atom) -> wire::ActorStatus
 /// Lifetime: owns the reading end it is given; worker_actors spawns and
 /// stops it. Thread-safety: an actor on the middleman's I/O thread.
@@ -33,14 +36,19 @@ struct signal_watcher_state {
   bool watching = false;
   std::vector<int> signals;   // the pipe's, checked for a replaced handler
   std::vector<int> replaced;  // those found with another handler, told once
+  // True once the training loop ended: a signal every thread blocks is then
+  // an application's, held until it exits (lifeboat-demo's), and stays so.
+  std::function<bool()> training_over;
   std::chrono::milliseconds check_interval{handler_check_interval};
 };
 
 /// `reader_fd`: a reading end from signal_pipe::open_reader, which the
 /// watcher owns from here on; -1 when no signal pipe is installed.
-/// `signals`: the pipe's signals, whose handler it checks.
+/// `signals`: the pipe's signals, whose handler it checks. `training_over`
+/// (empty: never), called on the watcher's thread: see its state's field.
 caf::behavior signal_watcher(caf::io::stateful_broker<signal_watcher_state>* self, int reader_fd,
                              int64_t grace_period_ms, caf::actor resolver, std::vector<int> signals,
+                             std::function<bool()> training_over,
                              std::chrono::milliseconds check_interval);
 
 /// Spawns the signal watcher on the middleman's I/O thread, the step
@@ -48,6 +56,7 @@ caf::behavior signal_watcher(caf::io::stateful_broker<signal_watcher_state>* sel
 /// without waking a scheduler thread on the way.
 caf::actor spawn_signal_watcher(caf::actor_system& sys, int reader_fd, int64_t grace_period_ms,
                                 caf::actor resolver, std::vector<int> signals = {},
+                                std::function<bool()> training_over = {},
                                 std::chrono::milliseconds check_interval = handler_check_interval);
 
 }  // namespace lifeboat

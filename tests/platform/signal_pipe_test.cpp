@@ -145,6 +145,31 @@ TEST(signal_pipe, replaced_names_the_signals_another_handler_took) {
   EXPECT_EQ(signal_pipe::replaced({SIGUSR1, SIGUSR2}), std::vector<int>{});
 }
 
+// In a child of one thread that blocks SIGUSR1, a SIGUSR1 sent to it waits
+// for a thread to take it, and none ever will: take_blocked_everywhere takes
+// it (once), and only the signals it is asked for.
+TEST(signal_pipe, take_blocked_everywhere_takes_a_signal_no_thread_would) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    sigset_t blocked = signal_set({SIGUSR1, SIGUSR2});
+    ::sigprocmask(SIG_BLOCK, &blocked, nullptr);
+    if (!signal_pipe::take_blocked_everywhere({SIGUSR1, SIGUSR2}).empty()) ::_exit(1);
+    ::kill(::getpid(), SIGUSR1);
+    if (signal_pipe::take_blocked_everywhere({SIGUSR2}) != std::vector<int>{}) ::_exit(2);
+    if (signal_pipe::take_blocked_everywhere({SIGUSR1, SIGUSR2}) != std::vector<int>{SIGUSR1})
+      ::_exit(3);
+    sigset_t pending;
+    ::sigpending(&pending);
+    if (::sigismember(&pending, SIGUSR1) == 1) ::_exit(4);
+    if (!signal_pipe::take_blocked_everywhere({SIGUSR1}).empty()) ::_exit(5);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 int wait_status(pid_t child) {
   int status = 0;
   ::waitpid(child, &status, 0);

@@ -103,6 +103,11 @@ class PythonBindingTest(scratch_case.ScratchCase):
     def test_a_sigterm_to_one_of_two_workers_saves_both_at_one_step(self):
         self.preempted_then_resumed(2, [], signal_rank=1)
 
+    def test_a_sigterm_that_every_thread_blocks_is_a_notice_all_the_same(self):
+        # Before, it stayed pending: the worker trained through it to the end.
+        # Steps of 100 ms: the watcher looks once a second.
+        self.preempted_then_resumed(2, ["--block-sigterm", "--step-ms", "100"], signal_rank=1)
+
     def test_a_termination_watcher_fn_is_called_from_lifeboats_thread(self):
         self.preempted_then_resumed(2, ["--watcher-after", "5"])
 

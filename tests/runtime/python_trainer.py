@@ -93,6 +93,8 @@ def main():
                         help="the hang comes between steps, before run (a stuck data loader)")
     parser.add_argument("--exit-step", type=int, default=-1,
                         help="every rank's step N calls sys.exit(0), as early stopping would")
+    parser.add_argument("--block-sigterm", action="store_true",
+                        help="block SIGTERM on the main thread once lifeboat's handler is in place")
     parser.add_argument("--replace-sigterm", action="store_true",
                         help="install a SIGTERM handler of its own once lifeboat's is in place")
     parser.add_argument("--raise-outside-rank", type=int, default=-1)
@@ -150,6 +152,10 @@ def main():
         say(f"config_error={e}")
         return CONFIG_EXIT_CODE
     say(f"restored={handler.total_run_calls} rank={handler.rank}")
+    if opts.block_sigterm:
+        # What a library that masks signals on the main thread does: with
+        # lifeboat's threads blocking every signal, no thread takes SIGTERM.
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
     if opts.replace_sigterm:
         # What a framework's own signal handling does behind lifeboat's back.
         signal.signal(signal.SIGTERM, lambda signo, frame: say("own_sigterm"))

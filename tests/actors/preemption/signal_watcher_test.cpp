@@ -3,9 +3,11 @@
 // deadline for the first signal, none for the ones after it.
 #include "actors/preemption/signal_watcher.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <string>
+#include <thread>
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
@@ -96,6 +98,55 @@ TEST_F(signal_watcher_test, later_signals_are_counted_and_not_acted_on) {
   EXPECT_EQ(test::take_held(resolver_, [](notice_atom, const wire::Notice&) {}), 1);
 }
 
+// A signal that every thread blocks (the trainer's pthread_sigmask, beside
+// lifeboat's threads, which block all) is taken at the watcher's next check
+// as a notice; after the training loop ended it is left pending (an
+// application that holds its signals until it exits, as lifeboat-demo does).
+// In a process of its own (a death test), every thread of which blocks
+// SIGUSR1 from the start: a thread left by an earlier test would take it.
+// The exit code says which expectation failed (0: none).
+[[noreturn]] void blocked_everywhere_scenario() {
+  auto usr1 = signal_set({SIGUSR1});
+  pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+  auto pipe = signal_pipe::install({SIGUSR1});
+  auto fd = pipe ? (*pipe)->open_reader() : caf::expected<int>{caf::error{}};
+  if (!fd) std::_Exit(10);
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor resolver{sys};
+  std::atomic<bool> over{true};
+  std::atomic<int> checks{0};
+  auto watcher = spawn_signal_watcher(
+      sys, *fd, grace_period_ms, caf::actor{resolver}, {SIGUSR1},
+      [&] {
+        ++checks;
+        return over.load();
+      },
+      std::chrono::milliseconds{10});
+  kill(getpid(), SIGUSR1);
+  // Two checks after the signal came: both found the training over.
+  auto after = checks.load() + 2;
+  auto deadline = std::chrono::steady_clock::now() + wait_bound;
+  while (checks.load() < after && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  sigset_t pending;
+  sigpending(&pending);
+  if (sigismember(&pending, SIGUSR1) != 1) std::_Exit(11);
+  over = false;
+  std::string source;
+  resolver->receive([&](notice_atom, const wire::Notice& n) { source = n.source(); },
+                    caf::after(wait_bound) >> [] {});
+  if (source != "signal:SIGUSR1") std::_Exit(12);
+  sigpending(&pending);
+  if (sigismember(&pending, SIGUSR1) != 0) std::_Exit(13);
+  std::_Exit(0);
+}
+
+TEST(signal_watcher_blocked_test, a_signal_every_thread_blocks_is_a_notice_until_training_ends) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(blocked_everywhere_scenario(), ::testing::ExitedWithCode(0), "");
+}
+
 // A handler the trainer installs after lifeboat's takes its signal away:
 // the watcher says so in its status (and once in a warning) at its next check.
 TEST_F(signal_watcher_test, a_handler_that_replaced_the_pipes_is_reported) {
@@ -103,7 +154,7 @@ TEST_F(signal_watcher_test, a_handler_that_replaced_the_pipes_is_reported) {
   auto fd = pipe_->open_reader();
   ASSERT_TRUE(fd) << describe(fd.error());
   watcher_ = spawn_signal_watcher(sys_, *fd, grace_period_ms, caf::actor{resolver_},
-                                  {SIGUSR1, SIGUSR2}, std::chrono::milliseconds{10});
+                                  {SIGUSR1, SIGUSR2}, {}, std::chrono::milliseconds{10});
   EXPECT_EQ(status().metrics().at("signal_handlers_replaced"), 0);
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
