@@ -462,9 +462,10 @@ void worker_runtime::shutdown() {
       log(log_level::warning, "runtime",
           "a checkpoint was still being written at exit: ", describe(err));
   }
-  // Training ended for good only where no final checkpoint was committed:
-  // a worker whose exit_fn threw left the cluster already (no peer to meet),
-  // and its tiers hold the checkpoint its restart reads.
+  // The job's training is over (its peers are met, its tiers can go) unless
+  // a worker failed, or this one left the cluster after its final
+  // checkpoint and exit_fn threw: no peer is left to meet then, and its
+  // tiers hold the checkpoint that its restart reads.
   bool finished = ok && !left_after_commit_;
   auto& client = *actors_->client();
   bool failure_is_ours = false;
