@@ -47,7 +47,13 @@ caf::expected<std::optional<checkpoint::memory_tier>> open_worker_memory_tier(
 caf::expected<std::optional<checkpoint::directory_lock>> lock_checkpoint_dir(
     const std::string& checkpoint_dir, int rank) {
   if (rank != 0) return std::nullopt;
-  auto lock = checkpoint::directory_lock::acquire(checkpoint_dir);
+  // A checkpoint directory given as a link (ckpt -> /mnt/shared/job) is
+  // locked where the link leads: the lock follows no link, and such a
+  // directory went unlocked ("Not a directory"), where a job given the
+  // target's own path would not have met its lock either.
+  std::error_code ec;
+  auto target = std::filesystem::canonical(checkpoint_dir, ec);
+  auto lock = checkpoint::directory_lock::acquire(ec ? checkpoint_dir : target.string());
   if (lock) return std::optional<checkpoint::directory_lock>{std::move(*lock)};
   if (lock.error() == make_error(errc::already_exists))
     return make_error(errc::already_exists,

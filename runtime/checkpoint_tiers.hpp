@@ -34,7 +34,8 @@ caf::expected<std::optional<checkpoint::memory_tier>> open_worker_memory_tier(
 /// file system whose locks reach across hosts). Other ranks take none (none
 /// to hold: the ranks of one job share the directory). The one error,
 /// errc::already_exists: another job's rank 0 holds it. A file system that
-/// refuses locks is logged and leaves the directory unlocked.
+/// refuses locks is logged and leaves the directory unlocked. A directory
+/// given as a symbolic link is locked where the link leads.
 caf::expected<std::optional<checkpoint::directory_lock>> lock_checkpoint_dir(
     const std::string& checkpoint_dir, int rank);
 

@@ -200,6 +200,25 @@ TEST(checkpoint_tiers_test, rank_0_locks_the_checkpoint_directory_against_anothe
   EXPECT_TRUE(after->has_value());
 }
 
+// A checkpoint directory given as a link (ckpt -> /mnt/shared/job, a common
+// set-up) is locked where it leads: before, the lock, which follows no link,
+// failed ("Not a directory") and left it unlocked, and a job given the
+// target's path ran beside one given the link.
+TEST(checkpoint_tiers_test, a_directory_given_as_a_link_is_locked_where_it_leads) {
+  scratch_checkpoint_dir dir{"lifeboat-tiers-link"};
+  auto link = dir.str() + "-link";
+  std::filesystem::create_directory_symlink(dir.str(), link);
+  testing::internal::CaptureStderr();
+  auto through_link = lock_checkpoint_dir(link, 0);
+  auto log = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(through_link) << describe(through_link.error());
+  EXPECT_TRUE(through_link->has_value()) << log;
+  auto direct = lock_checkpoint_dir(dir.str(), 0);
+  EXPECT_FALSE(direct);
+  through_link->reset();
+  std::filesystem::remove(link);
+}
+
 TEST(checkpoint_tiers_test, a_directory_that_cannot_be_locked_is_left_unlocked_with_a_warning) {
   testing::internal::CaptureStderr();
   auto lock = lock_checkpoint_dir("/proc/lifeboat-no-such-dir", 0);
