@@ -22,10 +22,12 @@
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -205,11 +207,11 @@ class python_handler {
     int world_size = 0;
   };
 
-  python_handler(lifeboat::checkpoint_state& state, std::string dir,
+  python_handler(lifeboat::checkpoint_state& state, const std::filesystem::path& dir,
                  lifeboat::termination_config config) {
     {
       py::gil_scoped_release unlocked;
-      handler_ = std::make_unique<lifeboat::preemption_checkpoint_handler>(state, std::move(dir),
+      handler_ = std::make_unique<lifeboat::preemption_checkpoint_handler>(state, dir.string(),
                                                                            std::move(config));
     }
     // A hung rank's stacks: lifeboat signals its training thread, Python's
@@ -510,10 +512,10 @@ PYBIND11_MODULE(_lifeboat, m) {
       });
   m.def(
       "restore_checkpoint",
-      [](lifeboat::checkpoint_state& state, std::string dir, int rank,
+      [](lifeboat::checkpoint_state& state, const std::filesystem::path& dir, int rank,
          std::optional<int64_t> step) {
         py::gil_scoped_release unlocked;
-        return lifeboat::restore_checkpoint(state, dir, rank, step);
+        return lifeboat::restore_checkpoint(state, dir.string(), rank, step);
       },
       py::arg("state"), py::arg("checkpoint_dir"), py::arg("rank") = 0,
       py::arg("step") = py::none(),
@@ -540,9 +542,9 @@ PYBIND11_MODULE(_lifeboat, m) {
       });
   m.def(
       "verify_checkpoint",
-      [](std::string dir, std::optional<int64_t> step) {
+      [](const std::filesystem::path& dir, std::optional<int64_t> step) {
         py::gil_scoped_release unlocked;
-        return lifeboat::verify_checkpoint(dir, step);
+        return lifeboat::verify_checkpoint(dir.string(), step);
       },
       py::arg("checkpoint_dir"), py::arg("step") = py::none(),
       "Checks every rank's shard of the newest committed checkpoint in `checkpoint_dir` (or of "
@@ -553,9 +555,12 @@ PYBIND11_MODULE(_lifeboat, m) {
       "VerifiedCheckpoint (step, total_run_calls, world_size, bytes, path). Raises "
       "ConfigError when the directory is missing; CheckpointError when it holds no committed "
       "checkpoint (of `step`) or the checkpoint does not verify, naming the file and chunk.");
-  m.def("committed_steps", &lifeboat::committed_steps, py::arg("checkpoint_dir"),
-        "The steps of the committed checkpoints in `checkpoint_dir`, oldest first. Raises "
-        "ConfigError when the directory does not exist.");
+  m.def(
+      "committed_steps",
+      [](const std::filesystem::path& dir) { return lifeboat::committed_steps(dir.string()); },
+      py::arg("checkpoint_dir"),
+      "The steps of the committed checkpoints in `checkpoint_dir`, oldest first. Raises "
+      "ConfigError when the directory does not exist.");
 
   py::class_<lifeboat::termination_config>(m, "TerminationConfig")
       .def(py::init(&make_config), py::arg("termination_watcher_fn") = py::none(),
@@ -577,7 +582,10 @@ PYBIND11_MODULE(_lifeboat, m) {
 
   py::class_<python_handler> handler_class(m, "PreemptionCheckpointHandler");
   handler_class
-      .def(py::init<lifeboat::checkpoint_state&, std::string, lifeboat::termination_config>(),
+      // A checkpoint directory is a str, bytes or os.PathLike (pathlib.Path,
+      // the norm in trainers' configurations), as Python's own file APIs take.
+      .def(py::init<lifeboat::checkpoint_state&, const std::filesystem::path&,
+                    lifeboat::termination_config>(),
            py::arg("state"), py::arg("checkpoint_dir"),
            py::arg("config") = lifeboat::termination_config{}, py::keep_alive<1, 2>(),
            "Joins the cluster (from the environment) and restores the latest complete "

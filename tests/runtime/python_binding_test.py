@@ -6,8 +6,10 @@ Run by ctest with PYTHONPATH naming the directory of the built module, which
 the checks of the module's own argument handling import.
 """
 
+import array
 import multiprocessing
 import os
+import pathlib
 import secrets
 import select
 import shutil
@@ -569,6 +571,23 @@ class PythonBindingTest(scratch_case.ScratchCase):
             os.chdir(before)
         self.assertTrue(self.committed_steps())
         self.assertFalse(os.path.exists(os.path.join(elsewhere, os.path.basename(self.ckpt))))
+
+    def test_a_checkpoint_directory_may_be_a_path_object(self):
+        # pathlib.Path, as trainers' configurations hold paths; before, each of
+        # these raised TypeError (incompatible constructor arguments).
+        ckpt = pathlib.Path(self.ckpt)
+        weights = array.array("f", [0.0]) * 4
+        state = lifeboat.CheckpointState()
+        state.add_buffer("weights", weights)
+        config = lifeboat.TerminationConfig(save_every_steps=1)
+        with lifeboat.PreemptionCheckpointHandler(state, ckpt, config) as handler:
+            handler.run(lambda: None)
+            handler.run(lambda: None)
+        self.assertEqual(lifeboat.committed_steps(ckpt), [1, 2])
+        self.assertEqual(lifeboat.verify_checkpoint(ckpt).step, 2)
+        self.assertEqual(lifeboat.restore_checkpoint(state, ckpt).step, 2)
+        with self.assertRaises(TypeError):
+            lifeboat.committed_steps(2)
 
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
