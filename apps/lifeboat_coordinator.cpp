@@ -19,9 +19,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -77,6 +79,22 @@ wait_end wait_for(const std::function<bool()>& done, std::chrono::seconds bound,
       return wait_end::interrupted;
     }
     if (std::chrono::steady_clock::now() >= until) return wait_end::timed_out;
+  }
+}
+
+// Overwrites the value of --token in the process's arguments once they are
+// parsed. Why: /proc/PID/cmdline (ps) shows them to every local user, and
+// the token is the job's whole secret (the join's proof, TLS's key).
+void hide_token_argument(int argc, char** argv) {
+  constexpr std::string_view flag = "--token";
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    char* value = nullptr;
+    if (arg == flag && i + 1 < argc)
+      value = argv[i + 1];
+    else if (arg.substr(0, flag.size() + 1) == std::string{flag} + "=")
+      value = argv[i] + flag.size() + 1;
+    if (value != nullptr) std::memset(value, 'x', std::strlen(value));
   }
 }
 
@@ -159,6 +177,7 @@ int main(int argc, char** argv) {
   app.add_flag("--tls", tls_flag,
                "TLS 1.3 on every connection (default: when --host is not a loopback address)");
   if (auto code = apps::parse_command_line(app, argc, argv)) return *code;
+  hide_token_argument(argc, argv);
   // An IPv6 address may come in brackets, as in LIFEBOAT_COORDINATOR.
   cfg.host = without_brackets(cfg.host);
   // Workers on other hosts reach a service that binds beyond loopback.

@@ -1,6 +1,8 @@
 // The standalone lifeboat-coordinator process.
 
 #include <csignal>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,6 +103,29 @@ TEST(lifeboat_coordinator, serves_workers_and_stops_cleanly_on_sigterm) {
   ASSERT_TRUE(status) << "lifeboat-coordinator hangs on SIGTERM";
   EXPECT_TRUE(WIFEXITED(*status));
   EXPECT_EQ(WEXITSTATUS(*status), 0);
+}
+
+// The token given as --token (or --token=) leaves the process's arguments,
+// which every local user reads (ps, /proc/PID/cmdline), once they are parsed.
+TEST(lifeboat_coordinator, the_token_on_its_command_line_is_hidden_from_other_users) {
+  for (std::string form : {"--token", "--token="}) {
+    std::vector<std::string> args{lifeboat::test::built(LIFEBOAT_COORDINATOR), "--port", "0",
+                                  "--world-size", "2"};
+    if (form == "--token") {
+      args.push_back(form);
+      args.push_back("sekrit-token-123");
+    } else {
+      args.push_back(form + "sekrit-token-123");
+    }
+    child_process coordinator{args, true};
+    ASSERT_NE(wait_for_port(coordinator), 0) << form;
+    std::ifstream file{"/proc/" + std::to_string(coordinator.pid()) + "/cmdline"};
+    std::string cmdline{std::istreambuf_iterator<char>{file}, {}};
+    EXPECT_EQ(cmdline.find("sekrit"), std::string::npos) << form;
+    EXPECT_NE(cmdline.find("xxxxxxxxxxxxxxxx"), std::string::npos) << form;
+    coordinator.kill(SIGINT);
+    ASSERT_TRUE(coordinator.wait_exit(deadline)) << form;
+  }
 }
 
 // A coordinator of a job of two with rank 1 joined. A SIGTERM usually
