@@ -62,8 +62,6 @@ std::optional<std::string> check(launch_options& out, const CLI::App& app, int p
     return "--status-port " + std::to_string(status_base) +
            " runs past port 65535 (rank r gets BASE + r, the launcher BASE + nproc)";
   if (out.command.empty()) return "no worker command after '--'";
-  if (!is_restart_code(out.restart_code))
-    return std::string{"--restart-code must be "} + restart_code_rule;
   out.port = static_cast<uint16_t>(port);
   if (status_base >= 0) out.status_port_base = static_cast<uint16_t>(status_base);
   if (app.count("--coordinator") > 0) {
@@ -124,7 +122,7 @@ parsed_launch_options parse_launch_options(int argc, char** argv, const env_look
               "failures after which the launcher gives up")
       ->type_name("R")
       ->capture_default_str();
-  add_integer(app, "--restart-code", out.restart_code, 1, max_exit_code,
+  add_integer(app, "--restart-code", out.restart_code, min_restart_code, max_exit_code,
               "the exit code of a saved worker, on which the group restarts")
       ->type_name("C")
       ->capture_default_str();

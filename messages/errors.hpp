@@ -45,8 +45,9 @@ constexpr int max_exit_code = 255;
 /// not 1 or 2: a restart after the restart code counts against no
 /// --max-restarts, so a crash (Python exits 1 on an uncaught exception) or a
 /// configuration error (2) taken for it restarted the job for ever.
+constexpr int min_restart_code = failure_exit_code + 1;
 constexpr bool is_restart_code(int64_t code) {
-  return code > failure_exit_code && code <= max_exit_code;
+  return code >= min_restart_code && code <= max_exit_code;
 }
 
 /// The rule of is_restart_code, for the refusals.

@@ -146,11 +146,9 @@ TEST(launch_options, flags_that_contradict_each_other_are_usage_errors) {
   expect_usage_error({"--nproc", "1", "--"}, "no worker command after '--'");
   // 1 and 2 too: a crash or a configuration error taken for the restart
   // code restarted the job for ever, counted against no --max-restarts.
-  for (auto* code : {"1", "2", "3"})
+  for (std::string code : {"1", "2", "3"})
     expect_usage_error({"--nproc", "1", "--restart-code", code, "--", "w"},
-                       "--restart-code must be an exit code in [4, 255] (0 is a job done, 1 what "
-                       "Python exits with on an uncaught exception, 2 a configuration that cannot "
-                       "work, 3 a failure)");
+                       "--restart-code: expects an integer in [4, 255], got '" + code + "'");
   expect_usage_error({"--nproc", "1", "--coordinator", "h:1", "--port", "2", "--", "w"},
                      "--port and --coordinator both name the service's port");
   expect_usage_error({"--nproc", "1", "--nnodes", "2", "--node-rank", "1", "--", "w"},
