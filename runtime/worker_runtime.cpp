@@ -301,10 +301,13 @@ void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_m
     // The user's save_fn writes the checkpoint; lifeboat writes no files of
     // its own and only makes sure every worker saved before anyone exits.
     config_.save_fn(step, checkpoint_dir_);
+    // Seen: the barrier failed (a peer's save_fn raised) before that failure
+    // reached this worker, and run raised PeerError with no message and no
+    // origin rank.
     if (world_size() > 1)
       if (auto err = actors_->client()->barrier("lifeboat/save_fn/" + std::to_string(step),
                                                 final_commit_bound))
-        throw_failure();
+        throw_barrier_failure("the save_fn barrier of step " + std::to_string(step), err);
     wire::CheckpointInfo info;
     info.set_step(step);
     info.set_path(to_utf8(checkpoint_dir_));
@@ -445,12 +448,15 @@ void worker_runtime::barrier(const std::string& name, std::chrono::milliseconds 
                             std::chrono::steady_clock::now() - started)
                             .count(),
                         std::memory_order_relaxed);
-  if (!err) return;
+  if (err) throw_barrier_failure("barrier '" + name + "'", err);
+}
+
+void worker_runtime::throw_barrier_failure(const std::string& what, const caf::error& err) {
   // A barrier fails when a participant failed; the failure itself (with its
   // origin) reaches this worker through the cluster watcher at about the same time.
   gate_->await_exit(failure_arrival_bound);
   if (gate_->failure().failed) throw_failure();
-  throw peer_error(-1, "barrier '" + name + "' failed: " + describe(err), false);
+  throw peer_error(-1, what + " failed: " + describe(err), false);
 }
 
 void worker_runtime::shutdown() {

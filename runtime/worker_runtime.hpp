@@ -90,6 +90,9 @@ class worker_runtime {
   void save(int64_t step, bool final_save, int64_t deadline_unix_ms);
   [[noreturn]] void wait_and_exit(int64_t step);
   [[noreturn]] void throw_failure();
+  // After a barrier that failed (`err`, of `what`): the failure that broke
+  // it once it arrives (throw_failure), else `what` and `err` as peer_error.
+  [[noreturn]] void throw_barrier_failure(const std::string& what, const caf::error& err);
   // Reports `text` as this worker's failure (logged after `context`), once,
   // and not after the job failed.
   void report_failure(const std::string& context, const std::string& text);
