@@ -54,6 +54,16 @@ int exec_error(const std::string& path) {
   return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
 }
 
+// Whether `cause` ended a failed generation: its likeliest cause (the front
+// of `failures`, ordered by order_by_cause) is one, and every other worker
+// is one too or only followed.
+template <class Cause>
+bool ended_by(const std::vector<worker_exit>& failures, Cause cause) {
+  return !failures.empty() && cause(failures.front()) &&
+         std::all_of(failures.begin(), failures.end(),
+                     [&](const worker_exit& e) { return cause(e) || followed_a_failure(e); });
+}
+
 }  // namespace
 
 bool followed_a_failure(const worker_exit& e) {
@@ -61,19 +71,14 @@ bool followed_a_failure(const worker_exit& e) {
 }
 
 bool ended_by_signal(const std::vector<worker_exit>& failures, int signo) {
-  auto killed_by = [&](const worker_exit& e) {
+  return ended_by(failures, [&](const worker_exit& e) {
     return e.killed_unheeded || (!e.killed_at_deadline && !e.killed_as_lost && e.signal == signo);
-  };
-  return !failures.empty() && killed_by(failures.front()) &&
-         std::all_of(failures.begin(), failures.end(),
-                     [&](const worker_exit& e) { return killed_by(e) || followed_a_failure(e); });
+  });
 }
 
 bool ended_by_configuration(const std::vector<worker_exit>& failures) {
-  auto refused = [](const worker_exit& e) { return e.signal == 0 && e.code == config_exit_code; };
-  return !failures.empty() && refused(failures.front()) &&
-         std::all_of(failures.begin(), failures.end(),
-                     [&](const worker_exit& e) { return refused(e) || followed_a_failure(e); });
+  return ended_by(failures,
+                  [](const worker_exit& e) { return e.signal == 0 && e.code == config_exit_code; });
 }
 
 void order_by_cause(std::vector<worker_exit>& exits) {

@@ -58,7 +58,7 @@ caf::expected<platform_defaults> detect_platform();
 
 /// LIFEBOAT_RESTART_CODE in `env` as a restart code (is_restart_code):
 /// nothing where it is unset; errc::invalid_config, naming it, where it is
-/// no number in [1, 255] or is the failure code 3.
+/// no number or no restart code (restart_code_rule says why).
 caf::expected<std::optional<int>> restart_code_variable(const env_lookup& env);
 
 /// The defaults of the platform `env` names without probes (LIFEBOAT_PLATFORM,

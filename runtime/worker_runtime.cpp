@@ -472,10 +472,10 @@ void worker_runtime::shutdown() {
   // a worker failed, or this one left the cluster after its final
   // checkpoint and exit_fn threw: no peer is left to meet then, and its
   // tiers hold the checkpoint that its restart reads.
-  bool finished = ok && !left_after_commit_;
+  bool training_done = ok && !left_after_commit_;
   auto& client = *actors_->client();
   bool failure_is_ours = false;
-  if (finished && world_size() > 1)
+  if (training_done && world_size() > 1)
     if (auto err = client.barrier("lifeboat/shutdown", shutdown_barrier_timeout)) {
       log(log_level::warning, "runtime", "not every worker reached the end: ", describe(err));
       gate_->await_exit(failure_arrival_bound);
@@ -499,10 +499,10 @@ void worker_runtime::shutdown() {
   actors_.reset();
   // Training ended: no restart will read this rank's memory tier, and what
   // it holds is host memory (the directory keeps the checkpoints).
-  if (finished && peer_.server)
+  if (training_done && peer_.server)
     if (auto err = peer_.server->remove_replicas())
       log(log_level::warning, "runtime", "removing the peer tier's replicas: ", describe(err));
-  if (finished && memory_)
+  if (training_done && memory_)
     if (auto err = memory_->remove())
       log(log_level::warning, "runtime", "removing the memory tier: ", describe(err));
   // The signals get their previous action back only once no thread of ours

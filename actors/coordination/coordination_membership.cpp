@@ -130,7 +130,9 @@ void coordination_state::hold_rejoin(conn_id conn, const wire::JoinRequest& req,
 
 void coordination_state::settle_held_joins(int64_t now_ms) {
   if (!rejoin_due_.due_ms()) return;
-  bool none_joined = joined_ranks().empty();
+  // After every frame while a join is held: a look, not joined_ranks' text.
+  bool none_joined =
+      std::none_of(workers_.begin(), workers_.end(), [](const worker& w) { return w.conn != 0; });
   if (!none_joined && !rejoin_due_.reached(now_ms)) return;
   std::vector<std::pair<conn_id, wire::JoinRequest>> settle;
   std::optional<int64_t> next;
