@@ -224,6 +224,11 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
           finish_join(self, make_error(errc::cancelled, "left before joining"));
           return caf::unit;
         }
+        // A last heartbeat first: the service's row of a rank that left
+        // keeps what the rank last sent, and the periodic one may be up to
+        // an interval old (a worker that saved and exited within it was
+        // listed as leaving in "training", at a step before the saved one).
+        send_heartbeat(self);
         wire::Envelope env;
         env.mutable_leave();
         auto rp = self->make_response_promise();

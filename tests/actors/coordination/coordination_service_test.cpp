@@ -1,5 +1,6 @@
 #include "actors/coordination/coordination_service.hpp"
 
+#include <atomic>
 #include <random>
 #include <thread>
 
@@ -8,6 +9,7 @@
 #include "actors/atoms.hpp"
 #include "actors/coordination/coordination_auth.hpp"
 #include "actors/coordination/coordination_frame.hpp"
+#include "actors/coordination/coordination_state.hpp"
 #include "actors/coordination/heartbeat_schedule.hpp"
 #include "messages/status.pb.h"
 #include "messages/wire.hpp"
@@ -201,6 +203,45 @@ TEST_F(service_test, a_worker_heartbeats_as_often_as_its_service_asks) {
             std::string::npos)
       << said;
   EXPECT_FALSE((*client)->leave());
+}
+
+// A worker that saves and exits within one heartbeat interval leaves its
+// row with what it last did, not with the periodic heartbeat before that
+// (operators read a saved job's rows: "training" at an older step before).
+TEST_F(service_test, a_rank_that_leaves_is_listed_with_its_last_step_and_status) {
+  service_config scfg;
+  scfg.world_size = fixture_world_size;
+  scfg.token = fixture_token;
+  scfg.heartbeat_timeout = fixture_heartbeat_timeout;
+  // As a coordinator shows it: the status a rank last reported as its phase.
+  scfg.annotate_status = [](const coordination_state& state, wire::ActorStatus& st) {
+    for (auto& w : *st.mutable_workers()) w.set_phase(state.reported_status(w.rank()));
+  };
+  auto spawned = spawn_coordination_service(sys, scfg);
+  ASSERT_TRUE(spawned) << describe(spawned.error());
+  auto [annotated, annotated_port] = *spawned;
+  std::atomic<int64_t> step{5};
+  std::atomic<bool> exiting{false};
+  auto cfg = agent_cfg(0);
+  cfg.port = annotated_port;
+  cfg.step_source = [&] { return step.load(); };
+  cfg.status_source = [&] { return std::string{exiting ? "exiting" : "training"}; };
+  auto client = coordination_client::connect(sys, cfg);
+  ASSERT_TRUE(client) << describe(client.error());
+  caf::scoped_actor self{sys};
+  auto row = [&] { return status_of(self, annotated, socket_deadline).workers(0); };
+  // A heartbeat's step and status, not the join's.
+  auto until = std::chrono::steady_clock::now() + socket_deadline;
+  while (row().phase() != "training" && std::chrono::steady_clock::now() < until) {
+  }
+  ASSERT_EQ(row().step(), 5);
+  step = 9;
+  exiting = true;
+  ASSERT_FALSE((*client)->leave());
+  EXPECT_EQ(row().state(), "left");
+  EXPECT_EQ(row().step(), 9);
+  EXPECT_EQ(row().phase(), "exiting");
+  caf::anon_send_exit(annotated, caf::exit_reason::user_shutdown);
 }
 
 // A heartbeat timeout of a few ms would lose every worker at once.
