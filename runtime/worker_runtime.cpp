@@ -303,10 +303,14 @@ void worker_runtime::save(int64_t step, bool final_save, int64_t deadline_unix_m
     config_.save_fn(step, checkpoint_dir_);
     // Seen: the barrier failed (a peer's save_fn raised) before that failure
     // reached this worker, and run raised PeerError with no message and no
-    // origin rank.
+    // origin rank. A rank that has not arrived by the bound is stuck in its
+    // save_fn (a hung file system, a deadlock): it is named as hung; before,
+    // each waiting rank raised a PeerError of its own, with no origin, and
+    // reported it as its own failure (exit 1 from Python).
     if (world_size() > 1)
       if (auto err = actors_->client()->barrier("lifeboat/save_fn/" + std::to_string(step),
-                                                final_commit_bound))
+                                                final_commit_bound, {},
+                                                coordination_client::absent_at_timeout::hung))
         throw_barrier_failure("the save_fn barrier of step " + std::to_string(step), err);
     wire::CheckpointInfo info;
     info.set_step(step);

@@ -166,11 +166,12 @@ caf::behavior agent_actor(agent_broker* self, agent_config cfg) {
         return caf::delegated<void>{};
       },
       [self](barrier_atom, const std::string& name, int64_t timeout_ms,
-             const std::vector<int32_t>& participants) -> caf::result<void> {
+             const std::vector<int32_t>& participants, bool absent_hung) -> caf::result<void> {
         wire::Envelope env;
         auto* b = env.mutable_barrier();
         b->set_name(name);
         b->set_timeout_ms(timeout_ms);
+        b->set_absent_hung(absent_hung);
         for (auto p : participants) b->add_participants(p);
         auto rp = self->make_response_promise();
         start_request(self, std::move(env), pending_request{pending_request::unit, rp});

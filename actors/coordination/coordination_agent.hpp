@@ -106,9 +106,11 @@ std::string bounded_error_message(const std::string& message);
 ///   (try_get_atom, key) -> (bool found, std::string value)
 ///   (get_prefix_atom, prefix) -> std::map<std::string, std::string>
 ///   (erase_prefix_atom, prefix) -> void
-///   (barrier_atom, name, int64_t timeout_ms, std::vector<int32_t> participants) -> void
+///   (barrier_atom, name, int64_t timeout_ms, std::vector<int32_t> participants,
+///    bool absent_hung) -> void
 ///        participants empty: every rank; errc::peer_error / peer_lost when a
-///        participant fails, errc::timeout, errc::cancelled
+///        participant fails, errc::timeout, errc::cancelled; absent_hung: see
+///        BarrierRequest
 ///   (peer_send_atom, int32_t to_rank, channel, payload)   to_rank -1: everyone
 ///        (one that does not fit in a frame is dropped with a log line)
 ///   (report_atom, int32_t code, message)     broadcast as a peer_failure, the

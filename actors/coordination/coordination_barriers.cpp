@@ -85,6 +85,7 @@ void coordination_state::on_barrier(conn_id conn, int32_t rank, const wire::Barr
           "barrier " + req.name() + ": participants differ from the other arrivals'");
     return;
   }
+  b.absent_hung = b.absent_hung || req.absent_hung();
   auto due = due_after(now_ms, std::max<int64_t>(req.timeout_ms(), 0));
   if (!b.arrived.emplace(rank, waiter{conn, req.id(), due}).second) {
     reply(conn, req.id(), errc::invalid_argument,
@@ -153,7 +154,36 @@ std::string coordination_state::absent_text(const barrier& b, bool waiting) cons
          " not constructed a handler, or cannot reach the coordination service)";
 }
 
+void coordination_state::declare_absent_hung(int64_t now_ms) {
+  // Collected first: a failure fails (and erases) every barrier of its rank.
+  std::vector<std::pair<int32_t, std::string>> hung;
+  for (auto& [name, b] : barriers_) {
+    if (!b.absent_hung || std::none_of(b.arrived.begin(), b.arrived.end(), [&](const auto& a) {
+          return a.second.deadline_ms <= now_ms;
+        }))
+      continue;
+    std::vector<int32_t> waited;
+    for (auto& [r, w] : b.arrived) waited.push_back(r);
+    for (auto p : b.participants) {
+      if (b.arrived.count(p) > 0 || workers_[static_cast<size_t>(p)].state != rank_state::alive)
+        continue;
+      hung.emplace_back(p, "hang: did not arrive at barrier " + name + " in " +
+                               std::to_string((now_ms - b.opened_ms) / 1000) + " s, where " +
+                               ranks_text(waited) + " waited");
+      break;
+    }
+  }
+  for (auto& [rank, message] : hung) {
+    wire::ErrorReport report;
+    report.set_code(static_cast<int32_t>(errc::hung));
+    report.set_message(message);
+    progress_.forget(rank);
+    on_error_report(rank, report);
+  }
+}
+
 void coordination_state::expire_barriers(int64_t now_ms) {
+  declare_absent_hung(now_ms);
   for (auto b = barriers_.begin(); b != barriers_.end();) {
     auto& arrived = b->second.arrived;
     // Taken before the first expired arrival leaves: those that time out

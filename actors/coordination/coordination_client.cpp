@@ -140,10 +140,12 @@ caf::error coordination_client::erase_prefix(const std::string& prefix) {
 }
 
 caf::error coordination_client::barrier(const std::string& name, std::chrono::milliseconds timeout,
-                                        std::vector<int32_t> participants) {
+                                        std::vector<int32_t> participants,
+                                        absent_at_timeout absent) {
   return ask_agent(
       timeout + reply_grace, [] {}, barrier_atom::value, name,
-      static_cast<int64_t>(timeout.count()), std::move(participants));
+      static_cast<int64_t>(timeout.count()), std::move(participants),
+      absent == absent_at_timeout::hung);
 }
 
 void coordination_client::send(int32_t to_rank, std::string channel, std::string payload) {

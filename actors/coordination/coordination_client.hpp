@@ -89,9 +89,18 @@ class coordination_client {
       const std::string& prefix);
   caf::error erase_prefix(const std::string& prefix);
 
+  /// What a barrier's timeout makes of the participants that did not arrive.
+  enum class absent_at_timeout {
+    waited_for,  // nothing more: the arrivals fail with errc::timeout, naming them
+    hung,        // the first one joined is hung: its failure (errc::hung) reaches every
+                 // worker and fails the barrier (BarrierRequest.absent_hung)
+  };
+
   /// Waits until every participant (none given: every rank) arrived. Errors:
   ///   errc::timeout           not all arrived within `timeout`;
-  ///   errc::peer_error        a participant reported a failure (before or while waiting);
+  ///   errc::peer_error        a participant reported a failure (before or while waiting),
+  ///                           or, with absent_at_timeout::hung, was declared hung
+  ///                           at the timeout;
   ///   errc::peer_lost         a participant was lost or left;
   ///   errc::invalid_argument  this rank is no participant, a participant is out of
   ///                           range, the participants differ from the other
@@ -99,7 +108,8 @@ class coordination_client {
   ///                           blocking calls are pending;
   ///   errc::cancelled         the service was reset.
   caf::error barrier(const std::string& name, std::chrono::milliseconds timeout,
-                     std::vector<int32_t> participants = {});
+                     std::vector<int32_t> participants = {},
+                     absent_at_timeout absent = absent_at_timeout::waited_for);
 
   /// To `to_rank`, or to every_rank / every_other_rank (coordination_events.hpp);
   /// non-blocking, no error: a message to a worker that is gone is dropped.

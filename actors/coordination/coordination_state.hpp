@@ -192,6 +192,9 @@ class coordination_state {
     // told in the log.
     int64_t opened_ms = 0;
     int64_t report_after_ms = barrier_wait_report_ms;
+    // An arrival asked that those absent at its timeout be hung
+    // (BarrierRequest.absent_hung).
+    bool absent_hung = false;
   };
   // A barrier still open this long after its first arrival says in the log
   // whom it waits for, and again each time it has been open twice as long
@@ -223,6 +226,9 @@ class coordination_state {
   void on_cancel(conn_id conn, uint64_t id);
   void expire_gets(int64_t now_ms);
   void expire_barriers(int64_t now_ms);
+  // Declares hung the first absent joined rank of each absent_hung barrier
+  // with an arrival past its timeout.
+  void declare_absent_hung(int64_t now_ms);
   std::string absent_text(const barrier& b, bool waiting) const;
   void expire_heartbeats(int64_t now_ms);
   void schedule_heartbeat_check();

@@ -78,7 +78,7 @@ caf::behavior recorder(caf::io::broker* self, board* seen, size_t index, caf::ac
       [=](enter_atom, const std::string& name, int64_t timeout_ms) {
         auto entry = steady_ns();
         self->request(agent, std::chrono::milliseconds{timeout_ms + 1000}, barrier_atom::value,
-                      name, timeout_ms, std::vector<int32_t>{})
+                      name, timeout_ms, std::vector<int32_t>{}, false)
             .then([=] { seen->barrier_done(index, entry, steady_ns(), true); },
                   [=](caf::error&) { seen->barrier_done(index, entry, steady_ns(), false); });
       },

@@ -44,6 +44,53 @@ TEST_F(state_test, a_barrier_that_times_out_names_who_did_not_arrive) {
   }
 }
 
+// A barrier whose absent participants can only be stuck (lifeboat's save_fn
+// barrier: each rank arrives once its own save ends) names them as hung at
+// its timeout, as a failure of theirs that every worker hears and that fails
+// the barrier for those waiting. Before, each waiting rank raised a failure
+// of its own with no origin. A participant that never joined is no hang.
+TEST_F(state_test, an_absent_hung_barrier_declares_the_absent_joined_rank_hung_at_its_timeout) {
+  for (int32_t r = 0; r < 3; ++r) ASSERT_TRUE(join(r + 1, r).ok());  // rank 3 never joins
+  auto hung_barrier = barrier(1, "save", 1000, {0, 1, 2, 3});
+  hung_barrier.mutable_barrier()->set_absent_hung(true);
+  request(1, hung_barrier);
+  now += 1001;
+  st.on_tick(now);
+  out = st.take_output();
+  auto r = reply_to(1, 1);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::peer_error));
+  EXPECT_EQ(r->error_message(),
+            "barrier save: rank 1 failed: hang: did not arrive at barrier save in 1 s, where rank "
+            "0 waited");
+  int failures = 0;
+  for (auto& [conn, e] : out.frames) {
+    if (!e.has_failure()) continue;
+    ++failures;
+    EXPECT_EQ(e.failure().rank(), 1);
+    EXPECT_EQ(e.failure().code(), static_cast<int32_t>(errc::hung));
+  }
+  EXPECT_EQ(failures, 3);
+  EXPECT_EQ(state_of(1), "error");
+  EXPECT_EQ(state_of(2), "alive");
+}
+
+TEST_F(state_test, an_absent_hung_barrier_missing_only_a_rank_that_never_joined_times_out) {
+  for (int32_t r = 0; r < 3; ++r) ASSERT_TRUE(join(r + 1, r).ok());  // rank 3 never joins
+  auto hung_barrier = barrier(1, "save", 1000);
+  hung_barrier.mutable_barrier()->set_absent_hung(true);
+  for (conn_id c = 1; c <= 3; ++c) request(c, hung_barrier);
+  now += 1001;
+  st.on_tick(now);
+  out = st.take_output();
+  for (conn_id c = 1; c <= 3; ++c) {
+    auto r = reply_to(c, 1);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error_code(), static_cast<uint32_t>(errc::timeout));
+  }
+  for (auto& [conn, e] : out.frames) EXPECT_FALSE(e.has_failure());
+}
+
 // A barrier left open says whom it waits for at 10 s, and again each time
 // it has been open twice as long: a wait told once said nothing later of who
 // was still missing.

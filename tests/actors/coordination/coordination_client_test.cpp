@@ -172,6 +172,31 @@ TEST_F(client_test, barrier_times_out_when_a_participant_never_arrives) {
   EXPECT_EQ(err, make_error(errc::timeout));
 }
 
+// absent_at_timeout::hung reaches the service: the rank that did not come
+// is hung, the barrier fails with that failure, and every rank, the hung one
+// included, hears it as the absent rank's failure.
+TEST_F(client_test, a_barrier_with_absent_hung_names_the_rank_that_never_arrived_as_hung) {
+  auto a = join(0);
+  auto b = join(1);
+  ASSERT_TRUE(a && b);
+  caf::scoped_actor self{sys};
+  b->subscribe(self);
+  auto err =
+      a->barrier("save", short_timeout, {0, 1}, coordination_client::absent_at_timeout::hung);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err.code(), static_cast<uint8_t>(errc::peer_error));
+  EXPECT_NE(describe(err).find("rank 1 failed: hang: did not arrive at barrier save"),
+            std::string::npos)
+      << describe(err);
+  self->receive(
+      [&](const peer_failure& f) {
+        EXPECT_EQ(f.rank, 1);
+        EXPECT_EQ(f.code, static_cast<int32_t>(errc::hung));
+        EXPECT_FALSE(f.lost);
+      },
+      caf::after(socket_deadline) >> [] { ADD_FAILURE() << "no failure reached rank 1"; });
+}
+
 TEST_F(client_test, blocking_calls_fail_fast_when_the_service_is_gone) {
   auto a = join(0);
   ASSERT_TRUE(a);
