@@ -56,6 +56,8 @@ int preemption_checkpoint_handler::rank() const { return runtime_->rank(); }
 
 int preemption_checkpoint_handler::world_size() const { return runtime_->world_size(); }
 
+bool preemption_checkpoint_handler::failed() const { return runtime_->failed(); }
+
 preemption_checkpoint_handler::scope::~scope() {
   // Left by an exception while a worker failed: end the process with the
   // failure code, as the contract says, whatever the exception was.

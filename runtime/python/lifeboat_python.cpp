@@ -368,10 +368,25 @@ PyObject* run_step(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
 struct preemption_scope {
   python_handler& handler;
 
-  bool exit(const py::object& exc_type) {
+  bool exit(const py::object& exc_type, const py::object& value, const py::object& traceback) {
     if (exc_type.is_none()) return false;
+    auto& h = handler.get();
+    // An exception of this rank's own that leaves the scope (raised between
+    // steps, an evaluation say) is its failure as a step's is: told to the
+    // others (nothing when this worker failed already, or left the cluster
+    // after its final commit and exit_fn raised), and the scope then exits
+    // 3 as the contract says; before, Python's own exit code 1 ended it.
+    if (!is_exit(exc_type)) h.report_left_by_exception(exception_line(exc_type, value));
+    // The process ends below, before Python would print the traceback: the
+    // one place that says where this rank's own exception came from (a
+    // failing step logged one line, "ValueError: ...", and no file or line).
+    // A peer's failure (PeerError) has its traceback on the peer.
+    if (h.failed() && PyObject_IsInstance(value.ptr(), peer_error_type.ptr()) != 1) {
+      py::module_::import("traceback").attr("print_exception")(exc_type, value, traceback);
+      py::module_::import("sys").attr("stderr").attr("flush")();
+    }
     try {
-      auto guard = handler.get().watch_preemption_scope();
+      auto guard = h.watch_preemption_scope();
       throw std::runtime_error("a Python exception left the scope");
     } catch (const std::runtime_error&) {
     }
@@ -576,9 +591,8 @@ PYBIND11_MODULE(_lifeboat, m) {
 
   py::class_<preemption_scope>(m, "PreemptionScope")
       .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](preemption_scope& s, py::object exc_type, py::object, py::object) {
-        return s.exit(exc_type);
-      });
+      .def("__exit__", [](preemption_scope& s, py::object exc_type, py::object value,
+                          py::object traceback) { return s.exit(exc_type, value, traceback); });
 
   py::class_<python_handler> handler_class(m, "PreemptionCheckpointHandler");
   handler_class

@@ -131,8 +131,13 @@ class PythonBindingTest(scratch_case.ScratchCase):
             self.assertIn("injected failure at step 5", line)
             self.assertTrue(line.endswith(" origin=1"), line)
         self.assertEqual(self.committed_steps(), [])
+        # The failing step's traceback, on its rank only: the scope ends the
+        # process before Python would print it, and it printed none before.
+        self.assertIn('raise ValueError(f"injected failure at step {n}")',
+                      cluster.workers[1].transcript())
+        self.assertNotIn("Traceback", cluster.workers[0].transcript())
 
-    def expect_an_error_outside_run_to_reach_every_worker(self, args):
+    def expect_an_error_outside_run_to_reach_every_worker(self, args, own_exit_code):
         # Rank 1's own code raises between its steps 5 and 6 and ends its
         # process; rank 0 waits for it in step 6's barrier (a collective).
         # Before, rank 1 met the others at the end instead (its handler closed
@@ -142,20 +147,25 @@ class PythonBindingTest(scratch_case.ScratchCase):
                                          "--raise-outside-rank", "1",
                                          "--raise-outside-step", "5"] + args)
         codes = cluster.finish()
-        self.assertEqual(codes, [FAILURE_EXIT_CODE, 1], cluster.transcript())
+        self.assertEqual(codes, [FAILURE_EXIT_CODE, own_exit_code], cluster.transcript())
         line = cluster.workers[0].wait_line("error=", timeout=0)
         self.assertIsNotNone(line, cluster.transcript())
         self.assertIn("EvaluationError: evaluation broke after step 5", line)
         self.assertTrue(line.endswith(" origin=1"), line)
-        self.assertIn("EvaluationError: evaluation broke after step 5",
-                      cluster.workers[1].transcript())
+        # Where it was raised: the traceback, on the rank that raised it.
+        own = cluster.workers[1].transcript()
+        self.assertIn("Traceback (most recent call last)", own)
+        self.assertIn('raise EvaluationError(f"evaluation broke after step "', own)
+        self.assertIn("EvaluationError: evaluation broke after step 5", own)
 
-    def test_an_error_outside_run_leaving_the_with_block_reaches_every_worker(self):
-        self.expect_an_error_outside_run_to_reach_every_worker([])
+    def test_an_error_outside_run_leaving_the_scope_reaches_every_worker_and_exits_3(self):
+        # Before, the scope let it pass and Python ended rank 1 with 1.
+        self.expect_an_error_outside_run_to_reach_every_worker([], FAILURE_EXIT_CODE)
 
     def test_an_uncaught_error_outside_run_reaches_every_worker_without_a_with_block(self):
-        # No __exit__ sees it: lifeboat's sys.excepthook does.
-        self.expect_an_error_outside_run_to_reach_every_worker(["--no-with"])
+        # Neither a scope nor __exit__ sees it: lifeboat's sys.excepthook does,
+        # and Python's exit code ends rank 1.
+        self.expect_an_error_outside_run_to_reach_every_worker(["--no-with"], 1)
 
     def test_a_hung_step_ends_every_worker_and_its_python_stack_is_logged(self):
         # Rank 1's step sleeps forever at step 5 while rank 0 waits for it at

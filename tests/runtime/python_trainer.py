@@ -104,7 +104,8 @@ def main():
     parser.add_argument("--exit-fn", choices=["exit", "raise"], default=None,
                         help="exit_fn calls sys.exit(7) (exit) or raises Preempted (raise)")
     parser.add_argument("--no-with", action="store_true",
-                        help="the handler is kept in a variable, never entered with `with`")
+                        help="the handler is kept in a variable, never entered with `with`, "
+                             "and the loop is in no watch_preemption_scope")
     opts = parser.parse_args()
 
     # The model: [steps applied, last step]; a step is applied only when it
@@ -184,7 +185,7 @@ def main():
     steps = opts.steps + (1 if handler.rank == opts.uneven_rank else 0)
     with handler if not opts.no_with else contextlib.nullcontext():
         try:
-            with handler.watch_preemption_scope():
+            with handler.watch_preemption_scope() if not opts.no_with else contextlib.nullcontext():
                 try:
                     while handler.total_run_calls < steps:
                         if (handler.rank == opts.hang_rank and opts.hang_outside

@@ -109,6 +109,12 @@ class preemption_checkpoint_handler {
   int rank() const;
   int world_size() const;
 
+  /// Whether this worker has failed: a step raised, report_error or
+  /// report_left_by_exception told its error, or a peer failed or was lost.
+  /// A watch_preemption_scope left by an exception then ends the process
+  /// with the failure exit code (3).
+  bool failed() const;
+
   /// A cluster-wide barrier through the coordination service, for trainers
   /// without collectives of their own (lifeboat-demo keeps lock-step with it).
   /// Throws peer_error when a worker failed or was lost while waiting, and
