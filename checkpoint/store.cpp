@@ -200,11 +200,16 @@ caf::expected<std::optional<checkpoint_info>> store::restore_latest(state_regist
     if (touched_now && !touched) partly_loaded = *i;
     touched = touched || touched_now;
   }
+  // The worker's state is now neither a checkpoint's nor its initial one,
+  // and only a person can choose between losing the training done and
+  // finding an intact copy: the line says both ways on.
   if (touched)
-    return make_error(errc::corrupt, "no checkpoint in " + cfg_.dir +
-                                         " verified, and the registered buffers "
-                                         "were partly overwritten by corrupt step " +
-                                         std::to_string(*partly_loaded));
+    return make_error(errc::corrupt,
+                      "no checkpoint in " + cfg_.dir +
+                          " verified, and the registered buffers "
+                          "were partly overwritten by corrupt step " +
+                          std::to_string(*partly_loaded) + ": put back an intact copy of " +
+                          step_path(*partly_loaded) + ", or move it aside to start from scratch");
   return std::optional<checkpoint_info>{};
 }
 

@@ -108,7 +108,13 @@ TEST_F(store_corruption_test, nothing_verified_after_buffers_were_overwritten_is
   auto restored = store_->restore_latest(fresh.registry);
   ::testing::internal::GetCapturedStderr();
   ASSERT_FALSE(restored);
-  EXPECT_EQ(restored.error(), make_error(errc::corrupt));
+  EXPECT_EQ(restored.error().code(), static_cast<uint8_t>(errc::corrupt));
+  // The newest, step 2, was read first, into the fresh buffers.
+  EXPECT_EQ(describe(restored.error()),
+            "corrupt: no checkpoint in " + store_->config().dir +
+                " verified, and the registered buffers were partly overwritten by corrupt step 2: "
+                "put back an intact copy of " +
+                store_->step_path(2) + ", or move it aside to start from scratch");
 }
 
 }  // namespace
