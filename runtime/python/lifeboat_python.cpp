@@ -114,9 +114,35 @@ class step_error : public std::runtime_error {
   py::error_already_set original_;
 };
 
+// TerminationConfig's `signals` as names: each a name ("SIGUSR1") or a
+// number, as Python's signal module has them (signal.SIGUSR1, an IntEnum),
+// in a list or alone. Seen: `signals=[signal.SIGUSR1]`, the natural way in
+// Python, raised pybind11's TypeError listing the whole constructor.
+std::vector<std::string> signal_names(const py::object& signals) {
+  auto one = [](const py::handle& s) -> std::string {
+    if (py::isinstance<py::str>(s)) return s.cast<std::string>();
+    if (py::isinstance<py::int_>(s) && !py::isinstance<py::bool_>(s)) {
+      try {
+        return py::module_::import("signal").attr("Signals")(s).attr("name").cast<std::string>();
+      } catch (py::error_already_set&) {
+        throw lifeboat::config_error("unknown signal number " + py::str(s).cast<std::string>());
+      }
+    }
+    throw lifeboat::config_error(
+        "signals: expected signal names (\"SIGTERM\") or numbers "
+        "(signal.SIGTERM), got " +
+        py::repr(s).cast<std::string>());
+  };
+  if (py::isinstance<py::str>(signals) || py::isinstance<py::int_>(signals)) return {one(signals)};
+  if (!py::isinstance<py::iterable>(signals)) return {one(signals)};
+  std::vector<std::string> names;
+  for (auto s : signals) names.push_back(one(s));
+  return names;
+}
+
 lifeboat::termination_config make_config(
     py::object termination_watcher_fn, py::object exit_fn, std::optional<double> grace_period,
-    py::object save_fn, std::vector<std::string> signals,
+    py::object save_fn, const py::object& signals,
     std::optional<std::vector<std::string>> notice_sources, std::optional<int> restart_code,
     double poll_interval, double safety_factor, int max_to_keep, int64_t save_every_steps,
     double save_every_seconds, double heartbeat_timeout, std::optional<double> hang_timeout) {
@@ -158,7 +184,7 @@ lifeboat::termination_config make_config(
       }
     };
   }
-  c.signals = std::move(signals);
+  c.signals = signal_names(signals);
   c.notice_sources = std::move(notice_sources);
   c.restart_code = restart_code;
   c.poll_interval = from_seconds<std::chrono::milliseconds>(poll_interval, "poll_interval");

@@ -605,6 +605,33 @@ class PythonBindingTest(scratch_case.ScratchCase):
         with self.assertRaises(TypeError):
             lifeboat.committed_steps(2)
 
+    def test_signals_may_be_given_as_the_signal_modules_numbers(self):
+        # As Python code names them (signal.SIGUSR1, an IntEnum), alone or in
+        # a list; before, both raised pybind11's TypeError listing the whole
+        # constructor, and only names ("SIGUSR1") were taken.
+        class Preempted(Exception):
+            pass
+
+        def leave():
+            raise Preempted()
+
+        for i, signals in enumerate(([signal.SIGUSR1], signal.SIGUSR1)):
+            with self.subTest(signals=signals):
+                ckpt = os.path.join(self.ckpt, str(i))
+                config = lifeboat.TerminationConfig(signals=signals, exit_fn=leave)
+                with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), ckpt,
+                                                          config) as handler:
+                    handler.run(lambda: None)
+                    os.kill(os.getpid(), signal.SIGUSR1)
+                    with self.assertRaises(Preempted):
+                        for _ in range(1000):
+                            handler.run(time.sleep, 0.01)
+                self.assertEqual(len(lifeboat.committed_steps(ckpt)), 1)
+        with self.assertRaisesRegex(lifeboat.ConfigError, "^unknown signal number 999$"):
+            lifeboat.TerminationConfig(signals=[999])
+        with self.assertRaisesRegex(lifeboat.ConfigError, "expected signal names"):
+            lifeboat.TerminationConfig(signals=[1.5])
+
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
             self.assertEqual(handler.run(lambda a, b=0: (a, b), 1, b=2), (1, 2))
