@@ -12,9 +12,8 @@ namespace {
 constexpr int max_nodes = 4096;
 constexpr int max_nproc = 4096;
 constexpr int max_restarts_limit = 1'000'000;
-// Beside the coordination service's PORT: PORT + 1 is where trainers put
-// their own rendezvous (the torch example's gloo), so the launchers take PORT + 2.
-constexpr int default_control_port_offset = 2;
+// Beside the coordination service's PORT and the trainers' rendezvous.
+constexpr int default_control_port_offset = trainer_port_offset + 1;
 
 constexpr const char* synopsis =
     "usage: lifeboat-launch --nproc N [--max-restarts R] [--restart-code C] [--port P]\n"

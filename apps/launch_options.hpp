@@ -9,6 +9,11 @@
 
 namespace lifeboat::apps {
 
+/// The coordination service's PORT + this is where trainers put their own
+/// rendezvous (torch's store: the workers' MASTER_PORT), so the launchers'
+/// control port defaults to the one after it.
+constexpr int trainer_port_offset = 1;
+
 /// lifeboat-launch's command line (DESIGN "lifeboat-launch" and "Multi-node
 /// lifeboat-launch").
 struct launch_options {

@@ -35,6 +35,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -58,6 +59,7 @@
 #include "apps/multi_node_launch.hpp"
 #include "apps/worker_group.hpp"
 #include "messages/log.hpp"
+#include "platform/environment.hpp"
 #include "platform/platform_detection.hpp"
 #include "platform/signal_names.hpp"
 #include "platform/signal_pipe.hpp"
@@ -353,16 +355,23 @@ int main(int argc, char** argv) {
   auto reach = opts.host;
   if (hosts_service && opts.host == "0.0.0.0") reach = "127.0.0.1";
   if (hosts_service && opts.host == "::") reach = "::1";
-  lifeboat::apps::worker_group group{
-      opts.command,
-      {{"LIFEBOAT_WORLD_SIZE", std::to_string(opts.world_size())},
-       {"LIFEBOAT_COORDINATOR", lifeboat::host_port(reach, port)},
-       {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
-       {"LIFEBOAT_CLUSTER_TOKEN", token},
-       {lifeboat::tls_env, tls->enabled ? "1" : "0"},
-       {lifeboat::kRestartCodeVariable, std::to_string(opts.restart_code)}},
-      opts.status_port_base,
-      opts.node_rank};
+  std::map<std::string, std::string> worker_env{
+      {"LIFEBOAT_WORLD_SIZE", std::to_string(opts.world_size())},
+      {"LIFEBOAT_COORDINATOR", lifeboat::host_port(reach, port)},
+      {"LIFEBOAT_COORDINATOR_EXTERNAL", "1"},
+      {"LIFEBOAT_CLUSTER_TOKEN", token},
+      {lifeboat::tls_env, tls->enabled ? "1" : "0"},
+      {lifeboat::kRestartCodeVariable, std::to_string(opts.restart_code)},
+      {"WORLD_SIZE", std::to_string(opts.world_size())}};
+  // torchrun's rendezvous for a trainer written for it (torch's env://, the
+  // default of init_process_group): rank 0's store beside the coordination
+  // service, at the port next to it, unless the launcher was given its own.
+  auto env = lifeboat::process_environment();
+  if (lifeboat::env_value(env, "MASTER_ADDR") == nullptr) worker_env["MASTER_ADDR"] = reach;
+  if (lifeboat::env_value(env, "MASTER_PORT") == nullptr && port < 65535)
+    worker_env["MASTER_PORT"] = std::to_string(port + lifeboat::apps::trainer_port_offset);
+  lifeboat::apps::worker_group group{opts.command, std::move(worker_env), opts.status_port_base,
+                                     opts.node_rank};
 
   // Not fatal: without it, what the workers leave behind outlives them (as
   // it did before), and only the next generation may find ports taken.

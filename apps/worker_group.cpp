@@ -153,6 +153,12 @@ std::optional<std::string> worker_group::start(int n, int restart) {
     env["LIFEBOAT_LOCAL_WORLD_SIZE"] = std::to_string(n);
     env["LIFEBOAT_NODE_RANK"] = std::to_string(node_rank_);
     env["LIFEBOAT_RESTART_COUNT"] = std::to_string(restart);
+    // As torchrun sets them, for trainers written for it (torch's env://
+    // rendezvous reads RANK, and trainers LOCAL_RANK for their device).
+    env["RANK"] = env["LIFEBOAT_RANK"];
+    env["LOCAL_RANK"] = env["LIFEBOAT_LOCAL_RANK"];
+    env["LOCAL_WORLD_SIZE"] = env["LIFEBOAT_LOCAL_WORLD_SIZE"];
+    env["GROUP_RANK"] = env["LIFEBOAT_NODE_RANK"];
     // Base 0 asks every worker to pick a free port (it logs the one it got);
     // otherwise each worker of this node gets its own fixed port, the same in
     // every generation (ports are per node, so the local rank picks it).

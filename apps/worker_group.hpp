@@ -55,7 +55,8 @@ void order_by_cause(std::vector<worker_exit>& exits);
 /// dies with the launcher (PR_SET_PDEATHSIG), starts with no signals blocked,
 /// and gets `env` plus LIFEBOAT_RANK (node_rank * N + its local rank),
 /// LIFEBOAT_LOCAL_RANK, LIFEBOAT_LOCAL_WORLD_SIZE (N), LIFEBOAT_NODE_RANK,
-/// LIFEBOAT_RESTART_COUNT and, with a `status_port_base`,
+/// LIFEBOAT_RESTART_COUNT, the same as torchrun names them (RANK, LOCAL_RANK,
+/// LOCAL_WORLD_SIZE, GROUP_RANK) and, with a `status_port_base`,
 /// LIFEBOAT_STATUS_PORT (base + local rank; 0 stays 0).
 /// SIGCHLD must be blocked in every thread of the calling process (the group
 /// waits for it with sigtimedwait).

@@ -2,6 +2,7 @@
 // shell as the worker command: the ranks and environment each node's workers
 // get, the launchers' wait for one another, the token they must hold, --help.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,50 @@ TEST(multi_node_flags_test, node_k_runs_global_ranks_k_times_n_on_with_their_loc
           << log.text();
     }
     EXPECT_TRUE(log.contains("lifeboat-launch: all 4 workers finished")) << log.text();
+  }
+}
+
+// The same as torchrun names them, for trainers written for it: torch's
+// env:// rendezvous (init_process_group's default) reads RANK, WORLD_SIZE,
+// MASTER_ADDR and MASTER_PORT, at node 0 beside the coordination service;
+// before, it raised "environment variable RANK expected, but not set". A
+// MASTER_PORT the launchers were given is kept.
+TEST(multi_node_flags_test,
+     workers_get_torchruns_variables_with_the_rendezvous_beside_the_service) {
+  const std::string print_torch_env =
+      "echo \"torch rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK local_world=$LOCAL_WORLD_SIZE "
+      "group=$GROUP_RANK master=$MASTER_ADDR:$MASTER_PORT\"";
+  for (std::string given_port : {"", "29123"}) {
+    job_ports ports;
+    auto start = [&](int k) {
+      auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, k,
+                                   ports.host + ":" + ports.service, ports.control, per_node);
+      argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_torch_env});
+      // Blank (unset, to lifeboat) unless given: the test's own environment
+      // may hold torch's variables.
+      std::map<std::string, std::string> env{
+          {"LIFEBOAT_CLUSTER_TOKEN", token}, {"MASTER_ADDR", ""}, {"MASTER_PORT", given_port}};
+      return std::make_unique<child_process>(argv, true, environment_with(env));
+    };
+    auto zero = start(0);
+    auto one = start(1);
+    output_log log0{*zero};
+    output_log log1{*one};
+    log0.read_all();
+    log1.read_all();
+    EXPECT_EQ(exit_code(*zero), 0) << log0.text();
+    EXPECT_EQ(exit_code(*one), 0) << log1.text();
+    auto master_port =
+        given_port.empty() ? std::to_string(std::stoi(ports.service) + 1) : given_port;
+    for (int k = 0; k < nodes; ++k) {
+      auto& log = k == 0 ? log0 : log1;
+      for (int local = 0; local < per_node; ++local)
+        EXPECT_TRUE(log.contains("torch rank=" + std::to_string(k * per_node + local) +
+                                 " world=4 local=" + std::to_string(local) +
+                                 " local_world=2 group=" + std::to_string(k) +
+                                 " master=127.0.0.1:" + master_port))
+            << log.text();
+    }
   }
 }
 

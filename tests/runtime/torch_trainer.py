@@ -54,15 +54,6 @@ def say(line):
     os.write(sys.stdout.fileno(), (line + "\n").encode())
 
 
-def cluster():
-    """(rank, world size, gloo's rendezvous address)."""
-    if "LIFEBOAT_RANK" in os.environ:
-        host, port = os.environ["LIFEBOAT_COORDINATOR"].rsplit(":", 1)
-        return (int(os.environ["LIFEBOAT_RANK"]), int(os.environ["LIFEBOAT_WORLD_SIZE"]),
-                f"tcp://{host}:{int(port) + 1}")
-    return (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
-            f"tcp://{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}")
-
 
 class Model(nn.Module):
     """Layers declared in another order than the forward pass uses them, so
@@ -134,9 +125,11 @@ def main():
     opts = parser.parse_args()
 
     torch.set_num_threads(1)
-    rank, world_size, rendezvous = cluster()
-    dist.init_process_group("gloo", init_method=rendezvous, rank=rank, world_size=world_size,
-                            timeout=COLLECTIVE_TIMEOUT)
+    # torch's env:// rendezvous, as a trainer written for torchrun has it:
+    # lifeboat-launch sets torchrun's variables as well (RANK, WORLD_SIZE,
+    # MASTER_ADDR, MASTER_PORT).
+    dist.init_process_group("gloo", timeout=COLLECTIVE_TIMEOUT)
+    rank = dist.get_rank()
     torch.manual_seed(0)
     model = DistributedDataParallel(Model())
     loss_fn = nn.MSELoss()
