@@ -43,12 +43,32 @@ struct job_ports {
 
 std::unique_ptr<child_process> node(const job_ports& ports, int rank,
                                     const std::string& job_token = token, int nnodes = nodes,
-                                    const std::string& script = print_env) {
+                                    const std::string& script = print_env,
+                                    std::map<std::string, std::string> env = {}) {
   auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nnodes, rank,
                                ports.host + ":" + ports.service, ports.control, per_node);
   argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
-  return std::make_unique<child_process>(argv, true,
-                                         environment_with({{"LIFEBOAT_CLUSTER_TOKEN", job_token}}));
+  env["LIFEBOAT_CLUSTER_TOKEN"] = job_token;
+  return std::make_unique<child_process>(argv, true, environment_with(env));
+}
+
+// Runs both nodes' launchers with `script` as the workers' command until they
+// end; each exits 0. Their output, node 0's first.
+std::vector<std::string> both_nodes_finish(const job_ports& ports, const std::string& script,
+                                           const std::map<std::string, std::string>& env = {}) {
+  auto zero = node(ports, 0, token, nodes, script, env);
+  auto one = node(ports, 1, token, nodes, script, env);
+  output_log log0{*zero};
+  output_log log1{*one};
+  log0.read_all();
+  log1.read_all();
+  EXPECT_EQ(exit_code(*zero), 0) << log0.text();
+  EXPECT_EQ(exit_code(*one), 0) << log1.text();
+  return {log0.text(), log1.text()};
+}
+
+bool holds(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 // `launcher`, still waiting for the other launchers, takes a SIGTERM: it
@@ -66,25 +86,19 @@ void expect_a_sigterm_ends_the_wait(child_process& launcher, output_log& log) {
 
 TEST(multi_node_flags_test, node_k_runs_global_ranks_k_times_n_on_with_their_local_ranks) {
   job_ports ports;
-  auto zero = node(ports, 0);
-  auto one = node(ports, 1);
-  output_log log0{*zero};
-  output_log log1{*one};
-  log0.read_all();
-  log1.read_all();
-  EXPECT_EQ(exit_code(*zero), 0) << log0.text();
-  EXPECT_EQ(exit_code(*one), 0) << log1.text();
+  auto logs = both_nodes_finish(ports, print_env);
   for (int k = 0; k < nodes; ++k) {
-    auto& log = k == 0 ? log0 : log1;
+    auto& log = logs[static_cast<size_t>(k)];
     for (int local = 0; local < per_node; ++local) {
       auto rank = std::to_string(k * per_node + local);
-      EXPECT_TRUE(log.contains("lifeboat-launch: rank=" + rank + " pid=")) << log.text();
-      EXPECT_TRUE(log.contains("worker rank=" + rank + " world=4 local=" + std::to_string(local) +
-                               " local_world=2 node=" + std::to_string(k) +
-                               " coordinator=127.0.0.1:" + ports.service + " external=1 restart=0"))
-          << log.text();
+      EXPECT_TRUE(holds(log, "lifeboat-launch: rank=" + rank + " pid=")) << log;
+      EXPECT_TRUE(holds(log, "worker rank=" + rank + " world=4 local=" + std::to_string(local) +
+                                 " local_world=2 node=" + std::to_string(k) +
+                                 " coordinator=127.0.0.1:" + ports.service +
+                                 " external=1 restart=0"))
+          << log;
     }
-    EXPECT_TRUE(log.contains("lifeboat-launch: all 4 workers finished")) << log.text();
+    EXPECT_TRUE(holds(log, "lifeboat-launch: all 4 workers finished")) << log;
   }
 }
 
@@ -100,34 +114,20 @@ TEST(multi_node_flags_test,
       "group=$GROUP_RANK master=$MASTER_ADDR:$MASTER_PORT\"";
   for (std::string given_port : {"", "29123"}) {
     job_ports ports;
-    auto start = [&](int k) {
-      auto argv = node_launch_args(lifeboat::test::built(LIFEBOAT_LAUNCH), nodes, k,
-                                   ports.host + ":" + ports.service, ports.control, per_node);
-      argv.insert(argv.end(), {"--", "/bin/sh", "-c", print_torch_env});
-      // Blank (unset, to lifeboat) unless given: the test's own environment
-      // may hold torch's variables.
-      std::map<std::string, std::string> env{
-          {"LIFEBOAT_CLUSTER_TOKEN", token}, {"MASTER_ADDR", ""}, {"MASTER_PORT", given_port}};
-      return std::make_unique<child_process>(argv, true, environment_with(env));
-    };
-    auto zero = start(0);
-    auto one = start(1);
-    output_log log0{*zero};
-    output_log log1{*one};
-    log0.read_all();
-    log1.read_all();
-    EXPECT_EQ(exit_code(*zero), 0) << log0.text();
-    EXPECT_EQ(exit_code(*one), 0) << log1.text();
+    // Blank (unset, to lifeboat) unless given: the test's own environment
+    // may hold torch's variables.
+    auto logs = both_nodes_finish(ports, print_torch_env,
+                                  {{"MASTER_ADDR", ""}, {"MASTER_PORT", given_port}});
     auto master_port =
         given_port.empty() ? std::to_string(std::stoi(ports.service) + 1) : given_port;
     for (int k = 0; k < nodes; ++k) {
-      auto& log = k == 0 ? log0 : log1;
+      auto& log = logs[static_cast<size_t>(k)];
       for (int local = 0; local < per_node; ++local)
-        EXPECT_TRUE(log.contains("torch rank=" + std::to_string(k * per_node + local) +
-                                 " world=4 local=" + std::to_string(local) +
-                                 " local_world=2 group=" + std::to_string(k) +
-                                 " master=127.0.0.1:" + master_port))
-            << log.text();
+        EXPECT_TRUE(holds(log, "torch rank=" + std::to_string(k * per_node + local) +
+                                   " world=4 local=" + std::to_string(local) +
+                                   " local_world=2 group=" + std::to_string(k) +
+                                   " master=127.0.0.1:" + master_port))
+            << log;
     }
   }
 }
