@@ -103,6 +103,14 @@ void print_table(const table& rows) {
   }
 }
 
+// A step time as the workers table shows it; "-" before the first sample.
+std::string step_time(double seconds) {
+  if (seconds <= 0) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(3) << seconds << " s";
+  return out.str();
+}
+
 void print_status(const lifeboat::wire::Status& s) {
   // Rank -1 is the coordinator (the launcher or lifeboat-coordinator), no worker.
   if (s.rank() < 0)
@@ -128,6 +136,10 @@ void print_status(const lifeboat::wire::Status& s) {
     }
     std::cout << ckpt.path() << "\n";
   }
+  // A coordinator's earliest notice, as the launcher prints it: the
+  // reference's PreemptionWatcher.preemption_message, for an operator.
+  if (s.has_preemption() && !s.preemption().message().empty())
+    std::cout << "preemption: " << s.preemption().message() << "\n";
   const auto& restored = s.restored();
   if (!restored.path().empty()) {
     std::cout << "restored at start: step " << restored.step() << ", "
@@ -143,10 +155,14 @@ void print_status(const lifeboat::wire::Status& s) {
   std::cout << "\n";
   print_table(actors);
   if (s.workers_size() == 0) return;
-  table workers{{"WORKER", "STEP", "LAST HEARTBEAT", "STATE", "PHASE"}};
+  // Step times show the skew between ranks (a straggler is marked where
+  // its state is), which /status carried and the table left out.
+  table workers{{"WORKER", "STEP", "STEP TIME", "P99", "LAST HEARTBEAT", "STATE", "PHASE"}};
   for (const auto& w : s.workers())
     workers.push_back({std::to_string(w.rank()), std::to_string(w.step()),
-                       std::to_string(w.last_heartbeat_ms()) + " ms ago", w.state(), w.phase()});
+                       step_time(w.step_seconds_median()), step_time(w.step_seconds_p99()),
+                       std::to_string(w.last_heartbeat_ms()) + " ms ago",
+                       w.state() + (w.straggler() ? " (straggler)" : ""), w.phase()});
   std::cout << "\n";
   print_table(workers);
 }

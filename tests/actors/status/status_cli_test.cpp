@@ -33,7 +33,9 @@ TEST_F(status_cli_test, prints_a_readable_table) {
         "restored at start: step 40, 5.6 GiB, from memory in 0.50 s, "
         "/dev/shm/job/step-40",
         "step_resolver", "coordination_service", "status_endpoint", "WORKER", "PHASE", "15 ms ago",
-        "alive", "checkpoint_scheduled"}) {
+        "alive", "checkpoint_scheduled", "STEP TIME", "P99", "0.022 s", "0.025 s",
+        "\n1       119   0.066 s    0.070 s  16 ms ago       alive (straggler)  "
+        "checkpoint_scheduled\n"}) {
     EXPECT_NE(run.out.find(part), std::string::npos) << part << "\n" << run.out;
   }
 }
@@ -43,7 +45,11 @@ TEST_F(status_cli_test, prints_a_readable_table) {
 class status_cli_long_state_test : public test::status_endpoint_fixture {
  protected:
   void SetUp() override {
-    start({test::actor_status("preemption_watcher", "waiting for workers to exit", 7)});
+    auto watcher = test::actor_status("preemption_watcher", "waiting for workers to exit", 7);
+    auto* notice = watcher.mutable_preemption();
+    notice->set_state("waiting for workers to exit");
+    notice->set_message("rank 1: SIGTERM received (source signal:SIGTERM, deadline in 25 s)");
+    start({watcher});
   }
 };
 
@@ -55,6 +61,11 @@ TEST_F(status_cli_long_state_test, columns_are_as_wide_as_their_widest_cell) {
             std::string::npos)
       << run.out;
   EXPECT_NE(run.out.find("\nACTOR               STATE                        MAILBOX\n"),
+            std::string::npos)
+      << run.out;
+  // The earliest notice, as the launcher prints it.
+  EXPECT_NE(run.out.find("\npreemption: rank 1: SIGTERM received (source signal:SIGTERM, "
+                         "deadline in 25 s)\n"),
             std::string::npos)
       << run.out;
 }

@@ -246,6 +246,10 @@ inline std::vector<wire::ActorStatus> saving_cluster() {
     w->set_last_heartbeat_ms(15 + rank);
     w->set_state("alive");
     w->set_phase(rank == 0 ? "saving" : "checkpoint_scheduled");
+    // Rank 1 takes three times as long: a straggler.
+    w->set_step_seconds_median(rank == 0 ? 0.022 : 0.066);
+    w->set_step_seconds_p99(rank == 0 ? 0.025 : 0.07);
+    w->set_straggler(rank == 1);
   }
   (*service.mutable_metrics())["heartbeats_missed"] = 0;
   return {actor_status("signal_watcher", "running", 0), resolver, writer, service};
