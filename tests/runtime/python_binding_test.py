@@ -52,10 +52,12 @@ class Worker(output_lines.Process):
 
 
 class Cluster:
-    """`world` workers sharing a checkpoint directory (world 0: one, in local mode)."""
+    """`world` workers sharing a checkpoint directory (world 0: one, in local mode);
+    with `service` (port, token), they join that coordination service (hosted by
+    another process) instead of rank 0's."""
 
-    def __init__(self, world, ckpt, args, incarnation=0):
-        port, token = loopback_ports.free_ports(), secrets.token_hex(8)
+    def __init__(self, world, ckpt, args, incarnation=0, service=None):
+        port, token = service or (loopback_ports.free_ports(), secrets.token_hex(8))
         self.workers = []
         for rank in range(max(world, 1)):
             env = {k: v for k, v in os.environ.items() if not k.startswith("LIFEBOAT_")}
@@ -64,7 +66,8 @@ class Cluster:
                 env.update(LIFEBOAT_RANK=str(rank), LIFEBOAT_WORLD_SIZE=str(world),
                            LIFEBOAT_COORDINATOR=f"127.0.0.1:{port}",
                            LIFEBOAT_CLUSTER_TOKEN=token,
-                           LIFEBOAT_RESTART_COUNT=str(incarnation))
+                           LIFEBOAT_RESTART_COUNT=str(incarnation),
+                           LIFEBOAT_COORDINATOR_EXTERNAL="1" if service else "0")
             self.workers.append(Worker(["--checkpoint-dir", ckpt] + args, env))
 
     def finish(self):
@@ -631,6 +634,38 @@ class PythonBindingTest(scratch_case.ScratchCase):
             lifeboat.TerminationConfig(signals=[999])
         with self.assertRaisesRegex(lifeboat.ConfigError, "expected signal names"):
             lifeboat.TerminationConfig(signals=[1.5])
+
+    def test_a_preemption_watcher_follows_the_notice_and_the_workers_of_a_coordinator(self):
+        # The reference's PreemptionWatcher for a controller written in Python,
+        # read from lifeboat-coordinator's status endpoint.
+        coordinator_program = os.path.join(os.path.dirname(os.environ["LIFEBOAT_LAUNCH"]),
+                                           "lifeboat-coordinator")
+        port, status_port = loopback_ports.free_ports(), loopback_ports.free_ports()
+        token = secrets.token_hex(8)
+        coordinator = output_lines.Process(
+            [coordinator_program, "--port", str(port), "--world-size", "2", "--status-port",
+             str(status_port)], dict(os.environ, LIFEBOAT_CLUSTER_TOKEN=token))
+        try:
+            self.assertTrue(coordinator.wait_line("lifeboat-coordinator: listening", EVENT_TIMEOUT),
+                            coordinator.transcript())
+            cluster = Cluster(2, self.ckpt, ["--steps", "100000", "--step-ms", "10"],
+                              service=(port, token))
+            self.assertTrue(cluster.workers[1].wait_line("step=3"), cluster.transcript())
+            watcher = lifeboat.PreemptionWatcher(f"127.0.0.1:{status_port}")
+            self.assertIsNone(watcher.preemption_message)
+            self.assertFalse(watcher.block_until_worker_exit(timeout=0.3))
+            cluster.workers[1].proc.send_signal(signal.SIGTERM)
+            self.assertEqual(cluster.finish(), [RESTART_EXIT_CODE] * 2, cluster.transcript())
+            # The coordinator is still there, its workers gone.
+            self.assertTrue(watcher.block_until_worker_exit(timeout=EVENT_TIMEOUT))
+            self.assertIsNone(coordinator.proc.poll())
+            self.assertRegex(watcher.preemption_message,
+                             r"^rank 1: SIGTERM received \(source signal:SIGTERM, deadline ")
+            with self.assertRaisesRegex(lifeboat.ConfigError, "no status endpoint answers"):
+                lifeboat.PreemptionWatcher(f"127.0.0.1:{loopback_ports.free_ports()}")
+        finally:
+            coordinator.proc.kill()
+            coordinator.finish(EVENT_TIMEOUT)
 
     def test_run_passes_the_steps_arguments_and_returns_its_result(self):
         with lifeboat.PreemptionCheckpointHandler(lifeboat.CheckpointState(), self.ckpt) as handler:
