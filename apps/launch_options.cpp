@@ -96,8 +96,7 @@ parsed_launch_options parse_launch_options(int argc, char** argv, const env_look
   // over it, and exited 42 where the job's outer restart policy waited for it.
   std::optional<std::string> restart_code_error;
   if (auto code = restart_code_variable(env); !code)
-    restart_code_error = std::string{kRestartCodeVariable} + " expects " + restart_code_rule +
-                         ", got '" + env_value(env, kRestartCodeVariable) + "'";
+    restart_code_error = restart_code_variable_refusal(env_value(env, kRestartCodeVariable));
   else if (*code)
     out.restart_code = **code;
 

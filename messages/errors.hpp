@@ -54,6 +54,9 @@ constexpr bool is_restart_code(int64_t code) {
 constexpr const char* restart_code_rule =
     "an exit code in [4, 255] (0 is a job done, 1 what Python exits with on an uncaught "
     "exception, 2 a configuration that cannot work, 3 a failure)";
+static_assert(min_restart_code == 4 && max_exit_code == 255 && failure_exit_code == 3 &&
+                  config_exit_code == 2,
+              "restart_code_rule names the codes: say them again there");
 
 /// The category atom under which lifeboat errors are registered with CAF.
 using error_category_atom = caf::atom_constant<caf::atom("lifeboat")>;

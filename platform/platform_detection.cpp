@@ -138,12 +138,14 @@ caf::expected<platform_defaults> platform_defaults_for(const std::string& name,
 caf::expected<std::optional<int>> restart_code_variable(const env_lookup& env) {
   auto* text = env_value(env, kRestartCodeVariable);
   if (text == nullptr) return std::optional<int>{};
-  auto code = parse_integer(text, kRestartCodeVariable, 1, max_exit_code);
-  if (!code) return code.error();
-  if (!is_restart_code(*code))
-    return make_error(errc::invalid_config, std::string{kRestartCodeVariable} + " expects " +
-                                                restart_code_rule + ", got " + text);
+  auto code = parse_integer(text, kRestartCodeVariable, min_restart_code, max_exit_code);
+  if (!code) return make_error(errc::invalid_config, restart_code_variable_refusal(text));
   return std::optional<int>{static_cast<int>(*code)};
+}
+
+std::string restart_code_variable_refusal(const std::string& text) {
+  return std::string{kRestartCodeVariable} + " expects " + restart_code_rule + ", got '" + text +
+         "'";
 }
 
 namespace {

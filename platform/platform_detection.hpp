@@ -57,9 +57,12 @@ caf::expected<platform_defaults> detect_platform(
 caf::expected<platform_defaults> detect_platform();
 
 /// LIFEBOAT_RESTART_CODE in `env` as a restart code (is_restart_code):
-/// nothing where it is unset; errc::invalid_config, naming it, where it is
-/// no number or no restart code (restart_code_rule says why).
+/// nothing where it is unset; errc::invalid_config with
+/// restart_code_variable_refusal where it is no number or no restart code.
 caf::expected<std::optional<int>> restart_code_variable(const env_lookup& env);
+
+/// Why LIFEBOAT_RESTART_CODE=`text` is refused: the variable, the rule, the value.
+std::string restart_code_variable_refusal(const std::string& text);
 
 /// The defaults of the platform `env` names without probes (LIFEBOAT_PLATFORM,
 /// Kubernetes, SLURM; else generic), LIFEBOAT_GRACE_PERIOD_S and

@@ -88,7 +88,11 @@ TEST(platform_detection, restart_code_variable_overrides_the_platform_default) {
     auto found = platform_defaults_for("generic", table_env(env));
     ASSERT_FALSE(found) << bad;
     EXPECT_EQ(found.error(), make_error(errc::invalid_config)) << bad;
-    EXPECT_NE(describe(found.error()).find(kRestartCodeVariable), std::string::npos)
+    EXPECT_EQ(describe(found.error()), "invalid_config: " + restart_code_variable_refusal(bad))
+        << bad;
+    EXPECT_NE(describe(found.error())
+                  .find(std::string{kRestartCodeVariable} + " expects an exit code in [4, 255] ("),
+              std::string::npos)
         << describe(found.error());
   }
 }

@@ -3,7 +3,8 @@ sockets on 127.0.0.1, real checkpoint files. The tests wait on the workers'
 output lines with deadlines, never on sleeps.
 
 Run by ctest with PYTHONPATH naming the directory of the built module, which
-the checks of the module's own argument handling import.
+the checks of the module's own argument handling import, and
+LIFEBOAT_COORDINATOR_PROGRAM the built lifeboat-coordinator.
 """
 
 import array
@@ -638,12 +639,10 @@ class PythonBindingTest(scratch_case.ScratchCase):
     def test_a_preemption_watcher_follows_the_notice_and_the_workers_of_a_coordinator(self):
         # The reference's PreemptionWatcher for a controller written in Python,
         # read from lifeboat-coordinator's status endpoint.
-        coordinator_program = os.path.join(os.path.dirname(os.environ["LIFEBOAT_LAUNCH"]),
-                                           "lifeboat-coordinator")
         port, status_port = loopback_ports.free_ports(), loopback_ports.free_ports()
         token = secrets.token_hex(8)
         coordinator = output_lines.Process(
-            [coordinator_program, "--port", str(port), "--world-size", "2", "--status-port",
+            [os.environ["LIFEBOAT_COORDINATOR_PROGRAM"], "--port", str(port), "--world-size", "2", "--status-port",
              str(status_port)], dict(os.environ, LIFEBOAT_CLUSTER_TOKEN=token))
         try:
             self.assertTrue(coordinator.wait_line("lifeboat-coordinator: listening", EVENT_TIMEOUT),
