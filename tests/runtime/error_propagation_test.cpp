@@ -49,6 +49,9 @@ void random_step_throws(const std::vector<std::string>& mode_args) {
     auto expected = r == origin ? "error=" + injected
                                 : "error=rank " + std::to_string(origin) + ": " + injected;
     EXPECT_EQ(errors.front(), expected + " origin=" + std::to_string(origin)) << c.transcript();
+    // The origin failed as its step threw, the others as they heard of it.
+    EXPECT_EQ(c.lines_containing(r, "failed="), std::vector<std::string>{"failed=1"})
+        << c.transcript();
     // The log line that says why the process ends names the origin too.
     auto named = r == origin ? "step " + std::to_string(step) + " failed: " + injected
                              : "rank " + std::to_string(origin) + " failed: " + injected;

@@ -11,6 +11,7 @@
 //   saved=N t=UNIX_MS          save_fn called at step N (--save-fn)
 //   gap expected=N got=M       the state skipped or repeated a step (a bug)
 //   error=TEXT origin=R        run (or construction) raised TEXT; R: the rank it names
+//   failed=0|1                 handler.failed() as that error left the loop
 //   config_error=TEXT          construction refused the configuration
 //   done total=N applied=N     training finished
 //   left=TEXT                  the trainer's own code threw TEXT between steps
@@ -365,6 +366,7 @@ int train(const options& opts) {
     } catch (const std::exception& e) {
       auto* peer = dynamic_cast<const lifeboat::peer_error*>(&e);
       emit("error=%s origin=%d", e.what(), peer ? peer->origin_rank() : handler->rank());
+      emit("failed=%d", handler->failed() ? 1 : 0);
       throw;
     }
   } catch (const std::exception&) {
