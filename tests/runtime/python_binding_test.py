@@ -650,9 +650,16 @@ class PythonBindingTest(scratch_case.ScratchCase):
             cluster = Cluster(2, self.ckpt, ["--steps", "100000", "--step-ms", "10"],
                               service=(port, token))
             self.assertTrue(cluster.workers[1].wait_line("step=3"), cluster.transcript())
-            watcher = lifeboat.PreemptionWatcher(f"127.0.0.1:{status_port}")
+            watcher = lifeboat.PreemptionWatcher(f"127.0.0.1:{status_port}", timeout=0.3)
             self.assertIsNone(watcher.preemption_message)
             self.assertFalse(watcher.block_until_worker_exit(timeout=0.3))
+            # A coordinator that answers late (stopped here) is no coordinator
+            # gone: its workers are still there.
+            coordinator.proc.send_signal(signal.SIGSTOP)
+            try:
+                self.assertFalse(watcher.block_until_worker_exit(timeout=1.0))
+            finally:
+                coordinator.proc.send_signal(signal.SIGCONT)
             cluster.workers[1].proc.send_signal(signal.SIGTERM)
             self.assertEqual(cluster.finish(), [RESTART_EXIT_CODE] * 2, cluster.transcript())
             # The coordinator is still there, its workers gone.

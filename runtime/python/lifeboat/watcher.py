@@ -59,15 +59,18 @@ class PreemptionWatcher:
     def block_until_worker_exit(self, timeout=None):
         """Blocks until every worker that joined the service has left or was
         lost: True then, False after `timeout` seconds (None: no bound). A
-        process that no longer answers counts as one whose workers exited: the
-        launcher ends after its workers, and no worker trains on without its
-        coordination service."""
+        process that refuses the connection (it ended) counts as one whose
+        workers exited: the launcher ends after its workers, and no worker
+        trains on without its coordination service. One slow to answer is
+        asked again."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             try:
                 present = _PRESENT.search(self._get_text("/metrics"))
-            except OSError:
-                return True
+            except OSError as e:
+                if _refused(e):
+                    return True
+                present = None
             if present is not None and float(present.group(1)) == 0:
                 return True
             if deadline is not None and time.monotonic() >= deadline:
@@ -87,3 +90,10 @@ class PreemptionWatcher:
     @staticmethod
     def _message_of(status):
         return status["preemption"]["message"] or None
+
+
+def _refused(error):
+    """Whether nothing listens any more where the endpoint was (urllib wraps
+    the socket's error in a URLError's reason)."""
+    return isinstance(error, ConnectionRefusedError) or isinstance(
+        getattr(error, "reason", None), ConnectionRefusedError)
