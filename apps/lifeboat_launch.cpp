@@ -368,8 +368,20 @@ int main(int argc, char** argv) {
   // service, at the port next to it, unless the launcher was given its own.
   auto env = lifeboat::process_environment();
   if (lifeboat::env_value(env, "MASTER_ADDR") == nullptr) worker_env["MASTER_ADDR"] = reach;
-  if (lifeboat::env_value(env, "MASTER_PORT") == nullptr && port < 65535)
-    worker_env["MASTER_PORT"] = std::to_string(port + lifeboat::apps::trainer_port_offset);
+  if (lifeboat::env_value(env, "MASTER_PORT") == nullptr && port < 65535) {
+    auto master_port = static_cast<uint16_t>(port + lifeboat::apps::trainer_port_offset);
+    worker_env["MASTER_PORT"] = std::to_string(master_port);
+    // Rank 0's store will listen there: a port already taken (another job's
+    // service beside this one's, --port 29400 and 29401) fails every trainer
+    // that uses env:// in its init_process_group, far from the cause. Said
+    // once here; a job that does not use torch's rendezvous goes on alike.
+    std::string taken;
+    if (hosts_service && !lifeboat::apps::node_listener::listen(opts.host, master_port, taken))
+      lifeboat::log(lifeboat::log_level::warning, "launch", "MASTER_PORT ", master_port,
+                    " (where torch's env:// rendezvous listens, in rank 0) is taken: ", taken,
+                    "; a trainer calling init_process_group on env:// will fail there (give "
+                    "--port another port, or set MASTER_PORT)");
+  }
   lifeboat::apps::worker_group group{opts.command, std::move(worker_env), opts.status_port_base,
                                      opts.node_rank};
 

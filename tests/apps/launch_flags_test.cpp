@@ -4,6 +4,7 @@
 // end-to-end tests cover.
 
 #include <csignal>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,30 @@ TEST(launch_flags_test, a_port_in_use_fails_before_any_worker_starts) {
   EXPECT_EQ(exit_code(run), failure_exit_code) << log.text();
   EXPECT_TRUE(log.contains("cannot host the coordination service on port " + port)) << log.text();
   EXPECT_FALSE(log.contains("worker rank=")) << log.text();
+}
+
+// PORT + 1, the workers' MASTER_PORT, held by something else (another job's
+// service beside this one's): said before the workers start, since torch's
+// store would fail in rank 0's init_process_group, far from the cause. The
+// job itself goes on (its workers need not be torch's).
+TEST(launch_flags_test, a_taken_master_port_is_named_before_the_workers_start) {
+  std::unique_ptr<held_port> above;
+  uint16_t port = 0;
+  for (int tries = 0; tries < 20 && port == 0; ++tries) {
+    above = std::make_unique<held_port>();
+    held_port free_below{AF_INET, static_cast<uint16_t>(above->port() - 1)};
+    port = free_below.port();
+  }
+  ASSERT_NE(port, 0);
+  child_process run{launcher({"--port", std::to_string(port)}), true};
+  output_log log{run};
+  log.read_all();
+  EXPECT_EQ(exit_code(run), 0) << log.text();
+  EXPECT_TRUE(log.contains("MASTER_PORT " + std::to_string(above->port()) +
+                           " (where torch's env:// rendezvous listens, in rank 0) is taken: "
+                           "cannot listen on 127.0.0.1:" +
+                           std::to_string(above->port()) + ": Address already in use"))
+      << log.text();
 }
 
 // A SIGTERM to the launcher while it is still starting workers reaches the
