@@ -133,8 +133,10 @@ std::vector<std::string> signal_names(const py::object& signals) {
         "(signal.SIGTERM), got " +
         py::repr(s).cast<std::string>());
   };
-  if (py::isinstance<py::str>(signals) || py::isinstance<py::int_>(signals)) return {one(signals)};
-  if (!py::isinstance<py::iterable>(signals)) return {one(signals)};
+  // One alone: a name (a str is iterable, by character), a number, or what
+  // one() refuses.
+  if (py::isinstance<py::str>(signals) || !py::isinstance<py::iterable>(signals))
+    return {one(signals)};
   std::vector<std::string> names;
   for (auto s : signals) names.push_back(one(s));
   return names;
